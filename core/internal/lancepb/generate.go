@@ -1,0 +1,8 @@
+// Package lancepb is the home of kv0's protobuf definitions of the Lance
+// format. The .proto files in proto/lance are wire-compatible with lance 8;
+// the Go code in the sub-packages is generated from them by `make proto`.
+//
+// Only kv0's core packages use these types; they never appear in public APIs.
+package lancepb
+
+//go:generate protoc -I proto --go_out=../../.. --go_opt=module=github.com/kv0/kv0 lance/file.proto lance/file2.proto lance/encodings_v2_0.proto lance/encodings_v2_1.proto lance/table.proto lance/transaction.proto
