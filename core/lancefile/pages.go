@@ -1,0 +1,177 @@
+package lancefile
+
+import (
+	"context"
+	"sync"
+)
+
+// page is one page of one column, with its buffers read.
+type page struct {
+	col, index int
+	info       *pageInfo
+	bufs       [][]byte
+}
+
+// readPage fetches every buffer of one page. Buffers of a page are usually
+// adjacent, so they are read with a single ranged request covering them all
+// (gaps of up to coalesceGap bytes are read and thrown away).
+func (f *File) readPage(ctx context.Context, col, index int) (*page, error) {
+	info := &f.columns[col].pages[index]
+	p := &page{col: col, index: index, info: info, bufs: make([][]byte, len(info.bufs))}
+	if err := f.readRanges(ctx, info.bufs, p.bufs); err != nil {
+		return nil, f.pageErr(col, index, err)
+	}
+	return p, nil
+}
+
+// coalesceGap is the largest hole between two buffers that readRanges reads
+// through rather than issuing a second request.
+const coalesceGap = 64 << 10
+
+// readRanges reads each range into out[i]. Nearby ranges share a request;
+// separate requests run concurrently.
+func (f *File) readRanges(ctx context.Context, ranges []bufRange, out [][]byte) error {
+	type span struct {
+		off, end uint64
+		members  []int
+	}
+	var spans []span
+	for i, r := range ranges {
+		if r.size == 0 {
+			out[i] = []byte{}
+			continue
+		}
+		if n := len(spans); n > 0 && r.off >= spans[n-1].off && r.off <= spans[n-1].end+coalesceGap {
+			s := &spans[n-1]
+			s.end = max(s.end, r.off+r.size)
+			s.members = append(s.members, i)
+			continue
+		}
+		spans = append(spans, span{off: r.off, end: r.off + r.size, members: []int{i}})
+	}
+	read := func(s span) error {
+		buf := make([]byte, s.end-s.off)
+		if err := f.st.ReadAt(ctx, f.key, buf, int64(s.off)); err != nil {
+			return err
+		}
+		for _, i := range s.members {
+			r := ranges[i]
+			out[i] = buf[r.off-s.off : r.off-s.off+r.size : r.off-s.off+r.size]
+		}
+		return nil
+	}
+	if len(spans) == 1 {
+		return read(spans[0])
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(spans))
+	for i := range spans {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = read(spans[i])
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pageStream yields the pages of one column in order, reading ahead up to a
+// byte budget so decoding never waits on I/O in a steady scan. Page buffers
+// are handed to the decoder, which may keep referencing them until it has
+// produced its arrays.
+type pageStream struct {
+	f      *File
+	col    int
+	next   int // index of the next page to return
+	ahead  []*pending
+	issued int // index of the next page to start reading
+	budget int64
+}
+
+type pending struct {
+	done chan struct{}
+	p    *page
+	err  error
+	size int64
+}
+
+// defaultReadahead is the number of bytes a page stream keeps in flight.
+const defaultReadahead = 8 << 20
+
+func (f *File) pageStream(col, first int, readahead int64) *pageStream {
+	if readahead <= 0 {
+		readahead = defaultReadahead
+	}
+	return &pageStream{f: f, col: col, next: first, issued: first, budget: readahead}
+}
+
+// numPages returns the number of pages in the column.
+func (s *pageStream) numPages() int { return len(s.f.columns[s.col].pages) }
+
+// peekInfo returns the metadata of the next page without reading it, or nil
+// at the end of the column.
+func (s *pageStream) peekInfo() *pageInfo {
+	if s.next >= s.numPages() {
+		return nil
+	}
+	return &s.f.columns[s.col].pages[s.next]
+}
+
+// skipPage drops the next page without reading it (when it was not yet
+// requested) or discards its read.
+func (s *pageStream) skipPage() {
+	if len(s.ahead) > 0 {
+		s.ahead = s.ahead[1:]
+	} else {
+		s.issued++
+	}
+	s.next++
+}
+
+// nextPage returns the next page, or nil at the end of the column.
+func (s *pageStream) nextPage(ctx context.Context) (*page, error) {
+	if s.next >= s.numPages() {
+		return nil, nil
+	}
+	s.fill(ctx)
+	pd := s.ahead[0]
+	s.ahead = s.ahead[1:]
+	s.next++
+	select {
+	case <-pd.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return pd.p, pd.err
+}
+
+// fill starts reads until the in-flight bytes reach the budget (always at
+// least one page).
+func (s *pageStream) fill(ctx context.Context) {
+	var inflight int64
+	for _, pd := range s.ahead {
+		inflight += pd.size
+	}
+	pages := s.f.columns[s.col].pages
+	for s.issued < len(pages) && (len(s.ahead) == 0 || inflight < s.budget) {
+		idx := s.issued
+		var size int64
+		for _, b := range pages[idx].bufs {
+			size += int64(b.size)
+		}
+		pd := &pending{done: make(chan struct{}), size: size}
+		s.ahead = append(s.ahead, pd)
+		s.issued++
+		inflight += size
+		go func() {
+			pd.p, pd.err = s.f.readPage(context.WithoutCancel(ctx), s.col, idx)
+			close(pd.done)
+		}()
+	}
+}

@@ -1,0 +1,124 @@
+package lancefile
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// fieldDecoder produces consecutive rows of one top-level field. The 2.1
+// (v21*.go) and 2.0 (v20*.go) readers implement it.
+type fieldDecoder interface {
+	// next decodes the next n rows (0 < n ≤ rows left) into one array.
+	next(ctx context.Context, n int) (arrow.Array, error)
+	// skip moves past n rows (0 < n ≤ rows left), reading as little as it can.
+	skip(ctx context.Context, n int) error
+}
+
+// ReadOptions tune a Reader. The zero value is usable.
+type ReadOptions struct {
+	// Readahead is the number of bytes each column keeps in flight
+	// (default 8 MiB).
+	Readahead int64
+}
+
+// Reader streams rows of some top-level fields of a file as Arrow arrays.
+// It is not safe for concurrent use.
+type Reader struct {
+	f        *File
+	fields   []*Field
+	decoders []fieldDecoder
+	left     uint64
+}
+
+// NewReader returns a Reader over fields, which must be top-level fields of
+// the file's schema (normally the dataset's schema). columnOf maps a field id
+// to its column index in this file, as the manifest's DataFile lists them: in
+// 2.1 files only leaves have columns, in 2.0 files every field does.
+func (f *File) NewReader(fields []*Field, columnOf map[int32]int, opts ReadOptions) (*Reader, error) {
+	r := &Reader{f: f, fields: fields, left: f.NumRows()}
+	for _, fld := range fields {
+		if fld.Err != nil {
+			return nil, fld.Err
+		}
+		var (
+			d   fieldDecoder
+			err error
+		)
+		switch f.version {
+		case V2_1:
+			d, err = newDecoder21(f, fld, columnOf, opts)
+		case V2_0:
+			d, err = newDecoder20(f, fld, columnOf, opts)
+		default:
+			err = &FormatError{File: f.key, Column: -1, Page: -1, Offset: -1, Err: ErrUnsupportedVersion, Msg: f.version.String()}
+		}
+		if err != nil {
+			return nil, err
+		}
+		r.decoders = append(r.decoders, d)
+	}
+	return r, nil
+}
+
+// Rows returns the number of rows not yet read.
+func (r *Reader) Rows() uint64 { return r.left }
+
+// Next returns the next min(n, Rows()) rows, one array per field, or io.EOF
+// when every row has been read. Fields are decoded concurrently.
+func (r *Reader) Next(ctx context.Context, n int) ([]arrow.Array, error) {
+	if r.left == 0 {
+		return nil, io.EOF
+	}
+	if n <= 0 {
+		return nil, fmt.Errorf("lancefile: Next(%d): need a positive row count", n)
+	}
+	if uint64(n) > r.left {
+		n = int(r.left)
+	}
+	out := make([]arrow.Array, len(r.decoders))
+	errs := make([]error, len(r.decoders))
+	if len(r.decoders) == 1 {
+		out[0], errs[0] = r.decoders[0].next(ctx, n)
+	} else {
+		var wg sync.WaitGroup
+		for i, d := range r.decoders {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				out[i], errs[i] = d.next(ctx, n)
+			}()
+		}
+		wg.Wait()
+	}
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", r.fields[i].Name, err)
+		}
+		if out[i].Len() != n {
+			return nil, r.f.corruptf(-1, "column %q decoded %d rows, want %d", r.fields[i].Name, out[i].Len(), n)
+		}
+	}
+	r.left -= uint64(n)
+	return out, nil
+}
+
+// Skip moves past min(n, Rows()) rows without decoding what it can avoid.
+func (r *Reader) Skip(ctx context.Context, n int) error {
+	if uint64(n) > r.left {
+		n = int(r.left)
+	}
+	if n <= 0 {
+		return nil
+	}
+	for i, d := range r.decoders {
+		if err := d.skip(ctx, n); err != nil {
+			return fmt.Errorf("column %q: %w", r.fields[i].Name, err)
+		}
+	}
+	r.left -= uint64(n)
+	return nil
+}
