@@ -1,0 +1,78 @@
+# kv0 — build, test and benchmark entry points.
+#
+#   make run     build kv0 and run its main job on a local sample
+#   make test    install test dependencies, vet, test, build for wasm, fuzz briefly, interop
+#   make bench   benchmarks side by side with lancedb (see docs/benchmarks.md)
+#   make fuzz    every fuzz target for FUZZTIME (default 60s)
+#   make proto   regenerate the protobuf code from core/internal/lancepb/proto
+
+GO        ?= go
+BIN       := bin
+KV0       := $(BIN)/kv0
+FUZZTIME  ?= 60s
+# Debian packages the project needs (installed on demand by `make deps`):
+APT_PACKAGES := protobuf-compiler nodejs npm
+PROTOC_GEN_GO_VERSION := v1.36.12
+
+.PHONY: all build run test vet unit wasm fuzz fuzz-short interop-deps bench proto clean
+
+all: build
+
+build:
+	$(GO) build -o $(KV0) ./native/cmd/kv0
+
+# Until the tracking layer's demo lands, `make run` inspects a small dataset
+# written by lance 8 (tests/testdata/sample.lance): its versions, schema and rows.
+SAMPLE := tests/testdata/sample.lance
+run: build
+	$(KV0) lance log $(SAMPLE)
+	$(KV0) lance info $(SAMPLE)
+	$(KV0) lance cat $(SAMPLE) --limit 5
+	$(KV0) lance cat $(SAMPLE) --version 1 --columns seq,key --limit 3
+
+# `make test` is what CI runs (.ci/run). Node and npm are needed by the
+# interop suite; with CI=true their absence is an error, never a skip.
+test: interop-deps vet unit wasm fuzz-short
+
+vet:
+	$(GO) vet ./...
+
+unit:
+	$(GO) test -count=1 -timeout 40m ./...
+
+wasm:
+	GOOS=js GOARCH=wasm $(GO) build ./core/...
+	GOOS=wasip1 GOARCH=wasm $(GO) build ./core/...
+	@bad=$$($(GO) list -f '{{.ImportPath}}: {{join .Imports " "}}' ./core/... | grep -E ': .*\b(os|os/exec|net|syscall)\b( |$$)' || true); \
+	if [ -n "$$bad" ]; then echo "core imports OS packages:"; echo "$$bad"; exit 1; fi
+
+fuzz-short:
+	bash tests/fuzz.sh 3s
+
+fuzz:
+	bash tests/fuzz.sh $(FUZZTIME)
+
+interop-deps:
+	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
+		if [ "$$CI" = "true" ] && command -v apt-get >/dev/null 2>&1; then \
+			apt-get update -qq && apt-get install -y -qq nodejs npm; \
+		fi; \
+	fi
+	@if command -v npm >/dev/null 2>&1; then \
+		cd tests/interop && { [ -d node_modules/@lancedb/lancedb ] || npm ci --no-audit --no-fund; }; \
+	elif [ "$$CI" = "true" ]; then \
+		echo "node and npm are required for the interop suite (CI=true)"; exit 1; \
+	else \
+		echo "warning: node/npm not found: the interop suite will skip"; \
+	fi
+
+bench: build interop-deps
+	bash tests/bench.sh
+
+proto:
+	@command -v protoc >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq protobuf-compiler; }
+	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	cd core/internal/lancepb && PATH="$$PATH:$$($(GO) env GOPATH)/bin" $(GO) generate ./
+
+clean:
+	rm -rf $(BIN) out
