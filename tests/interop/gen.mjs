@@ -1,0 +1,625 @@
+// Interop generator: lancedb 0.31.0 (lance 8.0.0) writes datasets, reads back
+// every version and records what it read in kv0's canonical JSON Lines.
+//
+//   node gen.mjs OUTDIR [CASE...]
+//
+// For each case OUTDIR/<case>/ is a lancedb connection root holding one table
+// t.lance, and OUTDIR/<case>/expected/ holds
+//   v<N>.jsonl     every live row of version N in scan order (jsonl.mjs)
+//   versions.json  [{"version": N, "rows": R}, ...]
+//   tags.json      {"tag": N, ...} when the case has tags
+// OUTDIR/done.json is written last, so a complete directory can be reused.
+//
+// All data comes from a seeded PRNG: reruns produce identical expectations.
+//
+// Type notes (lancedb 0.31.0 + apache-arrow 18.1.0, checked by hand):
+// - lancedb's JS sanitizer refuses LargeUtf8 and LargeBinary ("Unrecognized type
+//   id in schema"), although lance itself stores them. We therefore hand
+//   Arrow IPC bytes straight to the native layer (Connection.inner.createTable,
+//   Table.inner.add), which is what the JS wrappers do after sanitizing.
+// - apache-arrow 18 has no LargeList type at all (neither to build nor to read
+//   IPC). Large lists are made by lance itself with addColumns and
+//   `arrow_cast(<list column>, 'LargeList(T)')`, and read back for the
+//   expectations through a projection that casts them to List(T).
+//   A large_list inside a struct cannot be made this way and is left out.
+// - lance refuses timestamp zones written as offsets ("Unsupported timestamp
+//   type: timestamp:ms:+05:30"); named zones and "UTC" work.
+// - DateDay is date32; Timestamp{Second,Millisecond,Microsecond,Nanosecond}
+//   map to timestamp[s|ms|us|ns] with the given zone; lance returns them
+//   unchanged. Fields declared non-nullable stay non-nullable.
+import * as lancedb from "@lancedb/lancedb";
+import * as arrow from "apache-arrow";
+import crypto from "node:crypto";
+import fs from "node:fs";
+import path from "node:path";
+import { encodeTableLines } from "./jsonl.mjs";
+
+// ---------------------------------------------------------------- PRNG
+
+// Rng is a small deterministic generator (mulberry32).
+class Rng {
+  constructor(seed) {
+    this.s = seed >>> 0;
+  }
+  u32() {
+    let t = (this.s = (this.s + 0x6d2b79f5) >>> 0);
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return (t ^ (t >>> 14)) >>> 0;
+  }
+  float() {
+    return this.u32() / 4294967296;
+  }
+  int(lo, hi) {
+    // inclusive bounds, |hi-lo| < 2^32
+    return lo + Math.floor(this.float() * (hi - lo + 1));
+  }
+  chance(p) {
+    return this.float() < p;
+  }
+  pick(xs) {
+    return xs[Math.floor(this.float() * xs.length)];
+  }
+  u64() {
+    return (BigInt(this.u32()) << 32n) | BigInt(this.u32());
+  }
+  i64() {
+    return BigInt.asIntN(64, this.u64());
+  }
+  bytes(n) {
+    const b = new Uint8Array(n);
+    for (let i = 0; i < n; i++) b[i] = this.u32() & 0xff;
+    return b;
+  }
+}
+
+// ---------------------------------------------------------------- Arrow building
+
+const A = arrow;
+const F = (name, type, nullable = true, metadata) => new A.Field(name, type, nullable, metadata ? new Map(Object.entries(metadata)) : undefined);
+const enc = new TextEncoder();
+
+function validity(vals) {
+  const n = vals.length;
+  let nulls = 0;
+  const bm = new Uint8Array((n + 7) >> 3);
+  for (let i = 0; i < n; i++) {
+    if (vals[i] === null) nulls++;
+    else bm[i >> 3] |= 1 << (i & 7);
+  }
+  return { nullCount: nulls, nullBitmap: nulls ? bm : undefined };
+}
+
+// makeColumn builds arrow Data of type t from JS values (null = null).
+// Integers of 64 bits are BigInt, timestamps BigInt counts of the unit, dates
+// day numbers, binary Uint8Array, lists JS arrays, structs plain objects.
+function makeColumn(t, vals) {
+  const n = vals.length;
+  const { nullCount, nullBitmap } = validity(vals);
+  const base = { type: t, length: n, nullCount, nullBitmap };
+  switch (t.typeId) {
+    case A.Type.Bool: {
+      const bits = new Uint8Array((n + 7) >> 3);
+      vals.forEach((v, i) => v && (bits[i >> 3] |= 1 << (i & 7)));
+      return A.makeData({ ...base, data: bits });
+    }
+    case A.Type.Int:
+    case A.Type.Float:
+    case A.Type.Timestamp:
+    case A.Type.Date: {
+      const Arr = t.typeId === A.Type.Timestamp ? BigInt64Array : t.ArrayType;
+      const zero = Arr === BigInt64Array || Arr === BigUint64Array ? 0n : 0;
+      const data = new Arr(n);
+      vals.forEach((v, i) => (data[i] = v === null ? zero : v));
+      return A.makeData({ ...base, data });
+    }
+    case A.Type.Utf8:
+    case A.Type.LargeUtf8:
+    case A.Type.Binary:
+    case A.Type.LargeBinary: {
+      const large = t.typeId === A.Type.LargeUtf8 || t.typeId === A.Type.LargeBinary;
+      const parts = vals.map((v) => (v === null ? new Uint8Array(0) : typeof v === "string" ? enc.encode(v) : v));
+      const total = parts.reduce((s, p) => s + p.length, 0);
+      const data = new Uint8Array(total);
+      const offs = large ? new BigInt64Array(n + 1) : new Int32Array(n + 1);
+      let o = 0;
+      parts.forEach((p, i) => {
+        data.set(p, o);
+        o += p.length;
+        offs[i + 1] = large ? BigInt(o) : o;
+      });
+      return A.makeData({ ...base, data, valueOffsets: offs });
+    }
+    case A.Type.List: {
+      const offs = new Int32Array(n + 1);
+      const items = [];
+      vals.forEach((v, i) => {
+        if (v !== null) items.push(...v);
+        offs[i + 1] = items.length;
+      });
+      return A.makeData({ ...base, valueOffsets: offs, child: makeColumn(t.children[0].type, items) });
+    }
+    case A.Type.FixedSizeList: {
+      const items = [];
+      for (const v of vals) items.push(...(v === null ? new Array(t.listSize).fill(0) : v));
+      return A.makeData({ ...base, child: makeColumn(t.children[0].type, items) });
+    }
+    case A.Type.Struct: {
+      const children = t.children.map((f) => makeColumn(f.type, vals.map((v) => (v === null ? placeholder(f) : v[f.name]))));
+      return A.makeData({ ...base, children });
+    }
+  }
+  throw new Error(`makeColumn: unsupported ${t}`);
+}
+
+// placeholder is the value stored under a null struct: null when the field
+// allows it, otherwise a zero value of the type.
+function placeholder(f) {
+  if (f.nullable) return null;
+  const t = f.type;
+  switch (t.typeId) {
+    case A.Type.Bool:
+      return false;
+    case A.Type.Int:
+      return t.bitWidth === 64 ? 0n : 0;
+    case A.Type.Timestamp:
+      return 0n;
+    case A.Type.Utf8:
+    case A.Type.LargeUtf8:
+      return "";
+    case A.Type.Binary:
+    case A.Type.LargeBinary:
+      return new Uint8Array(0);
+    case A.Type.List:
+      return [];
+    case A.Type.FixedSizeList:
+      return new Array(t.listSize).fill(0);
+    case A.Type.Struct:
+      return Object.fromEntries(t.children.map((c) => [c.name, placeholder(c)]));
+    default:
+      return 0;
+  }
+}
+
+// makeTable builds an arrow Table from column specs {field, gen(rng, row)}.
+function makeTable(cols, rows, seed, start = 0) {
+  const schema = new A.Schema(cols.map((c) => c.field));
+  const children = cols.map((c, k) => {
+    const rng = new Rng(seed * 1000003 + k * 7919 + start);
+    const vals = [];
+    for (let i = 0; i < rows; i++) vals.push(c.gen(rng, start + i));
+    return makeColumn(c.field.type, vals);
+  });
+  const rb = new A.RecordBatch(schema, A.makeData({ type: new A.Struct(schema.fields), length: rows, nullCount: 0, children }));
+  return new A.Table(schema, [rb]);
+}
+
+async function ipc(table) {
+  return Buffer.from(await A.RecordBatchFileWriter.writeAll(table).toUint8Array());
+}
+
+// ---------------------------------------------------------------- value generators
+
+const F64_EDGES = [0, -0, 1, -1, 0.1, 1e21, 1e20, 1e-7, 1e-6, 5e-324, 2.2250738585072014e-308, Number.MAX_VALUE, -Number.MAX_VALUE, NaN, Infinity, -Infinity, 9007199254740993, 123456.789, -2.5e-300];
+const F32_EDGES = [0, -0, 1, 0.1, 1 / 3, 3.4028234663852886e38, 1.401298464324817e-45, 1.1754943508222875e-38, 16777217, 1e-7, NaN, Infinity, -Infinity, 65504.5, -0.3].map(Math.fround);
+
+function f64(r) {
+  if (r.chance(0.15)) return r.pick(F64_EDGES);
+  const e = r.int(-30, 30);
+  return (r.float() - 0.5) * 10 ** e;
+}
+function f32(r) {
+  if (r.chance(0.15)) return r.pick(F32_EDGES);
+  const e = r.int(-12, 12);
+  return Math.fround((r.float() - 0.5) * 10 ** e);
+}
+const WORDS = ["alpha", "beta", "gamma", "δέλτα", "日本語", "emoji 🎉", "quote\"", "back\\slash", "tab\there", "nl\nx", "ctl\u0001\u001f\u007f", "<html>&amp;", "\u2028\u2029", "", " "];
+function str(r, maxWords = 4) {
+  const n = r.int(0, maxWords);
+  const parts = [];
+  for (let i = 0; i < n; i++) parts.push(r.chance(0.5) ? r.pick(WORDS) : r.u32().toString(36));
+  return parts.join(" ");
+}
+const LOREM = "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et dolore magna aliqua ".split(" ");
+function prose(r, minBytes, maxBytes) {
+  const target = r.int(minBytes, maxBytes);
+  let s = "";
+  while (s.length < target) s += r.pick(LOREM) + (r.chance(0.1) ? ". " + r.u32() + " " : " ");
+  return s.slice(0, target);
+}
+
+const NS_RANGE = 4_000_000_000_000_000_000n; // ±~126 years around 1970 in ns
+function ts(unit) {
+  // Values in units of `unit`, both sides of 1970, with fractions.
+  const div = [1_000_000_000n, 1_000_000n, 1000n, 1n][unit];
+  return (r) => {
+    if (r.chance(0.1)) return r.pick([0n, -1n, 1n, -86400n * (1_000_000_000n / div) - 1n]);
+    return (r.i64() % NS_RANGE) / div;
+  };
+}
+function date32(r) {
+  if (r.chance(0.1)) return r.pick([0, -1, -719162, 2932896, 11016]);
+  return r.int(-719162, 2932896);
+}
+
+// SCALARS: name → [type, generator]. Every scalar type of issue 2.
+const SCALARS = {
+  bool: [() => new A.Bool(), (r) => r.chance(0.5)],
+  i8: [() => new A.Int8(), (r) => r.int(-128, 127)],
+  i16: [() => new A.Int16(), (r) => r.int(-32768, 32767)],
+  i32: [() => new A.Int32(), (r) => (r.chance(0.1) ? r.pick([-2147483648, 2147483647, 0]) : r.int(-2147483648, 2147483647))],
+  i64: [() => new A.Int64(), (r) => (r.chance(0.1) ? r.pick([-(2n ** 63n), 2n ** 63n - 1n, 0n]) : r.i64())],
+  u8: [() => new A.Uint8(), (r) => r.int(0, 255)],
+  u16: [() => new A.Uint16(), (r) => r.int(0, 65535)],
+  u32: [() => new A.Uint32(), (r) => r.u32()],
+  u64: [() => new A.Uint64(), (r) => (r.chance(0.1) ? r.pick([2n ** 64n - 1n, 0n, 2n ** 63n]) : r.u64())],
+  f32: [() => new A.Float32(), f32],
+  f64: [() => new A.Float64(), f64],
+  utf8: [() => new A.Utf8(), (r) => str(r)],
+  large_utf8: [() => new A.LargeUtf8(), (r) => str(r)],
+  binary: [() => new A.Binary(), (r) => r.bytes(r.int(0, 12))],
+  large_binary: [() => new A.LargeBinary(), (r) => r.bytes(r.int(0, 12))],
+  ts_s: [() => new A.TimestampSecond(), ts(0)],
+  ts_ms: [() => new A.TimestampMillisecond(), ts(1)],
+  ts_us: [() => new A.TimestampMicrosecond(), ts(2)],
+  ts_ns: [() => new A.TimestampNanosecond(), ts(3)],
+  ts_s_tz: [() => new A.TimestampSecond("UTC"), ts(0)],
+  ts_ms_tz: [() => new A.TimestampMillisecond("Asia/Kolkata"), ts(1)],
+  ts_us_tz: [() => new A.TimestampMicrosecond("America/New_York"), ts(2)],
+  ts_ns_tz: [() => new A.TimestampNanosecond("UTC"), ts(3)],
+  date32: [() => new A.DateDay(), date32],
+};
+
+const nullable = (p, g) => (r, i) => (r.chance(p) ? null : g(r, i));
+function listOf(g, { pNull = 0.1, pEmpty = 0.1, pNullItem = 0.1, max = 4 } = {}) {
+  return (r, i) => {
+    if (pNull && r.chance(pNull)) return null;
+    if (pEmpty && r.chance(pEmpty)) return [];
+    const n = r.int(1, max);
+    const out = [];
+    for (let k = 0; k < n; k++) out.push(pNullItem && r.chance(pNullItem) ? null : g(r, i));
+    return out;
+  };
+}
+// lancedb refuses NaN inside vector (fixed_size_list<float>) columns
+// ("Vector column contains NaN values"); vectors use finite values only.
+const vec8 = (r) => Array.from({ length: 8 }, () => {
+  const v = f32(r);
+  return Number.isFinite(v) ? v : Math.fround(r.float());
+});
+const vecType = () => new A.FixedSizeList(8, F("item", new A.Float32(), true));
+
+// typeColumns: every scalar type with and without nulls, lists of each (with
+// null and empty lists and null items, and without any null), structs and
+// vectors, plus all-null columns.
+function typeColumns() {
+  const cols = [{ field: F("id", new A.Int32(), false), gen: (r, i) => i }];
+  for (const [name, [mk, g]] of Object.entries(SCALARS)) {
+    cols.push({ field: F(name, mk(), true), gen: nullable(0.2, g) });
+    cols.push({ field: F(name + "_nn", mk(), false), gen: g });
+  }
+  for (const [name, [mk, g]] of Object.entries(SCALARS)) {
+    cols.push({ field: F("l_" + name, new A.List(F("item", mk(), true)), true), gen: listOf(g) });
+    cols.push({ field: F("l_" + name + "_nn", new A.List(F("item", mk(), false)), false), gen: listOf(g, { pNull: 0, pEmpty: 0, pNullItem: 0 }) });
+  }
+  const inner = new A.Struct([F("a", new A.Int32(), true), F("s", new A.Utf8(), true)]);
+  const stFields = Object.entries(SCALARS).map(([name, [mk]]) => F(name, mk(), true));
+  stFields.push(F("l", new A.List(F("item", new A.Int32(), true)), true), F("inner", inner, true), F("vec", vecType(), true));
+  const stGen = (r, i) => {
+    const o = {};
+    for (const [name, [, g]] of Object.entries(SCALARS)) o[name] = r.chance(0.2) ? null : g(r, i);
+    o.l = listOf((r) => r.int(-1000, 1000))(r, i);
+    o.inner = r.chance(0.2) ? null : { a: r.chance(0.2) ? null : r.int(-5, 5), s: r.chance(0.2) ? null : str(r, 2) };
+    o.vec = r.chance(0.2) ? null : vec8(r);
+    return o;
+  };
+  cols.push({ field: F("st", new A.Struct(stFields), true), gen: nullable(0.15, stGen) });
+  const nnFields = [F("x", new A.Int64(), false), F("s", new A.Utf8(), false), F("ts", new A.TimestampMicrosecond("UTC"), false), F("l", new A.List(F("item", new A.Float64(), true)), false)];
+  cols.push({
+    field: F("st_nn", new A.Struct(nnFields), false),
+    gen: (r) => ({ x: r.i64(), s: str(r, 2), ts: ts(2)(r), l: listOf(f64, { pNull: 0 })(r) }),
+  });
+  cols.push({ field: F("ll_nested", new A.List(F("item", new A.List(F("item", new A.Int16(), true)), true)), true), gen: listOf(listOf((r) => r.int(-300, 300))) });
+  cols.push({ field: F("l_struct", new A.List(F("item", inner, true)), true), gen: listOf((r) => ({ a: r.int(0, 9), s: r.chance(0.3) ? null : str(r, 1) })) });
+  cols.push({ field: F("vec", vecType(), true), gen: nullable(0.2, vec8) });
+  cols.push({ field: F("vec_nn", new A.FixedSizeList(8, F("item", new A.Float32(), false)), false), gen: vec8 });
+  cols.push({ field: F("null_i32", new A.Int32(), true), gen: () => null });
+  cols.push({ field: F("null_utf8", new A.Utf8(), true), gen: () => null });
+  cols.push({ field: F("null_list", new A.List(F("item", new A.Utf8(), true)), true), gen: () => null });
+  return cols;
+}
+
+// stringColumns: long values (full-zip), huge values (> 32 KiB, zstd), low
+// cardinality (dictionary), constants and runs (RLE), mostly-null binary.
+function stringColumns() {
+  const CATS = ["red", "green", "blue", "cyan", "magenta", "yellow", "black", "white", "ünïcode", "a much longer category name"];
+  return [
+    { field: F("id", new A.Uint32(), false), gen: (r, i) => i },
+    { field: F("long", new A.Utf8(), true), gen: nullable(0.1, (r) => prose(r, 256, 700)) },
+    { field: F("long_nn", new A.LargeUtf8(), false), gen: (r) => prose(r, 300, 500) },
+    { field: F("long_bin", new A.Binary(), true), gen: nullable(0.1, (r) => r.bytes(r.int(256, 600))) },
+    { field: F("huge", new A.Utf8(), true), gen: (r, i) => (i % 50 === 7 ? prose(r, 33 * 1024, 60 * 1024) : r.chance(0.3) ? null : prose(r, 300, 400)) },
+    { field: F("huge_bin", new A.LargeBinary(), true), gen: (r, i) => (i % 97 === 3 ? enc.encode(prose(r, 40 * 1024, 50 * 1024)) : null) },
+    { field: F("cat", new A.Utf8(), true), gen: nullable(0.1, (r) => r.pick(CATS)) },
+    { field: F("cat_nn", new A.Utf8(), false), gen: (r) => r.pick(CATS) },
+    { field: F("cat_bin", new A.Binary(), true), gen: nullable(0.1, (r) => enc.encode(r.pick(CATS))) },
+    { field: F("const_i64", new A.Int64(), false), gen: () => 42n },
+    { field: F("const_f64", new A.Float64(), true), gen: () => 2.5 },
+    { field: F("const_s", new A.Utf8(), false), gen: () => "constant" },
+    { field: F("runs_i32", new A.Int32(), true), gen: (r, i) => (Math.floor(i / 300) % 5 === 4 ? null : Math.floor(i / 300)) },
+    { field: F("sparse_bin", new A.Binary(), true), gen: (r, i) => (i % 211 === 5 ? r.bytes(2000) : null) },
+    { field: F("short", new A.Utf8(), false), gen: (r, i) => `user-${r.u32() % 100000}@example.com/${i}` },
+    { field: F("uni", new A.Utf8(), true), gen: nullable(0.1, (r) => str(r, 8)) },
+    { field: F("l_long", new A.List(F("item", new A.Utf8(), true)), true), gen: listOf((r) => prose(r, 256, 400), { max: 3 }) },
+    { field: F("l_cat", new A.List(F("item", new A.Utf8(), true)), true), gen: listOf((r) => r.pick(CATS)) },
+  ];
+}
+
+// bigColumns: ≥ 100k rows for bit-packing, FSST, dictionaries and many pages.
+function bigColumns() {
+  const HOSTS = ["api", "www", "cdn", "static", "auth"];
+  return [
+    { field: F("seq", new A.Uint64(), false), gen: (r, i) => BigInt(i) },
+    { field: F("timestamp", new A.TimestampMicrosecond("UTC"), false), gen: (r, i) => 1_700_000_000_000_000n + BigInt(i) * 1_000_000n + BigInt(r.int(0, 999)) },
+    { field: F("value", new A.Float64(), true), gen: nullable(0.01, (r, i) => Math.sin(i / 100) * 100 + r.float()) },
+    { field: F("small", new A.Int32(), false), gen: (r) => r.int(0, 1000) },
+    { field: F("opt", new A.Int16(), true), gen: nullable(0.3, (r) => r.int(-100, 100)) },
+    { field: F("flag", new A.Bool(), true), gen: nullable(0.05, (r) => r.chance(0.3)) },
+    { field: F("f32", new A.Float32(), false), gen: (r, i) => Math.fround(i / 7) },
+    { field: F("cat", new A.Utf8(), false), gen: (r) => r.pick(["pending", "running", "done", "failed"]) },
+    { field: F("url", new A.Utf8(), true), gen: nullable(0.02, (r) => `https://${r.pick(HOSTS)}.example.com/v1/items/${r.u32() % 50000}`) },
+    { field: F("const_u8", new A.Uint8(), false), gen: () => 7 },
+    { field: F("tags", new A.List(F("item", new A.Utf8(), true)), true), gen: listOf((r) => r.pick(["x", "y", "zz", "long-tag-name"]), { max: 3 }) },
+  ];
+}
+
+// compressionColumns: field metadata asking lance for other encodings.
+function compressionColumns() {
+  const md = (m) => m;
+  return [
+    { field: F("id", new A.Int64(), false), gen: (r, i) => BigInt(i) },
+    { field: F("zstd_i64", new A.Int64(), true, md({ "lance-encoding:compression": "zstd" })), gen: nullable(0.1, (r) => BigInt(r.int(0, 1 << 20))) },
+    { field: F("lz4_i32", new A.Int32(), true, md({ "lance-encoding:compression": "lz4" })), gen: nullable(0.1, (r) => r.int(-1000, 1000)) },
+    { field: F("zstd_s", new A.Utf8(), true, md({ "lance-encoding:compression": "zstd" })), gen: nullable(0.1, (r) => str(r, 6)) },
+    { field: F("lz4_s", new A.Utf8(), true, md({ "lance-encoding:compression": "lz4" })), gen: nullable(0.1, (r) => prose(r, 5, 40)) },
+    { field: F("none_s", new A.Utf8(), true, md({ "lance-encoding:compression": "none" })), gen: nullable(0.1, (r) => prose(r, 5, 60)) },
+    { field: F("none_f64", new A.Float64(), false, md({ "lance-encoding:compression": "none" })), gen: f64 },
+    { field: F("mini_long", new A.Utf8(), true, md({ "lance-encoding:structural-encoding": "miniblock" })), gen: nullable(0.1, (r) => prose(r, 256, 600)) },
+    { field: F("zstd_long", new A.Binary(), true, md({ "lance-encoding:compression": "zstd" })), gen: nullable(0.1, (r) => enc.encode(prose(r, 300, 900))) },
+    { field: F("zstd_list", new A.List(F("item", new A.Float32(), true)), true, md({ "lance-encoding:compression": "zstd" })), gen: listOf(f32) },
+    { field: F("zstd_vec", vecType(), true, md({ "lance-encoding:compression": "zstd" })), gen: nullable(0.1, vec8) },
+  ];
+}
+
+// ---------------------------------------------------------------- table handle
+
+class Case {
+  constructor(root, storageOptions) {
+    this.root = root;
+    this.storageOptions = storageOptions || {};
+    this.tags = {};
+    this.castBack = {}; // column → SQL type to cast back to for arrow-js
+    this.columns = []; // top-level column names of the latest version
+    this.addedAt = {}; // column → version that added it (default: 1)
+  }
+  async create(table) {
+    this.db = await lancedb.connect(this.root);
+    const so = this.db.getStorageOptions({ storageOptions: { ...this.storageOptions } });
+    // Native call: the JS createTable would refuse LargeUtf8/LargeBinary.
+    await this.db.inner.createTable("t", await ipc(table), "create", [], so);
+    this.columns = table.schema.fields.map((f) => f.name);
+    this.t = await this.db.openTable("t");
+  }
+  async append(table) {
+    await this.t.inner.add(await ipc(table), "append");
+  }
+  async del(pred) {
+    await this.t.delete(pred);
+  }
+  async tag(name, version) {
+    await (await this.t.tags()).create(name, version);
+    this.tags[name] = version;
+  }
+}
+
+// ---------------------------------------------------------------- cases
+
+const CASES = {
+  // Every type, format 2.1 (lance 8's default), V2 manifest names.
+  async types(c) {
+    const cols = typeColumns();
+    await c.create(makeTable(cols, 1000, 1));
+    await c.append(makeTable(cols, 300, 2, 1000));
+    await c.del("id % 7 = 3"); // ~190 rows: .arrow deletion files
+    await c.tag("created", 1);
+    await c.tag("after-delete", 3);
+  },
+  async strings(c) {
+    const cols = stringColumns();
+    await c.create(makeTable(cols, 1500, 3));
+    await c.append(makeTable(cols, 500, 4, 1500));
+    await c.del("id >= 100 AND id < 130");
+  },
+  async largelist(c) {
+    await largeListCase(c);
+  },
+  // ≥ 100k rows: bit-packing, FSST, dictionary, RLE, several pages; large
+  // deletes (.bin, then a small one merged into it); compaction.
+  async big(c) {
+    const cols = bigColumns();
+    await c.create(makeTable(cols, 100_000, 5));
+    await c.del("seq % 3 = 0"); // v2, 33k rows: .bin
+    await c.del("seq >= 500 AND seq < 520"); // v3, grows the .bin
+    await c.t.optimize(); // v4 ReserveFragments, v5 Rewrite
+    await c.tag("compacted", 5);
+  },
+  async compression(c) {
+    const cols = compressionColumns();
+    await c.create(makeTable(cols, 2000, 6));
+    await c.append(makeTable(cols, 100, 7, 2000));
+  },
+  // Deletes across several fragments: .bin (> 5000 rows of one fragment),
+  // .arrow, a fragment deleted entirely, compaction afterwards.
+  async deletes(c) {
+    const cols = [
+      { field: F("k", new A.Int64(), false), gen: (r, i) => BigInt(i) },
+      { field: F("v", new A.Utf8(), true), gen: nullable(0.1, (r, i) => `v${i}-${r.u32() % 1000}`) },
+      { field: F("x", new A.Float64(), true), gen: nullable(0.1, f64) },
+    ];
+    await c.create(makeTable(cols, 12000, 8)); // v1 fragment 0
+    await c.append(makeTable(cols, 12000, 9, 12000)); // v2 fragment 1
+    await c.append(makeTable(cols, 1000, 10, 24000)); // v3 fragment 2
+    await c.del("k < 7000"); // v4: 7000 of fragment 0 → .bin
+    await c.del("k >= 12000 AND k % 100 = 1"); // v5: 120 of fragment 1 → .arrow
+    await c.del("k >= 24000"); // v6: fragment 2 removed
+    await c.del("k >= 7000 AND k < 7010"); // v7: fragment 0 grows its .bin
+    await c.t.optimize(); // v8, v9
+    await c.append(makeTable(cols, 10, 11, 30000)); // v10
+  },
+  // V1 manifest names (N.manifest), many versions, update, tags.
+  async history(c) {
+    const cols = [
+      { field: F("id", new A.Int32(), false), gen: (r, i) => i },
+      { field: F("name", new A.Utf8(), true), gen: nullable(0.1, (r, i) => `name-${i}`) },
+      { field: F("score", new A.Float32(), true), gen: nullable(0.1, f32) },
+    ];
+    await c.create(makeTable(cols, 200, 12));
+    for (let k = 0; k < 8; k++) await c.append(makeTable(cols, 25, 13 + k, 200 + 25 * k)); // v2..v9
+    await c.del("id < 10"); // v10
+    await c.t.update({ where: "id >= 300 AND id < 310", values: { name: "updated" } }); // v11
+    await c.t.update({ where: "id = 205", valuesSql: { score: "score * 2" } }); // v12
+    await c.t.optimize(); // v13, v14
+    await c.append(makeTable(cols, 5, 30, 1000)); // v15
+    await c.tag("first", 1);
+    await c.tag("mid", 9);
+    await c.tag("compacted", 14);
+    await c.tag("latest", 15);
+  },
+};
+
+async function largeListCase(c) {
+  const cols = [
+    { field: F("id", new A.Int32(), false), gen: (r, i) => i },
+    { field: F("l_i32", new A.List(F("item", new A.Int32(), true)), true), gen: listOf(SCALARS.i32[1]) },
+    { field: F("l_i64", new A.List(F("item", new A.Int64(), true)), true), gen: listOf(SCALARS.i64[1]) },
+    { field: F("l_f64", new A.List(F("item", new A.Float64(), true)), true), gen: listOf(f64) },
+    { field: F("l_f32", new A.List(F("item", new A.Float32(), true)), true), gen: listOf(f32) },
+    { field: F("l_bool", new A.List(F("item", new A.Bool(), true)), true), gen: listOf(SCALARS.bool[1]) },
+    { field: F("l_utf8", new A.List(F("item", new A.Utf8(), true)), true), gen: listOf((r) => str(r)) },
+    { field: F("l_bin", new A.List(F("item", new A.Binary(), true)), true), gen: listOf(SCALARS.binary[1]) },
+    { field: F("l_ts", new A.List(F("item", new A.TimestampNanosecond("UTC"), true)), true), gen: listOf(ts(3)) },
+    { field: F("l_date", new A.List(F("item", new A.DateDay(), true)), true), gen: listOf(date32) },
+  ];
+  await c.create(makeTable(cols, 3000, 20)); // v1
+  const casts = {
+    ll_i32: ["l_i32", "Int32"],
+    ll_i64: ["l_i64", "Int64"],
+    ll_f64: ["l_f64", "Float64"],
+    ll_f32: ["l_f32", "Float32"],
+    ll_bool: ["l_bool", "Boolean"],
+    ll_utf8: ["l_utf8", "Utf8"],
+    ll_lutf8: ["l_utf8", "LargeUtf8"],
+    ll_bin: ["l_bin", "Binary"],
+    ll_ts: ["l_ts", 'Timestamp(Nanosecond, Some("UTC"))'],
+    ll_date: ["l_date", "Date32"],
+  };
+  // v2: lance computes the large lists (a new data file per fragment).
+  await c.t.addColumns(Object.entries(casts).map(([name, [src, item]]) => ({ name, valueSql: `arrow_cast(${src}, 'LargeList(${item})')` })));
+  for (const [name, [, item]] of Object.entries(casts)) {
+    c.castBack[name] = `List(${item})`;
+    c.columns.push(name);
+    c.addedAt[name] = 2;
+  }
+  await c.del("id % 10 = 4"); // v3
+}
+
+// ---------------------------------------------------------------- expectations
+
+// RUNS: output directory, case, storage options. Every case runs with lance
+// 8's defaults (2.1, V2 names); some also as 2.0 files or with V1 names.
+const RUNS = [
+  ["types", "types", {}],
+  ["strings", "strings", {}],
+  ["largelist", "largelist", {}],
+  ["big", "big", {}],
+  ["compression", "compression", {}],
+  ["deletes", "deletes", {}],
+  ["history_v1", "history", { newTableEnableV2ManifestPaths: "false" }],
+  ["types_v2_0", "types", { newTableDataStorageVersion: "2.0" }],
+  ["strings_v2_0", "strings", { newTableDataStorageVersion: "2.0" }],
+  ["largelist_v2_0", "largelist", { newTableDataStorageVersion: "2.0" }],
+  ["big_v2_0", "big", { newTableDataStorageVersion: "2.0" }],
+  ["deletes_v2_0", "deletes", { newTableDataStorageVersion: "2.0" }],
+];
+
+// seen maps a content hash to the first expectation file with that content:
+// identical expectations (versions that change no data, the same case in two
+// formats) are hard-linked to keep the output small.
+const seen = new Map();
+
+async function dumpVersions(c, outDir) {
+  fs.mkdirSync(outDir, { recursive: true });
+  const versions = (await c.t.listVersions()).map((v) => Number(v.version)).sort((a, b) => a - b);
+  const list = [];
+  for (const v of versions) {
+    await c.t.checkout(v);
+    let q = c.t.query();
+    if (Object.keys(c.castBack).length) {
+      // arrow-js cannot decode LargeList: cast those columns back to List.
+      const names = c.columns.filter((n) => (c.addedAt[n] ?? 0) <= v);
+      q = q.select(Object.fromEntries(names.map((n) => [n, c.castBack[n] ? `arrow_cast(${n}, '${c.castBack[n]}')` : n])));
+    }
+    const table = await q.toArrow();
+    const chunks = [];
+    let rows = 0;
+    for (const line of encodeTableLines(table)) {
+      chunks.push(line);
+      rows++;
+    }
+    const text = chunks.join("");
+    const expectRows = await c.t.countRows();
+    if (rows !== expectRows) throw new Error(`version ${v}: toArrow gave ${rows} rows, countRows ${expectRows}`);
+    const file = path.join(outDir, `v${v}.jsonl`);
+    const h = crypto.createHash("sha256").update(text).digest("hex");
+    if (seen.has(h)) fs.linkSync(seen.get(h), file);
+    else {
+      fs.writeFileSync(file, text);
+      seen.set(h, file);
+    }
+    list.push({ version: v, rows });
+  }
+  await c.t.checkoutLatest();
+  fs.writeFileSync(path.join(outDir, "versions.json"), JSON.stringify(list, null, 1) + "\n");
+  if (Object.keys(c.tags).length) fs.writeFileSync(path.join(outDir, "tags.json"), JSON.stringify(c.tags, null, 1) + "\n");
+}
+
+async function main() {
+  const out = process.argv[2];
+  if (!out) {
+    console.error("usage: node gen.mjs OUTDIR [CASE...]");
+    process.exit(2);
+  }
+  const only = new Set(process.argv.slice(3));
+  fs.mkdirSync(out, { recursive: true });
+  fs.rmSync(path.join(out, "done.json"), { force: true });
+  const t0 = Date.now();
+  const done = [];
+  for (const [name, fn, so] of RUNS) {
+    if (only.size && !only.has(name)) continue;
+    const t1 = Date.now();
+    const root = path.join(out, name);
+    fs.rmSync(root, { recursive: true, force: true });
+    const c = new Case(root, so);
+    await CASES[fn](c);
+    await dumpVersions(c, path.join(root, "expected"));
+    done.push(name);
+    console.error(`gen: ${name} done in ${Date.now() - t1} ms`);
+  }
+  fs.writeFileSync(path.join(out, "done.json"), JSON.stringify({ cases: done }) + "\n");
+  console.error(`gen: all done in ${Date.now() - t0} ms`);
+}
+
+main().catch((e) => {
+  console.error("gen: ERROR", e);
+  process.exit(1);
+});

@@ -1,0 +1,530 @@
+// Package interop checks kv0 against lancedb 0.31.0 (lance 8.0.0): gen.mjs
+// writes datasets with lancedb and records, for every version, the rows that
+// lancedb reads in kv0's canonical JSON Lines; the tests run the kv0 binary
+// on the same datasets and compare byte for byte.
+package interop
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// Set up once by TestMain.
+var (
+	buildErr  error  // the kv0 binary could not be built
+	setupErr  error  // why the lancedb suite cannot run (a failure)
+	skipWhy   string // why the suite is skipped (outside CI only)
+	dataDir   string // generated datasets and expectations
+	kv0Binary string // path of the built kv0 command
+)
+
+func inCI() bool { return os.Getenv("CI") == "true" }
+
+func TestMain(m *testing.M) {
+	tmp, err := os.MkdirTemp("", "kv0-interop-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	kv0Binary = filepath.Join(tmp, "kv0")
+	build := exec.Command("go", "build", "-o", kv0Binary, "./native/cmd/kv0")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		buildErr = fmt.Errorf("go build ./native/cmd/kv0: %v\n%s", err, out)
+	} else {
+		setupErr = setup()
+	}
+	code := m.Run()
+	os.RemoveAll(tmp)
+	os.Exit(code)
+}
+
+// setup generates (or reuses) the interop data.
+func setup() error {
+	if testing.Short() {
+		skipWhy = "-short: skipping the lancedb interop suite"
+		return nil
+	}
+	node, errNode := exec.LookPath("node")
+	npm, errNpm := exec.LookPath("npm")
+	if errNode != nil || errNpm != nil {
+		if inCI() {
+			return fmt.Errorf("CI=true but node or npm is missing (node: %v, npm: %v)", errNode, errNpm)
+		}
+		skipWhy = "node or npm not found: skipping the lancedb interop suite (it fails instead when CI=true)"
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join("node_modules", "@lancedb", "lancedb")); err != nil {
+		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("npm ci: %v\n%s", err, out)
+		}
+	}
+	dir, err := generate(node)
+	if err != nil {
+		return err
+	}
+	dataDir = dir
+	return nil
+}
+
+// generate runs gen.mjs into .data/<hash>, where hash covers the generator
+// and the pinned packages, unless a complete run is already there.
+func generate(node string) (string, error) {
+	h := sha256.New()
+	for _, f := range []string{"gen.mjs", "jsonl.mjs", "package-lock.json"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %d\n", f, len(b))
+		h.Write(b)
+	}
+	key := hex.EncodeToString(h.Sum(nil))[:16]
+	if d := os.Getenv("KV0_INTEROP_DATA"); d != "" {
+		// An explicit folder, reused as it is when complete.
+		if _, err := os.Stat(filepath.Join(d, "done.json")); err == nil {
+			return d, nil
+		}
+		return d, runGen(node, d)
+	}
+	dir := filepath.Join(".data", key)
+	if _, err := os.Stat(filepath.Join(dir, "done.json")); err == nil {
+		return dir, nil
+	}
+	// Drop data of older generators; it is a cache.
+	if entries, err := os.ReadDir(".data"); err == nil {
+		for _, e := range entries {
+			os.RemoveAll(filepath.Join(".data", e.Name()))
+		}
+	}
+	return dir, runGen(node, dir)
+}
+
+func runGen(node, dir string) error {
+	cmd := exec.Command(node, "gen.mjs", dir)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Env = append(os.Environ(), "RUST_LOG=error")
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("node gen.mjs %s: %v\n%s", dir, err, tail(stderr.String(), 4000))
+	}
+	return nil
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+// requireSuite fails or skips t when the suite could not be set up.
+func requireSuite(t *testing.T) {
+	t.Helper()
+	requireBinary(t)
+	if setupErr != nil {
+		t.Fatal(setupErr)
+	}
+	if skipWhy != "" {
+		t.Skip(skipWhy)
+	}
+}
+
+// requireBinary fails t when kv0 could not be built.
+func requireBinary(t *testing.T) {
+	t.Helper()
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+}
+
+// kv0 runs the binary and returns stdout; a non-zero exit is an error that
+// carries stderr.
+func kv0(args ...string) ([]byte, error) {
+	cmd := exec.Command(kv0Binary, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if err != nil {
+		return stdout.Bytes(), fmt.Errorf("kv0 %s: %v: %s", strings.Join(args, " "), err, strings.TrimSpace(tail(stderr.String(), 2000)))
+	}
+	return stdout.Bytes(), nil
+}
+
+type versionRow struct {
+	Version uint64 `json:"version"`
+	Rows    uint64 `json:"rows"`
+}
+
+type logEntry struct {
+	Version          uint64   `json:"version"`
+	Timestamp        string   `json:"timestamp"`
+	Operation        string   `json:"operation"`
+	RowsAdded        uint64   `json:"rows_added"`
+	RowsRemoved      uint64   `json:"rows_removed"`
+	FragmentsAdded   int      `json:"fragments_added"`
+	FragmentsRemoved int      `json:"fragments_removed"`
+	Predicate        string   `json:"predicate"`
+	Tags             []string `json:"tags"`
+}
+
+type infoOut struct {
+	Version    uint64 `json:"version"`
+	Rows       uint64 `json:"rows"`
+	DataFormat string `json:"data_format"`
+}
+
+func readJSON(t *testing.T, path string, v any) bool {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return true
+}
+
+// TestLanceToGo compares kv0 lance cat with lancedb's reads, for every case
+// and every version, and checks info, log and tags on the way.
+func TestLanceToGo(t *testing.T) {
+	requireSuite(t)
+	var done struct {
+		Cases []string `json:"cases"`
+	}
+	readJSON(t, filepath.Join(dataDir, "done.json"), &done)
+	if len(done.Cases) == 0 {
+		t.Fatal("gen.mjs produced no cases")
+	}
+	for _, name := range done.Cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			root := filepath.Join(dataDir, name)
+			ds := filepath.Join(root, "t.lance")
+			exp := filepath.Join(root, "expected")
+			var versions []versionRow
+			readJSON(t, filepath.Join(exp, "versions.json"), &versions)
+			tags := map[string]uint64{}
+			readJSON(t, filepath.Join(exp, "tags.json"), &tags)
+
+			t.Run("log", func(t *testing.T) {
+				out, err := kv0("lance", "log", ds, "--json")
+				if err != nil {
+					t.Fatal(err)
+				}
+				var log []logEntry
+				if err := json.Unmarshal(out, &log); err != nil {
+					t.Fatalf("log --json: %v\n%s", err, tail(string(out), 500))
+				}
+				var got, want []uint64
+				for _, e := range log {
+					got = append(got, e.Version)
+				}
+				for _, v := range versions {
+					want = append(want, v.Version)
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("log versions = %v, want %v", got, want)
+				}
+				gotTags := map[string]uint64{}
+				for _, e := range log {
+					for _, tag := range e.Tags {
+						gotTags[tag] = e.Version
+					}
+				}
+				if fmt.Sprint(gotTags) != fmt.Sprint(tags) {
+					t.Errorf("log tags = %v, want %v", gotTags, tags)
+				}
+			})
+			for _, v := range versions {
+				t.Run("v"+strconv.FormatUint(v.Version, 10), func(t *testing.T) {
+					vs := strconv.FormatUint(v.Version, 10)
+					out, err := kv0("lance", "info", ds, "--version", vs, "--json")
+					if err != nil {
+						t.Error(err)
+					} else {
+						var info infoOut
+						if err := json.Unmarshal(out, &info); err != nil {
+							t.Errorf("info --json: %v", err)
+						} else if info.Version != v.Version || info.Rows != v.Rows {
+							t.Errorf("info: version %d rows %d, want version %d rows %d", info.Version, info.Rows, v.Version, v.Rows)
+						}
+					}
+					compareCat(t, filepath.Join(exp, "v"+vs+".jsonl"), "lance", "cat", ds, "--version", vs)
+				})
+			}
+			for tag, v := range tags {
+				t.Run("tag_"+tag, func(t *testing.T) {
+					compareCat(t, filepath.Join(exp, fmt.Sprintf("v%d.jsonl", v)), "lance", "cat", "--tag", tag, ds)
+				})
+			}
+		})
+	}
+}
+
+// compareCat runs kv0 with args and compares its output with the file want.
+func compareCat(t *testing.T, want string, args ...string) {
+	t.Helper()
+	exp, err := os.ReadFile(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := kv0(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(got, exp) {
+		return
+	}
+	t.Error(describeMismatch(got, exp))
+}
+
+// describeMismatch explains the first differing line: its number, the
+// differing keys with both values, and the line counts.
+func describeMismatch(got, want []byte) string {
+	gl := splitLines(got)
+	wl := splitLines(want)
+	var b strings.Builder
+	fmt.Fprintf(&b, "output differs: %d lines, want %d\n", len(gl), len(wl))
+	for i := 0; i < len(gl) || i < len(wl); i++ {
+		var g, w string
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if g == w {
+			continue
+		}
+		fmt.Fprintf(&b, "first difference at line %d (row %d)\n", i+1, i)
+		diffKeys(&b, g, w)
+		break
+	}
+	return b.String()
+}
+
+func splitLines(b []byte) []string {
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		out = append(out, sc.Text())
+	}
+	return out
+}
+
+// diffKeys lists the top-level keys whose raw JSON differs between two
+// lines, in order; lines that do not parse are shown whole (abridged).
+func diffKeys(b *strings.Builder, got, want string) {
+	gk, gv, gerr := rawObject(got)
+	wk, wv, werr := rawObject(want)
+	if gerr != nil || werr != nil {
+		fmt.Fprintf(b, "  got:  %s\n  want: %s\n", abridge(got), abridge(want))
+		return
+	}
+	keys := append([]string(nil), wk...)
+	for _, k := range gk {
+		if _, ok := wv[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	if fmt.Sprint(gk) != fmt.Sprint(wk) {
+		fmt.Fprintf(b, "  keys: got %v\n        want %v\n", gk, wk)
+	}
+	n := 0
+	for _, k := range keys {
+		g, w := gv[k], wv[k]
+		if g == w {
+			continue
+		}
+		if n++; n > 8 {
+			fmt.Fprintf(b, "  … more columns differ\n")
+			break
+		}
+		fmt.Fprintf(b, "  column %q:\n    got:  %s\n    want: %s\n", k, abridge(g), abridge(w))
+	}
+}
+
+// rawObject splits a JSON object into its keys (in order) and raw values.
+func rawObject(line string) ([]string, map[string]string, error) {
+	dec := json.NewDecoder(strings.NewReader(line))
+	dec.UseNumber()
+	tok, err := dec.Token()
+	if err != nil || tok != json.Delim('{') {
+		return nil, nil, fmt.Errorf("not an object")
+	}
+	var keys []string
+	vals := map[string]string{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, err
+		}
+		k, _ := tok.(string)
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, nil, err
+		}
+		keys = append(keys, k)
+		vals[k] = string(raw)
+	}
+	return keys, vals, nil
+}
+
+func abridge(s string) string {
+	if len(s) <= 300 {
+		return s
+	}
+	return s[:300] + fmt.Sprintf("… (%d bytes)", len(s))
+}
+
+// fixturesDir is shared/fixtures/lance-samples beside the repository.
+func fixturesDir(t *testing.T) string {
+	t.Helper()
+	d := filepath.Join("..", "..", "..", "shared", "fixtures", "lance-samples")
+	if _, err := os.Stat(d); err != nil {
+		if inCI() {
+			t.Fatalf("CI=true but the shared fixtures are missing: %v", err)
+		}
+		t.Skipf("shared fixtures not found: %v", err)
+	}
+	return d
+}
+
+// TestSharedFixtures is a smoke test over the small datasets of
+// shared/fixtures/lance-samples (see their README).
+func TestSharedFixtures(t *testing.T) {
+	requireBinary(t)
+	d := fixturesDir(t)
+	kvRows := map[uint64]uint64{1: 100, 2: 200, 3: 190, 4: 189, 5: 189, 6: 189}
+	cases := []struct {
+		name string
+		path string
+		rows map[uint64]uint64
+	}{
+		{"default", "default/kv.lance", kvRows},
+		{"v2_0", "v2_0/kv.lance", kvRows},
+		{"v1paths", "v1paths/kv.lance", kvRows},
+		{"bigdel_t", "bigdel/t.lance", map[uint64]uint64{1: 20000, 2: 10000}},
+		{"bigdel_t2", "bigdel/t2.lance", map[uint64]uint64{1: 1000, 2: 990}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ds := filepath.Join(d, tc.path)
+			out, err := kv0("lance", "log", ds, "--json")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var log []logEntry
+			if err := json.Unmarshal(out, &log); err != nil {
+				t.Fatal(err)
+			}
+			var versions []uint64
+			for _, e := range log {
+				versions = append(versions, e.Version)
+			}
+			var want []uint64
+			for v := range tc.rows {
+				want = append(want, v)
+			}
+			sort.Slice(want, func(i, j int) bool { return want[i] < want[j] })
+			if fmt.Sprint(versions) != fmt.Sprint(want) {
+				t.Errorf("versions %v, want %v", versions, want)
+			}
+			for _, v := range want {
+				vs := strconv.FormatUint(v, 10)
+				out, err := kv0("lance", "info", "--version", vs, "--json", ds)
+				if err != nil {
+					t.Error(err)
+					continue
+				}
+				var info infoOut
+				if err := json.Unmarshal(out, &info); err != nil {
+					t.Fatal(err)
+				}
+				if info.Rows != tc.rows[v] {
+					t.Errorf("v%d: info rows %d, want %d", v, info.Rows, tc.rows[v])
+				}
+				out, err = kv0("lance", "cat", ds, "--version", vs)
+				if err != nil {
+					t.Error(err)
+					continue
+				}
+				if n := uint64(bytes.Count(out, []byte("\n"))); n != tc.rows[v] {
+					t.Errorf("v%d: cat printed %d rows, want %d", v, n, tc.rows[v])
+				}
+			}
+		})
+	}
+	for _, tc := range []struct{ name, version string }{{"v2_2", "2.2"}, {"legacy", "0.2"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := kv0("lance", "cat", filepath.Join(d, tc.name, "kv.lance"))
+			if err == nil {
+				t.Fatalf("cat of a %s dataset succeeded; want an error naming the format version", tc.version)
+			}
+			if !strings.Contains(err.Error(), tc.version) {
+				t.Errorf("error does not name version %s: %v", tc.version, err)
+			}
+		})
+	}
+}
+
+// TestCLIUsage pins the exit statuses and the flag placement rules.
+func TestCLIUsage(t *testing.T) {
+	requireBinary(t)
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{nil, 2},
+		{[]string{"nope"}, 2},
+		{[]string{"lance"}, 2},
+		{[]string{"lance", "cat"}, 2},
+		{[]string{"lance", "cat", "a", "b"}, 2},
+		{[]string{"lance", "cat", "--bogus", "x"}, 2},
+		{[]string{"lance", "cat", "x", "--version", "0"}, 2},
+		{[]string{"lance", "cat", "x", "--version", "1", "--tag", "t"}, 2},
+		{[]string{"lance", "cat", filepath.Join(t.TempDir(), "missing")}, 1},
+		{[]string{"lance", "info", "s3://bucket/t.lance"}, 1},
+	} {
+		cmd := exec.Command(kv0Binary, tc.args...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if code != tc.code {
+			t.Errorf("kv0 %v: exit %d, want %d (stderr %q)", tc.args, code, tc.code, stderr.String())
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("kv0 %v: wrote %q to stdout", tc.args, stdout.String())
+		}
+		if !strings.HasPrefix(stderr.String(), "kv0: ") {
+			t.Errorf("kv0 %v: stderr %q does not start with \"kv0: \"", tc.args, stderr.String())
+		}
+	}
+}

@@ -1,0 +1,188 @@
+// Canonical JSON Lines encoding of Arrow data, the JavaScript twin of
+// core/jsonl (see core/jsonl/doc.go for the rules). It reads the raw buffers of
+// arrow-js Data objects instead of Vector.get, because get() loses precision
+// (timestamps become milliseconds, dates become Date objects).
+import * as arrow from "apache-arrow";
+
+const T = arrow.Type;
+
+// encodeString writes s as a JSON string: JSON.stringify's escaping plus
+// \u2028 and \u2029, which encoding/json (and core/jsonl) always escape.
+export function encodeString(s) {
+  return JSON.stringify(s).replace(/[\u2028\u2029]/g, (c) => "\\u" + c.charCodeAt(0).toString(16));
+}
+
+// encodeFloat64 writes a double as the shortest round-trip decimal in
+// ECMAScript Number::toString layout, keeping the sign of -0.
+export function encodeFloat64(v) {
+  if (Number.isNaN(v)) return '"NaN"';
+  if (v === Infinity) return '"Infinity"';
+  if (v === -Infinity) return '"-Infinity"';
+  if (v === 0) return Object.is(v, -0) ? "-0" : "0";
+  return String(v);
+}
+
+// encodeFloat32 writes a float32 value (given as the exactly widened double)
+// as the shortest decimal that rounds back to the same float32; when two
+// decimals of that length qualify, the one closer to the value wins. The
+// decimal then has at most 9 significant digits, so String(Number(decimal))
+// prints exactly those digits in ECMAScript layout.
+export function encodeFloat32(v) {
+  if (Number.isNaN(v) || v === Infinity || v === -Infinity || v === 0) return encodeFloat64(v);
+  for (let p = 1; p <= 9; p++) {
+    const near = v.toPrecision(p); // correctly rounded: the closest p-digit decimal
+    const dn = Number(near);
+    if (Math.fround(dn) === v) return String(dn);
+    // The other p-digit decimal bracketing v.
+    const [mant, exp] = v.toExponential(p - 1).split("e");
+    const digits = BigInt(mant.replace(".", "").replace("-", ""));
+    const other = dn > v === v > 0 ? digits - 1n : digits + 1n; // move towards v, in magnitude
+    const s = (v < 0 ? "-" : "") + other.toString() + "e" + (Number(exp) - (p - 1));
+    const d2 = Number(s);
+    if (Math.fround(d2) === v) return String(d2);
+  }
+  return String(v); // unreachable: 9 digits always round-trip a float32
+}
+
+const B64 = (bytes) => '"' + Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64") + '"';
+const decoder = new TextDecoder("utf-8");
+
+function floorDiv(a, b) {
+  const q = a / b;
+  return a % b < 0n ? q - 1n : q;
+}
+
+function pad(n, w) {
+  return String(n).padStart(w, "0");
+}
+
+// dateString renders days since 1970-01-01 (a Number) as YYYY-MM-DD, years
+// outside 0..9999 as ±YYYYYY (like Date.prototype.toISOString).
+export function dateString(days) {
+  let z = days + 719468;
+  const era = Math.floor(z / 146097);
+  const doe = z - era * 146097;
+  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36524) - Math.floor(doe / 146096)) / 365);
+  let y = yoe + era * 400;
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+  const mp = Math.floor((5 * doy + 2) / 153);
+  const d = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const m = mp < 10 ? mp + 3 : mp - 9;
+  if (m <= 2) y++;
+  const ys = y >= 0 && y <= 9999 ? pad(y, 4) : (y < 0 ? "-" : "+") + pad(Math.abs(y), 6);
+  return `${ys}-${pad(m, 2)}-${pad(d, 2)}`;
+}
+
+const UNIT = {
+  [arrow.TimeUnit.SECOND]: [1n, 0],
+  [arrow.TimeUnit.MILLISECOND]: [1000n, 3],
+  [arrow.TimeUnit.MICROSECOND]: [1000000n, 6],
+  [arrow.TimeUnit.NANOSECOND]: [1000000000n, 9],
+};
+
+// timestampString renders a BigInt count of units since the epoch.
+export function timestampString(v, unit) {
+  const [perSec, digits] = UNIT[unit];
+  const sec = floorDiv(v, perSec);
+  const frac = v - sec * perSec;
+  const days = floorDiv(sec, 86400n);
+  const sod = Number(sec - days * 86400n);
+  let s = `${dateString(Number(days))}T${pad(Math.floor(sod / 3600), 2)}:${pad(Math.floor(sod / 60) % 60, 2)}:${pad(sod % 60, 2)}`;
+  if (digits > 0) s += "." + pad(frac, digits);
+  return s + "Z";
+}
+
+function isValidFn(data) {
+  if (!data.nullCount || !data.nullBitmap || data.nullBitmap.length === 0) return () => true;
+  const bm = data.nullBitmap;
+  const off = data.offset;
+  return (i) => ((bm[(off + i) >> 3] >> ((off + i) & 7)) & 1) === 1;
+}
+
+// encoderFor compiles a function i => JSON text for element i of data.
+export function encoderFor(data, path = "") {
+  if (data.offset !== 0 && data.typeId !== T.Bool) {
+    // IPC-decoded data (what lancedb's toArrow gives) always starts at 0.
+    throw new Error(`jsonl.mjs: ${path}: sliced data is not supported`);
+  }
+  const valid = isValidFn(data);
+  const enc = valueEncoder(data, path);
+  if (data.typeId === T.Null) return () => "null";
+  return (i) => (valid(i) ? enc(i) : "null");
+}
+
+function valueEncoder(data, path) {
+  const t = data.type;
+  const vals = data.values;
+  switch (t.typeId) {
+    case T.Bool: {
+      const off = data.offset;
+      return (i) => (((vals[(off + i) >> 3] >> ((off + i) & 7)) & 1) === 1 ? "true" : "false");
+    }
+    case T.Int:
+      return (i) => String(vals[i]);
+    case T.Float:
+      if (t.precision === arrow.Precision.SINGLE) return (i) => encodeFloat32(vals[i]);
+      if (t.precision === arrow.Precision.DOUBLE) return (i) => encodeFloat64(vals[i]);
+      break;
+    case T.Utf8:
+    case T.LargeUtf8: {
+      const offs = data.valueOffsets;
+      return (i) => encodeString(decoder.decode(vals.subarray(Number(offs[i]), Number(offs[i + 1]))));
+    }
+    case T.Binary:
+    case T.LargeBinary: {
+      const offs = data.valueOffsets;
+      return (i) => B64(vals.subarray(Number(offs[i]), Number(offs[i + 1])));
+    }
+    case T.Timestamp:
+      return (i) => '"' + timestampString(BigInt(vals[i]), t.unit) + '"';
+    case T.Date:
+      if (t.unit === arrow.DateUnit.DAY) return (i) => '"' + dateString(vals[i]) + '"';
+      break;
+    case T.List: {
+      const offs = data.valueOffsets;
+      const item = encoderFor(data.children[0], path + ".item");
+      return (i) => {
+        const parts = [];
+        for (let j = Number(offs[i]); j < Number(offs[i + 1]); j++) parts.push(item(j));
+        return "[" + parts.join(",") + "]";
+      };
+    }
+    case T.FixedSizeList: {
+      const n = t.listSize;
+      const item = encoderFor(data.children[0], path + ".item");
+      return (i) => {
+        const parts = [];
+        for (let j = i * n; j < (i + 1) * n; j++) parts.push(item(j));
+        return "[" + parts.join(",") + "]";
+      };
+    }
+    case T.Struct: {
+      const encs = t.children.map((f, k) => [encodeString(f.name) + ":", encoderFor(data.children[k], path ? `${path}.${f.name}` : f.name)]);
+      return (i) => "{" + encs.map(([key, e]) => key + e(i)).join(",") + "}";
+    }
+    case T.Dictionary: {
+      const dict = data.dictionary;
+      if (!dict || dict.data.length !== 1) throw new Error(`jsonl.mjs: ${path}: dictionary with ${dict?.data.length} chunks`);
+      const denc = encoderFor(dict.data[0], path);
+      return (i) => denc(Number(vals[i]));
+    }
+  }
+  throw new Error(`jsonl.mjs: column ${path}: unsupported type ${t}`);
+}
+
+// encodeTable returns the JSON Lines text (each line ending in "\n") of an
+// arrow-js Table, keys in schema order. names, when given, replaces the
+// output key of each column (used to undo casts done for arrow-js' sake).
+export function* encodeTableLines(table) {
+  const keys = table.schema.fields.map((f, k) => (k === 0 ? "{" : ",") + encodeString(f.name) + ":");
+  for (const batch of table.batches) {
+    const encs = table.schema.fields.map((f, k) => encoderFor(batch.data.children[k], f.name));
+    for (let r = 0; r < batch.numRows; r++) {
+      let line = encs.length === 0 ? "{" : "";
+      for (let k = 0; k < encs.length; k++) line += keys[k] + encs[k](r);
+      yield line + "}\n";
+    }
+  }
+}
