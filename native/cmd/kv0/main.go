@@ -1,0 +1,459 @@
+// Command kv0 is the command-line interface of kv0.
+//
+// Usage:
+//
+//	kv0 lance info PATH [--version N | --tag T] [--json]
+//	kv0 lance log  PATH [--json]
+//	kv0 lance cat  PATH [--version N | --tag T] [--columns a,b] [--limit N]
+//
+// PATH is a Lance dataset folder (later also s3:// and http(s):// URIs).
+// Flags may come before or after PATH. Data goes to stdout; errors go to
+// stderr as "kv0: <message>" with exit status 1, usage errors with status 2.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kv0/kv0/core/jsonl"
+	"github.com/kv0/kv0/core/lance"
+	"github.com/kv0/kv0/core/store"
+	"github.com/kv0/kv0/native/fsstore"
+)
+
+const usageText = `usage:
+  kv0 lance info PATH [--version N | --tag T] [--json]
+  kv0 lance log  PATH [--json]
+  kv0 lance cat  PATH [--version N | --tag T] [--columns a,b] [--limit N]
+`
+
+// usageError is a mistake in the command line; it exits with status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes one command line and returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := dispatch(ctx, args, stdout, stderr)
+	if err == nil {
+		return 0
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "kv0: %v\n", err)
+	var ue *usageError
+	if errors.As(err, &ue) {
+		fmt.Fprint(stderr, usageText)
+		return 2
+	}
+	return 1
+}
+
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usagef("missing command")
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usageText)
+		return nil
+	case "lance":
+	default:
+		return usagef("unknown command %q", args[0])
+	}
+	if len(args) < 2 {
+		return usagef("missing lance subcommand (info, log or cat)")
+	}
+	sub, rest := args[1], args[2:]
+	switch sub {
+	case "info":
+		return cmdInfo(ctx, rest, stdout, stderr)
+	case "log":
+		return cmdLog(ctx, rest, stdout, stderr)
+	case "cat":
+		return cmdCat(ctx, rest, stdout, stderr)
+	}
+	return usagef("unknown lance subcommand %q", sub)
+}
+
+// parseArgs parses flags that may appear before, between or after the
+// positional arguments, and returns the positional ones.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, &usageError{err.Error()}
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// After "--" every remaining argument is positional.
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// newFlagSet returns a flag set that reports errors to the caller instead
+// of exiting, and prints its defaults to stderr on -h.
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("kv0 lance "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// onePath checks that exactly one positional argument was given.
+func onePath(pos []string) (string, error) {
+	switch len(pos) {
+	case 0:
+		return "", usagef("missing PATH")
+	case 1:
+		return pos[0], nil
+	}
+	return "", usagef("expected one PATH, got %d arguments: %s", len(pos), strings.Join(pos, " "))
+}
+
+// versionFlags are --version and --tag, shared by info and cat.
+type versionFlags struct {
+	version uint64
+	tag     string
+}
+
+func (v *versionFlags) register(fs *flag.FlagSet) {
+	fs.Uint64Var(&v.version, "version", 0, "read version `N` (default: latest)")
+	fs.StringVar(&v.tag, "tag", "", "read the version tagged `T`")
+}
+
+func (v *versionFlags) options(fs *flag.FlagSet) (lance.OpenOptions, error) {
+	versionSet := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "version" {
+			versionSet = true
+		}
+	})
+	if versionSet && v.version == 0 {
+		return lance.OpenOptions{}, usagef("--version: versions start at 1")
+	}
+	if versionSet && v.tag != "" {
+		return lance.OpenOptions{}, usagef("--version and --tag exclude each other")
+	}
+	return lance.OpenOptions{Version: v.version, Tag: v.tag}, nil
+}
+
+// openLocation resolves a dataset location given on the command line into a
+// store and the dataset's root key within it. Only local folders exist
+// today; URIs (s3://, http(s)://) will be resolved here.
+func openLocation(loc string) (store.Store, string, error) {
+	if i := strings.Index(loc, "://"); i > 0 && !strings.ContainsAny(loc[:i], `/\`) {
+		return nil, "", fmt.Errorf("%s: unsupported location scheme %q (only local folders so far)", loc, loc[:i])
+	}
+	abs, err := filepath.Abs(loc)
+	if err != nil {
+		return nil, "", err
+	}
+	st, err := fsstore.OpenExisting(abs)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, "", fmt.Errorf("%s: no such folder", loc)
+		}
+		return nil, "", err
+	}
+	return st, "", nil
+}
+
+// openDataset opens PATH at the version chosen by flags.
+func openDataset(ctx context.Context, loc string, opts lance.OpenOptions) (*lance.Dataset, error) {
+	st, root, err := openLocation(loc)
+	if err != nil {
+		return nil, err
+	}
+	d, err := lance.Open(ctx, st, root, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", loc, err)
+	}
+	return d, nil
+}
+
+// ---------------------------------------------------------------- cat
+
+func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("cat", stderr)
+	var vf versionFlags
+	vf.register(fs)
+	columns := fs.String("columns", "", "comma-separated `list` of columns to print (default: all)")
+	limit := fs.Int64("limit", -1, "print at most `N` rows")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	loc, err := onePath(pos)
+	if err != nil {
+		return err
+	}
+	opts, err := vf.options(fs)
+	if err != nil {
+		return err
+	}
+	var cols []string
+	if *columns != "" {
+		for _, c := range strings.Split(*columns, ",") {
+			if c = strings.TrimSpace(c); c == "" {
+				return usagef("--columns: empty column name")
+			}
+			cols = append(cols, c)
+		}
+	}
+	if *limit == 0 {
+		return nil
+	}
+	d, err := openDataset(ctx, loc, opts)
+	if err != nil {
+		return err
+	}
+	so := lance.ScanOptions{Columns: cols}
+	if *limit > 0 {
+		so.Limit = *limit
+	}
+	sc, err := d.Scan(ctx, so)
+	if err != nil {
+		return fmt.Errorf("%s: %w", loc, err)
+	}
+	defer sc.Close()
+	bw := bufio.NewWriterSize(stdout, 256<<10)
+	w := jsonl.NewWriter(bw)
+	for sc.Next() {
+		if err := w.Write(sc.Record()); err != nil {
+			return fmt.Errorf("%s: %w", loc, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		bw.Flush()
+		return fmt.Errorf("%s: %w", loc, err)
+	}
+	return bw.Flush()
+}
+
+// ---------------------------------------------------------------- info
+
+// infoJSON is the --json output of info.
+type infoJSON struct {
+	Path       string         `json:"path"`
+	Version    uint64         `json:"version"`
+	Timestamp  string         `json:"timestamp"`
+	DataFormat string         `json:"data_format"`
+	Rows       uint64         `json:"rows"`
+	Schema     []fieldJSON    `json:"schema"`
+	Fragments  []fragmentJSON `json:"fragments"`
+}
+
+type fieldJSON struct {
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Nullable bool   `json:"nullable"`
+}
+
+type fragmentJSON struct {
+	ID           uint64     `json:"id"`
+	PhysicalRows uint64     `json:"physical_rows"`
+	DeletedRows  uint64     `json:"deleted_rows"`
+	Files        []fileJSON `json:"files"`
+	DeletionFile string     `json:"deletion_file,omitempty"`
+}
+
+type fileJSON struct {
+	Path    string `json:"path"`
+	Size    int64  `json:"size"`
+	Version string `json:"version"`
+}
+
+func cmdInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("info", stderr)
+	var vf versionFlags
+	vf.register(fs)
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	loc, err := onePath(pos)
+	if err != nil {
+		return err
+	}
+	opts, err := vf.options(fs)
+	if err != nil {
+		return err
+	}
+	d, err := openDataset(ctx, loc, opts)
+	if err != nil {
+		return err
+	}
+	rows, err := d.CountRows(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %w", loc, err)
+	}
+	info := infoJSON{
+		Path:       loc,
+		Version:    d.Version(),
+		Timestamp:  formatTime(d.Timestamp()),
+		DataFormat: d.DataFormat(),
+		Rows:       rows,
+		Schema:     []fieldJSON{},
+		Fragments:  []fragmentJSON{},
+	}
+	for _, f := range d.ArrowSchema().Fields() {
+		info.Schema = append(info.Schema, fieldJSON{Name: f.Name, Type: f.Type.String(), Nullable: f.Nullable})
+	}
+	for _, fr := range d.Fragments() {
+		fj := fragmentJSON{ID: fr.ID, PhysicalRows: fr.PhysicalRows, DeletedRows: fr.DeletedRows, DeletionFile: fr.DeletionFile, Files: []fileJSON{}}
+		for _, df := range fr.Files {
+			fj.Files = append(fj.Files, fileJSON{Path: df.Path, Size: df.Size, Version: df.Version})
+		}
+		info.Fragments = append(info.Fragments, fj)
+	}
+	bw := bufio.NewWriter(stdout)
+	if *asJSON {
+		enc := json.NewEncoder(bw)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(info); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
+	fmt.Fprintf(bw, "path:        %s\n", info.Path)
+	fmt.Fprintf(bw, "version:     %d\n", info.Version)
+	fmt.Fprintf(bw, "timestamp:   %s\n", info.Timestamp)
+	fmt.Fprintf(bw, "data format: %s\n", info.DataFormat)
+	fmt.Fprintf(bw, "rows:        %d\n", info.Rows)
+	fmt.Fprintf(bw, "schema:      %d fields\n", len(info.Schema))
+	tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
+	for _, f := range info.Schema {
+		null := "not null"
+		if f.Nullable {
+			null = "nullable"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", f.Name, f.Type, null)
+	}
+	tw.Flush()
+	fmt.Fprintf(bw, "fragments:   %d\n", len(info.Fragments))
+	for _, f := range info.Fragments {
+		fmt.Fprintf(bw, "  #%d: %d rows, %d deleted", f.ID, f.PhysicalRows, f.DeletedRows)
+		if f.DeletionFile != "" {
+			fmt.Fprintf(bw, " (%s)", f.DeletionFile)
+		}
+		fmt.Fprintln(bw)
+		for _, df := range f.Files {
+			fmt.Fprintf(bw, "      %s  %d bytes, format %s\n", df.Path, df.Size, df.Version)
+		}
+	}
+	return bw.Flush()
+}
+
+// formatTime renders a commit time in RFC 3339 UTC with the precision it has.
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// ---------------------------------------------------------------- log
+
+// logJSON is one element of the --json output of log.
+type logJSON struct {
+	Version          uint64   `json:"version"`
+	Timestamp        string   `json:"timestamp"`
+	Operation        string   `json:"operation"`
+	RowsAdded        uint64   `json:"rows_added"`
+	RowsRemoved      uint64   `json:"rows_removed"`
+	FragmentsAdded   int      `json:"fragments_added"`
+	FragmentsRemoved int      `json:"fragments_removed"`
+	Predicate        string   `json:"predicate"`
+	Tags             []string `json:"tags"`
+	Rows             uint64   `json:"rows"` // live rows in this version
+}
+
+func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("log", stderr)
+	asJSON := fs.Bool("json", false, "print a JSON array")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	loc, err := onePath(pos)
+	if err != nil {
+		return err
+	}
+	st, root, err := openLocation(loc)
+	if err != nil {
+		return err
+	}
+	versions, err := lance.Log(ctx, st, root)
+	if err != nil {
+		return fmt.Errorf("%s: %w", loc, err)
+	}
+	out := make([]logJSON, 0, len(versions))
+	for _, v := range versions {
+		tags := v.Tags
+		if tags == nil {
+			tags = []string{}
+		}
+		out = append(out, logJSON{
+			Version:          v.Version,
+			Timestamp:        formatTime(v.Timestamp),
+			Operation:        v.Operation,
+			RowsAdded:        v.RowsAdded,
+			RowsRemoved:      v.RowsRemoved,
+			FragmentsAdded:   v.FragmentsAdded,
+			FragmentsRemoved: v.FragmentsRemoved,
+			Predicate:        v.Predicate,
+			Tags:             tags,
+			Rows:             v.TotalRows,
+		})
+	}
+	bw := bufio.NewWriter(stdout)
+	if *asJSON {
+		enc := json.NewEncoder(bw)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
+	tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "VERSION\tTIMESTAMP\tOPERATION\tROWS\tFRAGMENTS\tPREDICATE\tTAGS")
+	for _, v := range out {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t+%d -%d\t+%d -%d\t%s\t%s\n", v.Version, v.Timestamp, v.Operation,
+			v.RowsAdded, v.RowsRemoved, v.FragmentsAdded, v.FragmentsRemoved, v.Predicate, strings.Join(v.Tags, ","))
+	}
+	tw.Flush()
+	return bw.Flush()
+}
