@@ -180,6 +180,7 @@ type logEntry struct {
 	FragmentsRemoved int      `json:"fragments_removed"`
 	Predicate        string   `json:"predicate"`
 	Tags             []string `json:"tags"`
+	Rows             uint64   `json:"rows"`
 }
 
 type infoOut struct {
@@ -243,6 +244,15 @@ func TestLanceToGo(t *testing.T) {
 				}
 				if fmt.Sprint(got) != fmt.Sprint(want) {
 					t.Errorf("log versions = %v, want %v", got, want)
+				}
+				rows := map[uint64]uint64{}
+				for _, v := range versions {
+					rows[v.Version] = v.Rows
+				}
+				for _, e := range log {
+					if want, ok := rows[e.Version]; ok && e.Rows != want {
+						t.Errorf("log: version %d has %d rows, want %d", e.Version, e.Rows, want)
+					}
 				}
 				gotTags := map[string]uint64{}
 				for _, e := range log {
