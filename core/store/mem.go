@@ -26,7 +26,7 @@ type memCounters struct {
 
 // Counters is a snapshot of a Memory store's request counters.
 type Counters struct {
-	Reads     int64 // ReadAt calls
+	Reads     int64 // ReadAt and ReadTail calls
 	ReadBytes int64 // bytes returned by ReadAt
 	Stats     int64 // Stat calls
 	Lists     int64 // List calls
@@ -44,7 +44,10 @@ func (c Counters) Sub(d Counters) Counters {
 		c.Puts - d.Puts, c.PutBytes - d.PutBytes, c.Deletes - d.Deletes}
 }
 
-var _ Store = (*Memory)(nil)
+var (
+	_ Store      = (*Memory)(nil)
+	_ TailReader = (*Memory)(nil)
+)
 
 // NewMemory returns an empty in-memory store.
 func NewMemory() *Memory { return &Memory{objects: make(map[string][]byte)} }
@@ -85,6 +88,30 @@ func (m *Memory) ReadAt(ctx context.Context, key string, p []byte, off int64) er
 	copy(p, data[off:])
 	m.stats.readBytes.Add(int64(len(p)))
 	return nil
+}
+
+// ReadTail implements TailReader. It counts as one read.
+func (m *Memory) ReadTail(ctx context.Context, key string, n int) ([]byte, int64, error) {
+	m.stats.reads.Add(1)
+	if err := ValidateKey(key); err != nil {
+		return nil, 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	if n < 0 {
+		return nil, 0, fmt.Errorf("read tail %s: negative length %d", key, n)
+	}
+	m.mu.RLock()
+	data, ok := m.objects[key]
+	m.mu.RUnlock()
+	if !ok {
+		return nil, 0, fmt.Errorf("read %s: %w", key, ErrNotFound)
+	}
+	k := min(n, len(data))
+	out := append([]byte(nil), data[len(data)-k:]...)
+	m.stats.readBytes.Add(int64(k))
+	return out, int64(len(data)), nil
 }
 
 // Stat implements Store.

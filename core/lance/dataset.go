@@ -1,0 +1,301 @@
+package lance
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
+	"github.com/kv0/kv0/core/lancefile"
+	"github.com/kv0/kv0/core/store"
+)
+
+// OpenOptions selects the version Open reads. The zero value opens the
+// latest version. Setting both fields is an error.
+type OpenOptions struct {
+	Version uint64 // a version number, or 0
+	Tag     string // a tag name, or ""
+}
+
+// Dataset is one version of a Lance dataset: its manifest, decoded. It is
+// immutable and safe for concurrent use; scans and takes read data files
+// through the store it was opened with.
+type Dataset struct {
+	st     store.Store
+	k      keys
+	mf     *manifestFile
+	schema *lancefile.Schema
+	arrow  *arrow.Schema
+	frags  []Fragment
+	byID   map[uint64]int // fragment id -> index in frags
+}
+
+// Fragment describes one fragment of a version. Paths are relative to the
+// dataset root.
+type Fragment struct {
+	ID           uint64
+	PhysicalRows uint64 // rows in the data files, deleted ones included
+	DeletedRows  uint64 // from the manifest's deletion file entry
+	Files        []DataFileInfo
+	DeletionFile string // e.g. "_deletions/0-2-17824774954798410326.arrow"; "" when none
+
+	pb *tablepb.DataFragment
+}
+
+// DataFileInfo describes one data file of a fragment.
+type DataFileInfo struct {
+	Path    string // e.g. "data/0101…df.lance"
+	Size    int64  // 0 when the manifest does not record it
+	Version string // file format version, "2.0", "2.1"; "legacy" for 0.x
+}
+
+// Open reads one version of the dataset whose files live under root (a key
+// prefix such as "t.lance", or "" when the store is rooted at the dataset).
+//
+// Cost, on a store that implements store.TailReader and a manifest under
+// 64 KiB: the latest version takes 2 requests on a listing store (a limit-1
+// listing, which gives the manifest's size, and one read) when manifests have
+// V2 names, a full listing plus one read with V1 names; on a store that
+// cannot list, 3 requests when latest_version_hint.json is current (hint,
+// manifest N and the missing N+1, the last two concurrent). A given version
+// costs one read (V2 names) or two (V1); a tag adds one read.
+func Open(ctx context.Context, st store.Store, root string, opts OpenOptions) (*Dataset, error) {
+	k := keys{root}
+	var (
+		mf  *manifestFile
+		err error
+	)
+	switch {
+	case opts.Tag != "" && opts.Version != 0:
+		return nil, fmt.Errorf("lance: open %q: give a version or a tag, not both", root)
+	case opts.Tag != "":
+		tag, err := readTag(ctx, st, k, opts.Tag)
+		if err != nil {
+			return nil, err
+		}
+		mf, err = readVersion(ctx, st, k, tag.Version)
+		if err != nil {
+			return nil, fmt.Errorf("tag %q: %w", opts.Tag, err)
+		}
+	case opts.Version != 0:
+		mf, err = readVersion(ctx, st, k, opts.Version)
+	default:
+		mf, err = openLatest(ctx, st, k)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return newDataset(st, k, mf)
+}
+
+// openLatest reads the newest manifest.
+func openLatest(ctx context.Context, st store.Store, k keys) (*manifestFile, error) {
+	ref, err := latestByListing(ctx, st, k)
+	if isNotSupported(err) {
+		return latestByHint(ctx, st, k)
+	}
+	if err != nil {
+		return nil, err
+	}
+	mf, err := readManifest(ctx, st, ref.Key, ref.Size)
+	if err != nil {
+		return nil, err
+	}
+	mf.naming = ref.Naming
+	return mf, nil
+}
+
+// newDataset validates a manifest and builds the Dataset.
+func newDataset(st store.Store, k keys, mf *manifestFile) (*Dataset, error) {
+	m := mf.m
+	if err := checkReaderFlags(mf.key, m.GetReaderFeatureFlags()); err != nil {
+		return nil, err
+	}
+	if v, _, ok := parseManifestName(baseName(mf.key)); ok && v != m.GetVersion() {
+		return nil, corruptErr(mf.key, mf.pos, "manifest says version %d", m.GetVersion())
+	}
+	schema, err := lancefile.SchemaFromProto(m.GetFields(), m.GetSchemaMetadata())
+	if err != nil {
+		return nil, corruptErr(mf.key, mf.pos, "schema: %v", err)
+	}
+	d := &Dataset{st: st, k: k, mf: mf, schema: schema, arrow: schema.Arrow(), byID: make(map[uint64]int, len(m.GetFragments()))}
+	for _, pf := range m.GetFragments() {
+		if _, dup := d.byID[pf.GetId()]; dup {
+			return nil, corruptErr(mf.key, mf.pos, "fragment id %d appears twice", pf.GetId())
+		}
+		f := Fragment{ID: pf.GetId(), PhysicalRows: pf.GetPhysicalRows(), pb: pf}
+		for _, df := range pf.GetFiles() {
+			// Legacy (0.x) files record no column indices; they are refused
+			// when scanned.
+			if n := len(df.GetColumnIndices()); n != 0 && n != len(df.GetFields()) {
+				return nil, corruptErr(mf.key, mf.pos, "fragment %d file %s: %d field ids but %d column indices",
+					pf.GetId(), df.GetPath(), len(df.GetFields()), len(df.GetColumnIndices()))
+			}
+			f.Files = append(f.Files, DataFileInfo{
+				Path:    dataDir + "/" + df.GetPath(),
+				Size:    int64(min(df.GetFileSizeBytes(), 1<<62)),
+				Version: fileVersion(df),
+			})
+		}
+		if del := pf.GetDeletionFile(); del != nil {
+			f.DeletedRows = del.GetNumDeletedRows()
+			f.DeletionFile = deletionsDir + "/" + deletionFileName(pf.GetId(), del)
+			if f.PhysicalRows > 0 && f.DeletedRows > f.PhysicalRows {
+				return nil, corruptErr(mf.key, mf.pos, "fragment %d: %d deleted rows of %d", pf.GetId(), f.DeletedRows, f.PhysicalRows)
+			}
+		}
+		d.byID[f.ID] = len(d.frags)
+		d.frags = append(d.frags, f)
+	}
+	return d, nil
+}
+
+func baseName(key string) string {
+	for i := len(key) - 1; i >= 0; i-- {
+		if key[i] == '/' {
+			return key[i+1:]
+		}
+	}
+	return key
+}
+
+// fileVersion names a data file's format version as the manifest records it.
+func fileVersion(df *tablepb.DataFile) string {
+	maj, mnr := df.GetFileMajorVersion(), df.GetFileMinorVersion()
+	if maj == 0 && mnr < 3 {
+		return "legacy"
+	}
+	if maj == 0 && mnr == 3 {
+		return "2.0"
+	}
+	return fmt.Sprintf("%d.%d", maj, mnr)
+}
+
+// deletionFileName is the file name of a fragment's deletion file.
+func deletionFileName(fragID uint64, del *tablepb.DeletionFile) string {
+	ext := "arrow"
+	if del.GetFileType() == tablepb.DeletionFile_BITMAP {
+		ext = "bin"
+	}
+	return fmt.Sprintf("%d-%d-%d.%s", fragID, del.GetReadVersion(), del.GetId(), ext)
+}
+
+// Version returns the version number.
+func (d *Dataset) Version() uint64 { return d.mf.m.GetVersion() }
+
+// Timestamp returns the commit time of the version (UTC), or the zero time
+// when the manifest does not record one.
+func (d *Dataset) Timestamp() time.Time { return pbTime(d.mf.m) }
+
+func pbTime(m *tablepb.Manifest) time.Time {
+	ts := m.GetTimestamp()
+	if ts == nil {
+		return time.Time{}
+	}
+	return time.Unix(ts.GetSeconds(), int64(ts.GetNanos())).UTC()
+}
+
+// DataFormat returns the data file format version, e.g. "2.1". Manifests
+// that do not record it get the version of the first data file, or "legacy".
+func (d *Dataset) DataFormat() string {
+	if v := d.mf.m.GetDataFormat().GetVersion(); v != "" {
+		return v
+	}
+	for _, f := range d.frags {
+		if len(f.Files) > 0 {
+			return f.Files[0].Version
+		}
+	}
+	return "legacy"
+}
+
+// Schema returns the dataset schema. Callers must not modify it.
+func (d *Dataset) Schema() *lancefile.Schema { return d.schema }
+
+// ArrowSchema returns the dataset schema as an Arrow schema; fields of types
+// kv0 cannot read appear with the Null type (see lancefile.Field.Err).
+func (d *Dataset) ArrowSchema() *arrow.Schema { return d.arrow }
+
+// Fragments returns the fragments in manifest order (the scan order). The
+// slice is a copy; the Files slices are shared and must not be modified.
+func (d *Dataset) Fragments() []Fragment { return append([]Fragment(nil), d.frags...) }
+
+// Config returns a copy of the table configuration (Manifest.config).
+func (d *Dataset) Config() map[string]string { return maps.Clone(d.mf.m.GetConfig()) }
+
+// ManifestKey returns the store key of the version's manifest.
+func (d *Dataset) ManifestKey() string { return d.mf.key }
+
+// CountRows returns the number of live rows: the sum over fragments of
+// physical rows minus deleted rows, from the manifest alone. Fragments from
+// writers too old to record those counts make it read the missing figures
+// (a data file footer or a deletion file).
+func (d *Dataset) CountRows(ctx context.Context) (uint64, error) {
+	var total uint64
+	for i := range d.frags {
+		f := &d.frags[i]
+		phys, deleted := f.PhysicalRows, f.DeletedRows
+		if phys == 0 && len(f.Files) > 0 {
+			n, err := d.physicalRows(ctx, f)
+			if err != nil {
+				return 0, err
+			}
+			phys = n
+		}
+		if f.DeletionFile != "" && deleted == 0 {
+			del, err := d.loadDeletions(ctx, f, phys)
+			if err != nil {
+				return 0, err
+			}
+			deleted = del.count()
+		}
+		if deleted > phys {
+			return 0, corruptErr(d.mf.key, -1, "fragment %d: %d deleted rows of %d", f.ID, deleted, phys)
+		}
+		total += phys - deleted
+	}
+	return total, nil
+}
+
+// physicalRows asks the first data file of f for its row count.
+func (d *Dataset) physicalRows(ctx context.Context, f *Fragment) (uint64, error) {
+	if err := d.checkFiles(f); err != nil {
+		return 0, err
+	}
+	df := f.pb.GetFiles()[0]
+	lf, err := lancefile.Open(ctx, d.st, d.k.data(df.GetPath()), int64(min(df.GetFileSizeBytes(), 1<<62)))
+	if err != nil {
+		return 0, err
+	}
+	return lf.NumRows(), nil
+}
+
+// checkFiles refuses fragments kv0 cannot read before any I/O: data files
+// under external base paths and data files of unsupported format versions.
+// The version error is a *lancefile.FormatError matching
+// lancefile.ErrUnsupportedVersion, naming the file and its version.
+func (d *Dataset) checkFiles(f *Fragment) error {
+	if len(f.Files) == 0 {
+		return corruptErr(d.mf.key, -1, "fragment %d has no data files", f.ID)
+	}
+	for _, df := range f.pb.GetFiles() {
+		key := d.k.data(df.GetPath())
+		if df.BaseId != nil {
+			return fmt.Errorf("%w: fragment %d: data file %s lives under external base path %d",
+				ErrUnsupportedFeature, f.ID, key, df.GetBaseId())
+		}
+		switch v := fileVersion(df); v {
+		case "2.0", "2.1":
+		case "legacy":
+			return &lancefile.FormatError{File: key, Column: -1, Page: -1, Offset: -1, Err: lancefile.ErrUnsupportedVersion,
+				Msg: fmt.Sprintf("legacy format %d.%d (kv0 reads 2.0 and 2.1)", df.GetFileMajorVersion(), df.GetFileMinorVersion())}
+		default:
+			return &lancefile.FormatError{File: key, Column: -1, Page: -1, Offset: -1, Err: lancefile.ErrUnsupportedVersion,
+				Msg: fmt.Sprintf("format %s (kv0 reads 2.0 and 2.1)", v)}
+		}
+	}
+	return nil
+}
