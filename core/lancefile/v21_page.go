@@ -1,0 +1,727 @@
+package lancefile
+
+import (
+	"encoding/binary"
+
+	"github.com/kv0/kv0/core/internal/lancepb/enc21pb"
+)
+
+// leafPage is one decoded page of a leaf column: canonical levels, the
+// page's value slots, and a cursor.
+type leafPage struct {
+	li   *leafInfo
+	rows int
+	nlev int      // level entries
+	rep  []uint16 // nil: every entry starts a row
+	def  []uint16 // nil: every entry has level constDef
+	// constDef is the level of every entry when def is nil.
+	constDef uint16
+	vals     vals
+
+	row, lev, val int // cursor: rows, entries and values consumed
+}
+
+// decodePage21 decodes a whole page of li's column.
+func decodePage21(li *leafInfo, enc []byte, bufs [][]byte, rows uint64) (*leafPage, error) {
+	pl, err := pageLayout21(enc)
+	if err != nil {
+		return nil, err
+	}
+	var pg *leafPage
+	switch l := pl.GetLayout().(type) {
+	case *enc21pb.PageLayout_MiniBlockLayout:
+		pg, err = decodeMiniBlockPage(li, l.MiniBlockLayout, bufs, rows)
+	case *enc21pb.PageLayout_FullZipLayout:
+		pg, err = decodeFullZipPage(li, l.FullZipLayout, bufs, rows)
+	case *enc21pb.PageLayout_AllNullLayout:
+		pg, err = decodeAllNullPage(li, l.AllNullLayout, bufs, rows)
+	case *enc21pb.PageLayout_BlobLayout:
+		return nil, unsupportedf("blob page layout")
+	default:
+		return nil, unsupportedf("page layout %T", pl.GetLayout())
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := pg.check(); err != nil {
+		return nil, err
+	}
+	return pg, nil
+}
+
+// check verifies that levels, rows and values agree, so that the cursor
+// arithmetic of take and skip stays in bounds.
+func (pg *leafPage) check() error {
+	li := pg.li
+	if pg.rep != nil && len(pg.rep) != pg.nlev || pg.def != nil && len(pg.def) != pg.nlev {
+		return corruptf("%d repetition and %d definition levels for %d entries", len(pg.rep), len(pg.def), pg.nlev)
+	}
+	if pg.def != nil {
+		for _, d := range pg.def {
+			if d > li.maxDef {
+				return corruptf("definition level %d above %d", d, li.maxDef)
+			}
+		}
+	} else if pg.constDef > li.maxDef {
+		return corruptf("definition level %d above %d", pg.constDef, li.maxDef)
+	}
+	rows := pg.nlev
+	if pg.rep != nil {
+		rows = 0
+		top := uint16(li.maxRep)
+		for i, r := range pg.rep {
+			if r > top {
+				return corruptf("repetition level %d above %d", r, top)
+			}
+			if r == top {
+				rows++
+			} else if i == 0 {
+				return corruptf("page starts in the middle of a row")
+			}
+		}
+	}
+	if rows != pg.rows {
+		return corruptf("levels hold %d rows, the page claims %d", rows, pg.rows)
+	}
+	if n := pg.visible(0, pg.nlev); n != pg.vals.n {
+		return corruptf("levels give %d value slots, the page has %d values", n, pg.vals.n)
+	}
+	return nil
+}
+
+// visible counts the entries in [i, j) that occupy a value slot.
+func (pg *leafPage) visible(i, j int) int {
+	li := pg.li
+	if li.maxRep == 0 {
+		return j - i
+	}
+	if pg.def == nil {
+		if pg.constDef <= li.maxVis {
+			return j - i
+		}
+		return 0
+	}
+	n := 0
+	for _, d := range pg.def[i:j] {
+		if d <= li.maxVis {
+			n++
+		}
+	}
+	return n
+}
+
+func (pg *leafPage) rowsLeft() int { return pg.rows - pg.row }
+
+// advance returns the entry index just past the next k rows.
+func (pg *leafPage) advance(k int) int {
+	if pg.rep == nil {
+		return pg.lev + k
+	}
+	if pg.row+k == pg.rows {
+		return pg.nlev
+	}
+	top := uint16(pg.li.maxRep)
+	seen := 0
+	for i := pg.lev + 1; i < pg.nlev; i++ {
+		if pg.rep[i] == top {
+			seen++
+			if seen == k {
+				return i
+			}
+		}
+	}
+	return pg.nlev
+}
+
+// take returns the next k rows (k ≤ rowsLeft) without copying.
+func (pg *leafPage) take(k int) leafBatch {
+	end := pg.advance(k)
+	nv := pg.visible(pg.lev, end)
+	b := leafBatch{rows: k, nlev: end - pg.lev, constDef: pg.constDef, vals: pg.vals.slice(pg.val, pg.val+nv)}
+	if pg.rep != nil {
+		b.rep = pg.rep[pg.lev:end:end]
+	}
+	if pg.def != nil {
+		b.def = pg.def[pg.lev:end:end]
+	}
+	pg.row += k
+	pg.lev = end
+	pg.val += nv
+	return b
+}
+
+// skip moves past the next k rows.
+func (pg *leafPage) skip(k int) {
+	end := pg.advance(k)
+	pg.val += pg.visible(pg.lev, end)
+	pg.row += k
+	pg.lev = end
+}
+
+// leafBatch holds some whole rows of one leaf.
+type leafBatch struct {
+	rows     int
+	nlev     int
+	rep      []uint16 // nil: every entry starts a row
+	def      []uint16 // nil: every entry has level constDef
+	constDef uint16
+	vals     vals
+}
+
+// concatBatches joins batches of consecutive rows of one leaf, copying.
+func concatBatches(li *leafInfo, parts []leafBatch) (leafBatch, error) {
+	if len(parts) == 1 {
+		return parts[0], nil
+	}
+	out := leafBatch{}
+	needRep, needDef := false, false
+	nv := 0
+	for i := range parts {
+		p := &parts[i]
+		out.rows += p.rows
+		out.nlev += p.nlev
+		nv += p.vals.n
+		needRep = needRep || p.rep != nil
+		needDef = needDef || p.def != nil || p.constDef != 0
+	}
+	if needRep {
+		out.rep = make([]uint16, 0, out.nlev)
+	}
+	if needDef {
+		out.def = make([]uint16, 0, out.nlev)
+	}
+	vb := newValBuilder(li.kind, li.width, nv)
+	for i := range parts {
+		p := &parts[i]
+		if needRep {
+			if p.rep != nil {
+				out.rep = append(out.rep, p.rep...)
+			} else {
+				for range p.nlev {
+					out.rep = append(out.rep, uint16(li.maxRep))
+				}
+			}
+		}
+		if needDef {
+			if p.def != nil {
+				out.def = append(out.def, p.def...)
+			} else {
+				for range p.nlev {
+					out.def = append(out.def, p.constDef)
+				}
+			}
+		}
+		if err := vb.appendVals(&p.vals); err != nil {
+			return leafBatch{}, err
+		}
+	}
+	out.vals = vb.finish()
+	return out, nil
+}
+
+// applyDefMap rewrites page definition levels to canonical ones.
+func applyDefMap(def []uint16, m []uint16) error {
+	if m == nil {
+		return nil
+	}
+	for i, d := range def {
+		if int(d) >= len(m) {
+			return corruptf("definition level %d above the page's %d", d, len(m)-1)
+		}
+		def[i] = m[d]
+	}
+	return nil
+}
+
+// checkValueLayout rejects values that do not fit the leaf's type.
+func checkValueLayout(li *leafInfo, kind valKind, width int) error {
+	if kind != li.kind || (kind == kindFixed && width != li.width) {
+		return corruptf("%s values of width %d for field %q of type %v", kind, width, li.field.Name, li.field.Type)
+	}
+	return nil
+}
+
+// pad8 rounds n up to a multiple of 8.
+func rpad8(n int) int { return (n + 7) &^ 7 }
+
+// decodeMiniBlockPage decodes a mini-block page: chunk metadata words in
+// buffer 0, chunks in buffer 1, the dictionary (if any) in buffer 2.
+//
+// Each chunk:
+//
+//	u16 num_levels | u16 rep_size (if rep) | u16 def_size (if def) |
+//	u16 buffer_size[num_buffers] | pad to 8 | rep | pad 8 | def | pad 8 |
+//	buffer 0 | pad 8 | ... | buffer k-1 | pad 8
+//
+// and its metadata word is ((bytes/8 - 1) << 4) | log2(items), the last
+// chunk taking whatever items remain.
+func decodeMiniBlockPage(li *leafInfo, mb *enc21pb.MiniBlockLayout, bufs [][]byte, rows uint64) (*leafPage, error) {
+	dm, err := li.defMap(mb.GetLayers())
+	if err != nil {
+		return nil, err
+	}
+	if len(bufs) < 2 {
+		return nil, corruptf("mini-block page with %d buffers", len(bufs))
+	}
+	var repC, defC *codec
+	if mb.GetRepCompression() != nil {
+		if li.maxRep == 0 {
+			return nil, corruptf("repetition levels for a field without lists")
+		}
+		if repC, err = compileCodec(mb.GetRepCompression(), roleBlock); err != nil {
+			return nil, err
+		}
+	}
+	if mb.GetDefCompression() != nil {
+		if defC, err = compileCodec(mb.GetDefCompression(), roleBlock); err != nil {
+			return nil, err
+		}
+	}
+	valC, err := compileCodec(mb.GetValueCompression(), roleMiniBlock)
+	if err != nil {
+		return nil, err
+	}
+	var dict *vals
+	if mb.GetDictionary() != nil {
+		if len(bufs) < 3 {
+			return nil, corruptf("dictionary page without a dictionary buffer")
+		}
+		dc, err := compileCodec(mb.GetDictionary(), roleBlock)
+		if err != nil {
+			return nil, err
+		}
+		nd := mb.GetNumDictionaryItems()
+		if nd > uint64(len(bufs[2]))*8+1 {
+			return nil, corruptf("%d dictionary items in %d bytes", nd, len(bufs[2]))
+		}
+		d, err := dc.decodeBlock(bufs[2], int(nd))
+		if err != nil {
+			return nil, err
+		}
+		if err := checkValueLayout(li, d.kind, d.width); err != nil {
+			return nil, err
+		}
+		dict = &d
+		if valC.out != kindFixed || (valC.width != 1 && valC.width != 2 && valC.width != 4 && valC.width != 8) {
+			return nil, unsupportedf("dictionary indices encoded as %s", encName(mb.GetValueCompression()))
+		}
+	} else if err := checkValueLayout(li, valC.out, valC.width); err != nil {
+		return nil, err
+	}
+	meta, data := bufs[0], bufs[1]
+	if len(meta)%2 != 0 {
+		return nil, corruptf("chunk metadata of odd length %d", len(meta))
+	}
+	nChunks := len(meta) / 2
+	numItems := mb.GetNumItems()
+	if numItems > uint64(nChunks)*maxChunkItems {
+		return nil, corruptf("%d items in %d chunks", numItems, nChunks)
+	}
+	if li.maxRep == 0 && numItems != rows {
+		return nil, corruptf("%d items in a page of %d rows", numItems, rows)
+	}
+	nb := mb.GetNumBuffers()
+	if nb > 16 {
+		return nil, unsupportedf("%d buffers per chunk", nb)
+	}
+	pg := &leafPage{li: li, rows: int(rows)}
+	vb := newValBuilder(valC.out, valC.width, int(numItems))
+	var rep, def []uint16
+	if repC != nil {
+		rep = make([]uint16, 0, numItems)
+	}
+	if defC != nil {
+		def = make([]uint16, 0, numItems)
+	}
+	chunkBufs := make([][]byte, nb)
+	sizes := make([]int, nb)
+	off := 0
+	items := uint64(0)
+	for c := 0; c < nChunks; c++ {
+		w := binary.LittleEndian.Uint16(meta[2*c:])
+		size := (int(w>>4) + 1) * 8
+		var k uint64
+		if c < nChunks-1 {
+			k = 1 << (w & 15)
+		} else {
+			if items > numItems {
+				return nil, corruptf("chunks hold more than the page's %d items", numItems)
+			}
+			k = numItems - items
+		}
+		if k > maxChunkItems {
+			return nil, corruptf("chunk of %d items", k)
+		}
+		items += k
+		if size > len(data)-off {
+			return nil, corruptf("chunk %d of %d bytes at %d overruns the %d-byte data buffer", c, size, off, len(data))
+		}
+		chunk := data[off : off+size]
+		off += size
+		// Header.
+		hdr := 2
+		if repC != nil {
+			hdr += 2
+		}
+		if defC != nil {
+			hdr += 2
+		}
+		hdr += 2 * int(nb)
+		if hdr > len(chunk) {
+			return nil, corruptf("chunk %d header overruns the chunk", c)
+		}
+		numLevels := int(binary.LittleEndian.Uint16(chunk))
+		h := 2
+		repSize, defSize := 0, 0
+		if repC != nil {
+			repSize = int(binary.LittleEndian.Uint16(chunk[h:]))
+			h += 2
+		}
+		if defC != nil {
+			defSize = int(binary.LittleEndian.Uint16(chunk[h:]))
+			h += 2
+		}
+		for i := range sizes {
+			sizes[i] = int(binary.LittleEndian.Uint16(chunk[h:]))
+			h += 2
+		}
+		p := rpad8(h)
+		take := func(n int) ([]byte, error) {
+			if n > len(chunk)-p || p > len(chunk) {
+				return nil, corruptf("chunk %d: section of %d bytes at %d overruns its %d bytes", c, n, p, len(chunk))
+			}
+			b := chunk[p : p+n]
+			p = rpad8(p + n)
+			return b, nil
+		}
+		var repB, defB []byte
+		if repC != nil {
+			if repB, err = take(repSize); err != nil {
+				return nil, err
+			}
+		}
+		if defC != nil {
+			if defB, err = take(defSize); err != nil {
+				return nil, err
+			}
+		}
+		for i := range chunkBufs {
+			if chunkBufs[i], err = take(sizes[i]); err != nil {
+				return nil, err
+			}
+		}
+		if repC == nil && defC == nil {
+			numLevels = int(k)
+		} else if repC == nil && uint64(numLevels) != k {
+			return nil, corruptf("chunk %d has %d definition levels for %d items", c, numLevels, k)
+		} else if uint64(numLevels) < k {
+			return nil, corruptf("chunk %d has %d levels for %d items", c, numLevels, k)
+		}
+		if repC != nil {
+			if rep, err = repC.decodeLevels(repB, numLevels, rep); err != nil {
+				return nil, err
+			}
+		}
+		if defC != nil {
+			if def, err = defC.decodeLevels(defB, numLevels, def); err != nil {
+				return nil, err
+			}
+		}
+		pg.nlev += numLevels
+		if err := valC.decodeMiniBlock(chunkBufs, int(k), vb); err != nil {
+			return nil, err
+		}
+	}
+	if items != numItems || vb.n != int(numItems) {
+		return nil, corruptf("chunks hold %d items, the page %d", vb.n, numItems)
+	}
+	if err := applyDefMap(def, dm); err != nil {
+		return nil, err
+	}
+	pg.rep, pg.def = rep, def
+	pg.vals = vb.finish()
+	if dict != nil {
+		pg.vals = gatherDict(dict, &pg.vals)
+	}
+	return pg, nil
+}
+
+// gatherDict replaces dictionary indices by the items they name. Indices out
+// of range (null slots carry arbitrary ones) give zero or empty values.
+func gatherDict(dict *vals, idx *vals) vals {
+	n := idx.n
+	iw := idx.width
+	at := func(i int) uint64 { return readUint(idx.data[i*iw:], iw) }
+	nd := uint64(dict.n)
+	switch dict.kind {
+	case kindVar:
+		b := newValBuilder(kindVar, 0, n)
+		for i := 0; i < n; i++ {
+			j := at(i)
+			if j < nd {
+				b.appendVar(dict.data[dict.offs[j]:dict.offs[j+1]])
+			} else {
+				b.appendVar(nil)
+			}
+		}
+		return b.finish()
+	case kindBool:
+		b := newValBuilder(kindBool, 0, n)
+		one := []byte{1}
+		zero := []byte{0}
+		for i := 0; i < n; i++ {
+			j := at(i)
+			if j < nd && dict.data[(dict.boff+int(j))/8]&(1<<((dict.boff+int(j))%8)) != 0 {
+				b.appendBits(one, 0, 1)
+			} else {
+				b.appendBits(zero, 0, 1)
+			}
+		}
+		return b.finish()
+	default:
+		w := dict.width
+		b := newValBuilder(kindFixed, w, n)
+		dst := b.grow(n)
+		for i := 0; i < n; i++ {
+			j := at(i)
+			if j < nd {
+				copy(dst[i*w:(i+1)*w], dict.data[int(j)*w:])
+			}
+		}
+		return b.finish()
+	}
+}
+
+// decodeFullZipPage decodes a full-zip page: buffer 0 holds, per level
+// entry, a control word (rep << bits_def | def, in 1, 2 or 4 bytes, absent
+// when both widths are 0) followed, for fixed-width values, by the value of
+// every entry with a value slot, or, for variable-width values, by a u32 or
+// u64 length and the bytes of every valid item. Buffer 1, the repetition
+// index, only serves random access and is ignored.
+func decodeFullZipPage(li *leafInfo, fz *enc21pb.FullZipLayout, bufs [][]byte, rows uint64) (*leafPage, error) {
+	dm, err := li.defMap(fz.GetLayers())
+	if err != nil {
+		return nil, err
+	}
+	if len(bufs) < 1 {
+		return nil, corruptf("full-zip page without buffers")
+	}
+	buf := bufs[0]
+	bitsRep, bitsDef := fz.GetBitsRep(), fz.GetBitsDef()
+	if bitsRep > 16 || bitsDef > 16 {
+		return nil, corruptf("control words of %d+%d bits", bitsRep, bitsDef)
+	}
+	if bitsRep > 0 && li.maxRep == 0 {
+		return nil, corruptf("repetition levels for a field without lists")
+	}
+	cw := 0
+	switch t := bitsRep + bitsDef; {
+	case t == 0:
+	case t <= 8:
+		cw = 1
+	case t <= 16:
+		cw = 2
+	default:
+		cw = 4
+	}
+	defMask := uint32(1)<<bitsDef - 1
+	var fixedW, lenW int
+	var vc *codec
+	switch d := fz.GetDetails().(type) {
+	case *enc21pb.FullZipLayout_BitsPerValue:
+		if d.BitsPerValue == 0 || d.BitsPerValue%8 != 0 || d.BitsPerValue > 1<<23 {
+			return nil, unsupportedf("full-zip values of %d bits", d.BitsPerValue)
+		}
+		fixedW = int(d.BitsPerValue / 8)
+		if vc, err = compileCodec(fz.GetValueCompression(), rolePerValue); err != nil {
+			return nil, err
+		}
+		if vc.kind != cFlat || vc.comp != 0 || vc.width != fixedW {
+			return nil, unsupportedf("full-zip fixed-width values encoded as %s", encName(fz.GetValueCompression()))
+		}
+		if err := checkValueLayout(li, kindFixed, fixedW); err != nil {
+			return nil, err
+		}
+	case *enc21pb.FullZipLayout_BitsPerOffset:
+		if d.BitsPerOffset != 32 && d.BitsPerOffset != 64 {
+			return nil, unsupportedf("full-zip lengths of %d bits", d.BitsPerOffset)
+		}
+		lenW = int(d.BitsPerOffset / 8)
+		if vc, err = compileCodec(fz.GetValueCompression(), rolePerValue); err != nil {
+			return nil, err
+		}
+		if vc.out != kindVar {
+			return nil, unsupportedf("full-zip variable-width values encoded as %s", encName(fz.GetValueCompression()))
+		}
+		if err := checkValueLayout(li, kindVar, 0); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, corruptf("full-zip layout without value width")
+	}
+	hasRep, hasDef := bitsRep > 0, bitsDef > 0
+	if !hasRep && rows > uint64(len(buf))+1 && (cw > 0 || fixedW > 0 || lenW > 0) {
+		return nil, corruptf("%d rows in a %d-byte full-zip buffer", rows, len(buf))
+	}
+	// Entries: all of the buffer with repetition, one per row without.
+	capEntries := int(min(rows, uint64(len(buf))+1))
+	var rep, def []uint16
+	if hasRep {
+		rep = make([]uint16, 0, capEntries)
+	}
+	if hasDef {
+		def = make([]uint16, 0, capEntries)
+	}
+	pg := &leafPage{li: li, rows: int(rows)}
+	var vb *valBuilder
+	if fixedW > 0 {
+		vb = newValBuilder(kindFixed, fixedW, capEntries)
+	} else {
+		vb = newValBuilder(kindVar, 0, capEntries)
+	}
+	// raw collects the still-compressed bytes of each value when the values
+	// need a second pass (FSST, General).
+	raw := vb
+	if vc.kind == cFsst || vc.kind == cGeneral {
+		raw = newValBuilder(kindVar, 0, capEntries)
+	}
+	maxVis := li.maxVis
+	pos := 0
+	for n := 0; ; n++ {
+		if hasRep {
+			if pos >= len(buf) {
+				break
+			}
+		} else if n == int(rows) {
+			break
+		}
+		var r, d uint16
+		if cw > 0 {
+			if cw > len(buf)-pos {
+				return nil, corruptf("control word at %d overruns the %d-byte buffer", pos, len(buf))
+			}
+			word := uint32(readUint(buf[pos:], cw))
+			pos += cw
+			r, d = uint16(word>>bitsDef), uint16(word&defMask)
+			if hasRep {
+				rep = append(rep, r)
+			}
+			if hasDef {
+				def = append(def, d)
+			}
+		}
+		cd := d
+		if dm != nil {
+			if int(d) >= len(dm) {
+				return nil, corruptf("definition level %d above the page's %d", d, len(dm)-1)
+			}
+			cd = dm[d]
+		}
+		if cd > maxVis {
+			continue
+		}
+		if fixedW > 0 {
+			if fixedW > len(buf)-pos {
+				return nil, corruptf("value at %d overruns the %d-byte buffer", pos, len(buf))
+			}
+			copy(vb.grow(1), buf[pos:pos+fixedW])
+			pos += fixedW
+			continue
+		}
+		if d != 0 {
+			raw.appendVar(nil)
+			continue
+		}
+		if lenW > len(buf)-pos {
+			return nil, corruptf("value length at %d overruns the %d-byte buffer", pos, len(buf))
+		}
+		l := readUint(buf[pos:], lenW)
+		pos += lenW
+		if l > uint64(len(buf)-pos) {
+			return nil, corruptf("value of %d bytes at %d overruns the %d-byte buffer", l, pos, len(buf))
+		}
+		raw.appendVar(buf[pos : pos+int(l)])
+		pos += int(l)
+	}
+	switch vc.kind {
+	case cFsst:
+		if err := fsstDecodeInto(vc.fsst, raw.data, raw.offs, vb); err != nil {
+			return nil, err
+		}
+	case cGeneral:
+		for i := 0; i < raw.n; i++ {
+			v := raw.data[raw.offs[i]:raw.offs[i+1]]
+			if len(v) == 0 {
+				vb.appendVar(nil)
+				continue
+			}
+			out, err := decompressBuffer(vc.comp, v, 1<<31-1)
+			if err != nil {
+				return nil, err
+			}
+			vb.appendVar(out)
+		}
+	}
+	if err := applyDefMap(def, dm); err != nil {
+		return nil, err
+	}
+	if hasRep {
+		pg.nlev = len(rep)
+	} else {
+		pg.nlev = int(rows)
+	}
+	pg.rep, pg.def = rep, def
+	pg.vals = vb.finish()
+	return pg, nil
+}
+
+// decodeAllNullPage decodes an all-null page. The simple form (a single
+// nullable item layer) has no buffers; the complex form stores u16 rep and
+// def levels in buffers 0 and 1 (either may be empty).
+func decodeAllNullPage(li *leafInfo, an *enc21pb.AllNullLayout, bufs [][]byte, rows uint64) (*leafPage, error) {
+	layers := an.GetLayers()
+	dm, err := li.defMap(layers)
+	if err != nil {
+		return nil, err
+	}
+	pg := &leafPage{li: li, rows: int(rows), constDef: li.base[len(li.path)-1]}
+	simple := len(layers) == 1 && layers[0] == enc21pb.RepDefLayer_REPDEF_NULLABLE_ITEM
+	var repB, defB []byte
+	if !simple {
+		if len(bufs) > 0 {
+			repB = bufs[0]
+		}
+		if len(bufs) > 1 {
+			defB = bufs[1]
+		}
+	}
+	if len(repB)%2 != 0 || len(defB)%2 != 0 {
+		return nil, corruptf("all-null levels of odd length")
+	}
+	if len(repB) > 0 {
+		if li.maxRep == 0 {
+			return nil, corruptf("repetition levels for a field without lists")
+		}
+		pg.rep = append([]uint16(nil), u16s(repB)...)
+	}
+	if len(defB) > 0 {
+		pg.def = append([]uint16(nil), u16s(defB)...)
+		if err := applyDefMap(pg.def, dm); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case pg.rep != nil:
+		pg.nlev = len(pg.rep)
+	case pg.def != nil:
+		pg.nlev = len(pg.def)
+	default:
+		pg.nlev = int(rows)
+	}
+	if pg.rep == nil && pg.def != nil && len(pg.def) != int(rows) && li.maxRep == 0 {
+		return nil, corruptf("%d definition levels for %d rows", len(pg.def), rows)
+	}
+	pg.vals = vals{kind: li.kind, width: li.width, zero: true}
+	pg.vals.n = pg.visible(0, pg.nlev)
+	return pg, nil
+}
