@@ -7,6 +7,7 @@ import (
 	"math/big"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -448,5 +449,77 @@ func TestV20ErrorsNamePage(t *testing.T) {
 	var fe *FormatError
 	if !errors.Is(err, ErrCorrupt) || !errors.As(err, &fe) || fe.Column != 2 || fe.Page != 0 {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// bigExpected mirrors bigTable in testdata/v20gen.cjs.
+func bigExpected(name string, i int) any {
+	switch name {
+	case "seq":
+		return uint64(i)
+	case "name":
+		if i%17 == 0 {
+			return nil
+		}
+		return fmt.Sprintf("name-%d-%s", i, strings.Repeat("z", i%150))
+	case "words":
+		if i%10 == 3 {
+			return nil
+		}
+		out := []any{}
+		for j := range i % 5 {
+			if j == 2 {
+				out = append(out, nil)
+			} else {
+				out = append(out, fmt.Sprintf("w%d.%d-%s", i, j, strings.Repeat("q", (i+j)%40)))
+			}
+		}
+		return out
+	case "v":
+		if i%11 == 0 {
+			return nil
+		}
+		return float64(i) / 3
+	}
+	panic("bigExpected: unknown column " + name)
+}
+
+// TestV20BigFile reads the multi-page table of testdata/v20gen.cjs (not
+// committed: 33 MB). Generate it and point KV0_V20_BIG at its data file:
+//
+//	NODE_PATH=tests/interop/node_modules node core/lancefile/testdata/v20gen.cjs /tmp/v20gen
+//	KV0_V20_BIG=$(ls /tmp/v20gen/big.lance/data/*.lance) go test ./core/lancefile -run V20BigFile
+func TestV20BigFile(t *testing.T) {
+	path := os.Getenv("KV0_V20_BIG")
+	if path == "" {
+		t.Skip("KV0_V20_BIG not set")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := openBytes20(t, data)
+	s := f.Schema()
+	multi := 0
+	for _, c := range f.columns {
+		if len(c.pages) > 1 {
+			multi++
+		}
+	}
+	if multi == 0 {
+		t.Fatal("no column has several pages; the test would prove little")
+	}
+	for _, sizes := range [][]int{{10007}, {65536, -70001, 3, -1, 999}} {
+		t.Run(fmt.Sprint(sizes), func(t *testing.T) {
+			rows, cells := readAll20(t, f, s.Fields, preorderColumns(s), sizes)
+			for fi, fld := range s.Fields {
+				for k, i := range rows {
+					if want := bigExpected(fld.Name, i); !reflect.DeepEqual(cells[fi][k], want) {
+						t.Fatalf("%s row %d: got %#v, want %#v", fld.Name, i, cells[fi][k], want)
+					}
+				}
+			}
+			t.Logf("checked %d rows", len(rows))
+		})
 	}
 }

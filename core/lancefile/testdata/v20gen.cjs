@@ -7,7 +7,7 @@ const lancedb = require("@lancedb/lancedb");
 const arrow = require("apache-arrow");
 
 const out = process.argv[2];
-const bigRows = Number(process.argv[3] || 100000);
+const bigRows = Number(process.argv[3] || 200000);
 
 const F = (name, type, nullable = true) => new arrow.Field(name, type, nullable);
 
@@ -62,17 +62,22 @@ function typesTable(n) {
   })));
 }
 
+// bigTable is large enough (200k rows, ~33 MB) that lance splits several
+// columns into pages, and the list's item column pages independently of the
+// list column. It is not committed; TestV20BigFile reads it when
+// KV0_V20_BIG names its data file.
 function bigTable(n) {
-  const fields = [F("seq", new arrow.Uint64(), false), F("name", new arrow.Utf8()), F("tags", new arrow.List(F("item", new arrow.Int32()))), F("v", new arrow.Float64())];
+  const fields = [F("seq", new arrow.Uint64(), false), F("name", new arrow.Utf8()),
+    F("words", new arrow.List(F("item", new arrow.Utf8()))), F("v", new arrow.Float64())];
   const seq = new BigUint64Array(n);
-  const names = [], tags = [], v = [];
+  const names = [], words = [], v = [];
   for (let i = 0; i < n; i++) {
     seq[i] = BigInt(i);
-    names.push(i % 17 === 0 ? null : `name-${i}-${"z".repeat(i % 23)}`);
-    tags.push(i % 10 === 3 ? null : Array.from({ length: i % 5 }, (_, j) => i + j));
+    names.push(i % 17 === 0 ? null : `name-${i}-` + "z".repeat(i % 150));
+    words.push(i % 10 === 3 ? null : Array.from({ length: i % 5 }, (_, j) => (j === 2 ? null : `w${i}.${j}-` + "q".repeat((i + j) % 40))));
     v.push(i % 11 === 0 ? null : i / 3);
   }
-  const cols = [arrow.makeVector(seq), arrow.vectorFromArray(names, fields[1].type), arrow.vectorFromArray(tags, fields[2].type), arrow.vectorFromArray(v, fields[3].type)];
+  const cols = [arrow.makeVector(seq), arrow.vectorFromArray(names, fields[1].type), arrow.vectorFromArray(words, fields[2].type), arrow.vectorFromArray(v, fields[3].type)];
   const schema = new arrow.Schema(fields);
   return new arrow.Table(schema, new arrow.RecordBatch(schema, arrow.makeData({
     type: new arrow.Struct(fields), length: n, nullCount: 0, children: cols.map((c) => c.data[0]),
@@ -84,6 +89,4 @@ function bigTable(n) {
   const opts = { mode: "overwrite", storageOptions: { newTableDataStorageVersion: "2.0" } };
   await db.createTable("types", typesTable(300), opts);
   await db.createTable("big", bigTable(bigRows), opts);
-  const t = await db.openTable("types");
-  console.log((await t.schema()).fields.map((f) => `${f.name}:${f.type}`).join("\n"));
 })().catch((e) => { console.error(e); process.exit(1); });
