@@ -1,0 +1,402 @@
+package lancefile
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/kv0/kv0/core/internal/lancepb/enc20pb"
+	"github.com/kv0/kv0/core/internal/lancepb/file2pb"
+	"github.com/kv0/kv0/core/internal/lancepb/filepb"
+)
+
+// WriterOptions tune a Writer. The zero value picks the defaults.
+type WriterOptions struct {
+	// MaxPageBytes closes a column's page once its buffered values and
+	// levels reach this many bytes (default 1 MiB).
+	MaxPageBytes int
+	// MaxPageRows closes a column's page at this many rows (default 128Ki).
+	MaxPageRows int
+}
+
+// Default page bounds.
+const (
+	DefaultMaxPageBytes = 1 << 20
+	DefaultMaxPageRows  = 128 << 10
+)
+
+// parallelRows is the batch size from which Write encodes columns
+// concurrently.
+const parallelRows = 16 << 10
+
+// Writer builds one Lance data file in format 2.1 in memory. Each leaf field
+// becomes one column; pages are encoded as rows arrive, so memory holds the
+// encoded file plus at most one open page per column. A Writer is not safe
+// for concurrent use.
+//
+// The file it produces:
+//
+//	+---------------------------+ 0
+//	| page buffers              |  each padded with 0x48 to 64 bytes
+//	+---------------------------+
+//	| FileDescriptor            |  global buffer 0: schema and row count
+//	+---------------------------+
+//	| ColumnMetadata × columns  |
+//	| CMO table, GBO table      |
+//	| 40-byte footer, 2.1       |
+//	+---------------------------+
+type Writer struct {
+	schema *Schema
+	opts   WriterOptions
+	cols   []*leafCol
+	byTop  [][]*leafCol // leaf columns of each top-level field
+	rows   uint64
+	out    []byte // page buffers placed so far
+	done   bool
+}
+
+// NewWriter returns a Writer for schema, whose fields carry their dataset
+// field ids. A field of a type the writer cannot store fails with
+// ErrUnsupportedType naming the column.
+func NewWriter(schema *Schema, opts WriterOptions) (*Writer, error) {
+	if opts.MaxPageBytes <= 0 {
+		opts.MaxPageBytes = DefaultMaxPageBytes
+	}
+	if opts.MaxPageRows <= 0 {
+		opts.MaxPageRows = DefaultMaxPageRows
+	}
+	w := &Writer{schema: schema, opts: opts, byTop: make([][]*leafCol, len(schema.Fields))}
+	for i, f := range schema.Fields {
+		if err := w.addLeaves(i, f, nil); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+func (w *Writer) addLeaves(top int, f *Field, path []pathNode) error {
+	if f.Err != nil {
+		return f.Err
+	}
+	if f.Type == nil {
+		return fmt.Errorf("%w: column %q has no type", ErrUnsupportedType, f.Name)
+	}
+	switch t := f.Type.(type) {
+	case *arrow.StructType:
+		if len(f.Children) != t.NumFields() || len(f.Children) == 0 {
+			return fmt.Errorf("%w: struct column %q: %d schema members for %d Arrow members", ErrUnsupportedType, f.Name, len(f.Children), t.NumFields())
+		}
+		for i, c := range f.Children {
+			p := append(append([]pathNode(nil), path...), pathNode{kind: nodeItem, child: i})
+			if err := w.addLeaves(top, c, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	case *arrow.ListType, *arrow.LargeListType:
+		if len(f.Children) != 1 {
+			return fmt.Errorf("%w: list column %q needs one item field", ErrUnsupportedType, f.Name)
+		}
+		k := nodeList
+		if _, ok := t.(*arrow.LargeListType); ok {
+			k = nodeLargeList
+		}
+		p := append(append([]pathNode(nil), path...), pathNode{kind: k})
+		return w.addLeaves(top, f.Children[0], p)
+	}
+	if len(f.Children) > 0 {
+		return fmt.Errorf("%w: column %q of type %s has children", ErrUnsupportedType, f.Name, f.Type)
+	}
+	p := append(append([]pathNode(nil), path...), pathNode{kind: nodeItem})
+	c, err := newLeafCol(top, p, f)
+	if err != nil {
+		return err
+	}
+	w.cols = append(w.cols, c)
+	w.byTop[top] = append(w.byTop[top], c)
+	return nil
+}
+
+// Write adds the rows of rec. Its columns match the schema's top-level
+// fields by position and must have the same Arrow types. Write copies what
+// it needs; rec may be released afterwards.
+func (w *Writer) Write(rec arrow.RecordBatch) error {
+	if w.done {
+		return errors.New("lancefile: Write after Finish")
+	}
+	if int(rec.NumCols()) != len(w.schema.Fields) {
+		return fmt.Errorf("lancefile: record has %d columns, schema has %d fields", rec.NumCols(), len(w.schema.Fields))
+	}
+	for i, f := range w.schema.Fields {
+		if !arrow.TypeEqual(rec.Column(i).DataType(), f.Type) {
+			return fmt.Errorf("lancefile: column %q: record type %s, schema type %s", f.Name, rec.Column(i).DataType(), f.Type)
+		}
+	}
+	n := int(rec.NumRows())
+	if n == 0 {
+		return nil
+	}
+	errs := make([]error, len(w.cols))
+	run := func(i int) {
+		c := w.cols[i]
+		errs[i] = c.add(rec.Column(c.top), 0, n, &w.opts)
+	}
+	w.parallel(n, run)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	w.rows += uint64(n)
+	w.placePending()
+	return nil
+}
+
+// parallel runs fn for every column, concurrently for large batches.
+func (w *Writer) parallel(rows int, fn func(i int)) {
+	if rows < parallelRows || len(w.cols) == 1 {
+		for i := range w.cols {
+			fn(i)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range w.cols {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(i)
+		}()
+	}
+	wg.Wait()
+}
+
+// placePending appends the pages encoded since the last call to the file,
+// column by column, so the output does not depend on goroutine timing.
+func (w *Writer) placePending() {
+	for _, c := range w.cols {
+		for _, p := range c.pending {
+			ep := encodedPage{rows: p.rows, firstRow: p.firstRow, layout: p.layout}
+			for _, b := range p.bufs {
+				ep.offs = append(ep.offs, uint64(len(w.out)))
+				ep.sizes = append(ep.sizes, uint64(len(b)))
+				w.out = append(w.out, b...)
+				w.out = padBuffer(w.out)
+			}
+			c.pages = append(c.pages, ep)
+		}
+		clear(c.pending)
+		c.pending = c.pending[:0]
+	}
+}
+
+// padBuffer pads b with 0x48 to a multiple of 64 bytes, as Lance does.
+func padBuffer(b []byte) []byte {
+	for len(b)%64 != 0 {
+		b = append(b, 0x48)
+	}
+	return b
+}
+
+// Rows returns the number of rows written so far.
+func (w *Writer) Rows() uint64 { return w.rows }
+
+// EstimatedSize returns about how many bytes Finish would return now: the
+// pages encoded so far, the open pages at their unencoded size, and the
+// metadata. Use it to roll over to a new file at a size bound.
+func (w *Writer) EstimatedSize() int64 {
+	n := int64(len(w.out)) + 1024
+	for _, c := range w.cols {
+		n += int64(c.pageBytes()) + 64*int64(len(c.pages)+1)
+	}
+	return n
+}
+
+// FieldIDs returns the ids of the fields that own columns (the leaves, in
+// schema pre-order): what a manifest's DataFile lists as fields.
+func (w *Writer) FieldIDs() []int32 {
+	ids := make([]int32, len(w.cols))
+	for i, c := range w.cols {
+		ids[i] = c.field.ID
+	}
+	return ids
+}
+
+// ColumnIndices returns the column index of each of FieldIDs: 0..n-1.
+func (w *Writer) ColumnIndices() []int32 {
+	idx := make([]int32, len(w.cols))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	return idx
+}
+
+// Finish flushes the open pages and returns the complete file. The Writer
+// cannot be used afterwards.
+func (w *Writer) Finish() ([]byte, error) {
+	if w.done {
+		return nil, errors.New("lancefile: Finish called twice")
+	}
+	w.done = true
+	errs := make([]error, len(w.cols))
+	w.parallel(int(min(w.rows, 1<<30)), func(i int) {
+		if w.cols[i].rows > 0 {
+			errs[i] = w.cols[i].flush()
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	w.placePending()
+
+	out := w.out
+	w.out = nil
+	// Global buffer 0: the FileDescriptor.
+	fd, err := proto.MarshalOptions{Deterministic: true}.Marshal(&filepb.FileDescriptor{Schema: schemaProto(w.schema), Length: w.rows})
+	if err != nil {
+		return nil, err
+	}
+	gboPos := uint64(len(out))
+	out = append(out, fd...)
+	out = padBuffer(out)
+
+	colEnc, err := marshalAny("/lance.encodings.ColumnEncoding", &enc20pb.ColumnEncoding{
+		ColumnEncoding: &enc20pb.ColumnEncoding_Values{Values: &emptypb.Empty{}}})
+	if err != nil {
+		return nil, err
+	}
+	colMetaStart := uint64(len(out))
+	type span struct{ pos, size uint64 }
+	cmo := make([]span, len(w.cols))
+	for i, c := range w.cols {
+		cm := &file2pb.ColumnMetadata{Encoding: &file2pb.Encoding{Location: &file2pb.Encoding_Direct{
+			Direct: &file2pb.DirectEncoding{Encoding: colEnc}}}}
+		for _, p := range c.pages {
+			cm.Pages = append(cm.Pages, &file2pb.ColumnMetadata_Page{
+				BufferOffsets: p.offs,
+				BufferSizes:   p.sizes,
+				Length:        p.rows,
+				Priority:      p.firstRow,
+				Encoding: &file2pb.Encoding{Location: &file2pb.Encoding_Direct{
+					Direct: &file2pb.DirectEncoding{Encoding: p.layout}}},
+			})
+		}
+		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(cm)
+		if err != nil {
+			return nil, err
+		}
+		cmo[i] = span{uint64(len(out)), uint64(len(b))}
+		out = append(out, b...)
+	}
+	cmoStart := uint64(len(out))
+	for _, s := range cmo {
+		out = binary.LittleEndian.AppendUint64(out, s.pos)
+		out = binary.LittleEndian.AppendUint64(out, s.size)
+	}
+	gboStart := uint64(len(out))
+	out = binary.LittleEndian.AppendUint64(out, gboPos)
+	out = binary.LittleEndian.AppendUint64(out, uint64(len(fd)))
+	out = binary.LittleEndian.AppendUint64(out, colMetaStart)
+	out = binary.LittleEndian.AppendUint64(out, cmoStart)
+	out = binary.LittleEndian.AppendUint64(out, gboStart)
+	out = binary.LittleEndian.AppendUint32(out, 1)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(w.cols)))
+	out = binary.LittleEndian.AppendUint16(out, 2)
+	out = binary.LittleEndian.AppendUint16(out, 1)
+	out = append(out, magic...)
+	return out, nil
+}
+
+// pendingPage is an encoded page waiting to be placed in the file.
+type pendingPage struct {
+	bufs     [][]byte
+	rows     uint64
+	firstRow uint64
+	layout   []byte
+}
+
+// add shreds rows [lo, hi) of the top-level array a, closing pages as they
+// fill.
+func (c *leafCol) add(a arrow.Array, lo, hi int, o *WriterOptions) error {
+	for lo < hi {
+		step := c.stepRows(a, lo, hi, o)
+		c.addRows(a, lo, lo+step)
+		lo += step
+		if c.full(o) {
+			if err := c.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// stepRows returns how many rows to add before checking the page bounds.
+func (c *leafCol) stepRows(a arrow.Array, lo, hi int, o *WriterOptions) int {
+	n := min(hi-lo, o.MaxPageRows-c.rows)
+	if c.maxRep > 0 {
+		return max(1, min(n, 64))
+	}
+	budget := o.MaxPageBytes - c.pageBytes()
+	switch {
+	case len(c.path) > 1:
+		n = min(n, 4096)
+	case c.vk == valFixed:
+		n = min(n, budget/c.width)
+	case c.vk == valVar:
+		// Binary search the rows whose bytes fit the budget.
+		data := a.Data()
+		ob := data.Buffers()[1].Bytes()
+		off := data.Offset()
+		at := func(i int) int {
+			if c.large {
+				return int(binary.LittleEndian.Uint64(ob[8*(off+i):]))
+			}
+			return int(int32(binary.LittleEndian.Uint32(ob[4*(off+i):])))
+		}
+		base := at(lo)
+		n = sort.Search(n, func(k int) bool { return at(lo+k+1)-base+4*(k+1) > budget })
+	}
+	return max(1, n)
+}
+
+// listRunLimit bounds the levels without a value that may pile up in front
+// of a value (or at the end of a page), so every mini-block chunk fits.
+const listRunLimit = 1024
+
+func (c *leafCol) full(o *WriterOptions) bool {
+	if c.rows >= o.MaxPageRows || c.pageBytes() >= o.MaxPageBytes {
+		return true
+	}
+	if c.maxRep > 0 {
+		if c.items == 0 && c.levels >= listRunLimit {
+			return true
+		}
+		if c.items > 0 && c.trailing >= listRunLimit {
+			return true
+		}
+	}
+	return false
+}
+
+// flush encodes the open page and queues it for placement.
+func (c *leafCol) flush() error {
+	if c.rows == 0 {
+		return nil
+	}
+	po, err := c.encodePage()
+	if err != nil {
+		return err
+	}
+	layout, err := marshalAny("/lance.encodings21.PageLayout", po.layout)
+	if err != nil {
+		return err
+	}
+	c.pending = append(c.pending, pendingPage{bufs: po.bufs, rows: uint64(c.rows), firstRow: c.firstRow, layout: layout})
+	c.resetPage()
+	return nil
+}
