@@ -5,6 +5,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -382,7 +383,17 @@ func leafData(li *leafInfo, v *vals, valid bitmap) (arrow.ArrayData, error) {
 			data = make([]byte, n*v.width)
 		}
 		if fsl, ok := t.(*arrow.FixedSizeListType); ok {
-			child := array.NewData(fsl.Elem(), n*int(fsl.Len()), []*memory.Buffer{nil, memory.NewBufferBytes(data)}, nil, 0, 0)
+			m := n * int(fsl.Len())
+			var ib *memory.Buffer
+			inulls := 0
+			if v.items != nil && !v.zero {
+				bits := make([]byte, (m+7)/8)
+				bitutil.CopyBitmap(v.items, v.ioff, m, bits, 0)
+				if inulls = m - bitutil.CountSetBits(bits, 0, m); inulls > 0 {
+					ib = memory.NewBufferBytes(bits)
+				}
+			}
+			child := array.NewData(fsl.Elem(), m, []*memory.Buffer{ib, memory.NewBufferBytes(data)}, nil, inulls, 0)
 			return array.NewData(t, n, []*memory.Buffer{vbuf}, []arrow.ArrayData{child}, valid.nulls, 0), nil
 		}
 		return array.NewData(t, n, []*memory.Buffer{vbuf, memory.NewBufferBytes(data)}, nil, valid.nulls, 0), nil
@@ -423,4 +434,3 @@ func leafData(li *leafInfo, v *vals, valid bitmap) (arrow.ArrayData, error) {
 	}
 	return nil, unsupportedf("values of kind %v", v.kind)
 }
-

@@ -87,15 +87,15 @@ func encName(e *enc21pb.CompressiveEncoding) string {
 type codecKind uint8
 
 const (
-	cFlat     codecKind = iota // fixed width, plain
-	cBitmap                    // Flat(1)
-	cInline                    // InlineBitpacking
-	cOutOfLine                 // OutOfLineBitpacking (block only)
-	cVariable                  // Variable (mini-block or block form)
-	cFsst                      // Fsst over an inner Variable
-	cRle                       // Rle
-	cGeneral                   // General over an inner codec
-	cConstant                  // Constant
+	cFlat      codecKind = iota // fixed width, plain
+	cBitmap                     // Flat(1)
+	cInline                     // InlineBitpacking
+	cOutOfLine                  // OutOfLineBitpacking (block only)
+	cVariable                   // Variable (mini-block or block form)
+	cFsst                       // Fsst over an inner Variable
+	cRle                        // Rle
+	cGeneral                    // General over an inner codec
+	cConstant                   // Constant
 )
 
 // codec is a compiled CompressiveEncoding.
@@ -110,7 +110,10 @@ type codec struct {
 	inner    *codec
 	fsst     fsstTable
 	constant []byte
-	runBits  int // cRle: width of run values
+	// fslDim and fslValid describe a FixedSizeList whose items may be null:
+	// each value then comes with dim validity bits.
+	fslDim   int
+	fslValid bool
 }
 
 type codecRole uint8
@@ -162,9 +165,6 @@ func compileCodecDepth(e *enc21pb.CompressiveEncoding, role codecRole, depth int
 		// A fixed-size list of plain items without validity is plain fixed
 		// width data.
 		fsl := c.FixedSizeList
-		if fsl.GetHasValidity() {
-			return nil, unsupportedf("FixedSizeList with item validity")
-		}
 		dim := fsl.GetItemsPerValue()
 		inner, err := compileCodecDepth(fsl.GetValues(), role, depth+1)
 		if err != nil {
@@ -173,7 +173,7 @@ func compileCodecDepth(e *enc21pb.CompressiveEncoding, role codecRole, depth int
 		if inner.kind != cFlat || inner.comp != 0 || dim == 0 || dim > 1<<20 {
 			return nil, unsupportedf("FixedSizeList of %s with %d items", encName(fsl.GetValues()), dim)
 		}
-		return &codec{kind: cFlat, out: kindFixed, width: inner.width * int(dim)}, nil
+		return &codec{kind: cFlat, out: kindFixed, width: inner.width * int(dim), fslDim: int(dim), fslValid: fsl.GetHasValidity()}, nil
 	case *enc21pb.CompressiveEncoding_InlineBitpacking:
 		if role == rolePerValue {
 			return nil, bad()
@@ -289,6 +289,24 @@ func bufferScheme(bc *enc21pb.BufferCompression) (enc21pb.CompressionScheme, err
 func (c *codec) decodeMiniBlock(bufs [][]byte, n int, b *valBuilder) error {
 	switch c.kind {
 	case cFlat, cBitmap, cInline, cConstant:
+		if c.fslValid {
+			// Buffer 0: item validity (n*dim bits); buffer 1: the items.
+			if len(bufs) < 2 {
+				return corruptf("%d buffers in a fixed-size-list chunk, want 2", len(bufs))
+			}
+			if len(bufs[0])*8 < n*c.fslDim || b.dim != c.fslDim {
+				return corruptf("item validity of %d bytes for %d lists of %d", len(bufs[0]), n, c.fslDim)
+			}
+			if len(bufs[1]) < n*c.width {
+				return corruptf("fixed-size-list buffer of %d bytes holds fewer than %d values", len(bufs[1]), n)
+			}
+			b.appendItems(bufs[0], 0, n)
+			copy(b.grow(n), bufs[1][:n*c.width])
+			return nil
+		}
+		if b.dim > 0 {
+			b.appendItems(nil, 0, n)
+		}
 		if len(bufs) < 1 && c.kind != cConstant {
 			return corruptf("%d buffers in a chunk, want 1", len(bufs))
 		}

@@ -53,6 +53,7 @@ type leafInfo struct {
 
 	kind  valKind // value layout the leaf type needs
 	width int
+	dim   int // items per value of a fixed-size-list leaf, else 0
 }
 
 func newLeafInfo(path []*Field, col int) (*leafInfo, error) {
@@ -109,6 +110,9 @@ func newLeafInfo(path []*Field, col int) (*leafInfo, error) {
 		return nil, err
 	}
 	li.kind, li.width = kind, width
+	if fsl, ok := li.field.Type.(*arrow.FixedSizeListType); ok {
+		li.dim = int(fsl.Len())
+	}
 	return li, nil
 }
 

@@ -191,6 +191,7 @@ func concatBatches(li *leafInfo, parts []leafBatch) (leafBatch, error) {
 		out.def = make([]uint16, 0, out.nlev)
 	}
 	vb := newValBuilder(li.kind, li.width, nv)
+	vb.dim = li.dim
 	for i := range parts {
 		p := &parts[i]
 		if needRep {
@@ -326,6 +327,9 @@ func decodeMiniBlockPage(li *leafInfo, mb *enc21pb.MiniBlockLayout, bufs [][]byt
 	}
 	pg := &leafPage{li: li, rows: int(rows)}
 	vb := newValBuilder(valC.out, valC.width, int(numItems))
+	if dict == nil {
+		vb.dim = li.dim
+	}
 	var rep, def []uint16
 	if repC != nil {
 		rep = make([]uint16, 0, numItems)
@@ -525,7 +529,7 @@ func decodeFullZipPage(li *leafInfo, fz *enc21pb.FullZipLayout, bufs [][]byte, r
 		cw = 4
 	}
 	defMask := uint32(1)<<bitsDef - 1
-	var fixedW, lenW int
+	var fixedW, lenW, itemBytes int
 	var vc *codec
 	switch d := fz.GetDetails().(type) {
 	case *enc21pb.FullZipLayout_BitsPerValue:
@@ -536,10 +540,13 @@ func decodeFullZipPage(li *leafInfo, fz *enc21pb.FullZipLayout, bufs [][]byte, r
 		if vc, err = compileCodec(fz.GetValueCompression(), rolePerValue); err != nil {
 			return nil, err
 		}
-		if vc.kind != cFlat || vc.comp != 0 || vc.width != fixedW {
+		if vc.fslValid {
+			itemBytes = (vc.fslDim + 7) / 8
+		}
+		if vc.kind != cFlat || vc.comp != 0 || vc.width+itemBytes != fixedW || vc.fslDim != li.dim && vc.fslValid {
 			return nil, unsupportedf("full-zip fixed-width values encoded as %s", encName(fz.GetValueCompression()))
 		}
-		if err := checkValueLayout(li, kindFixed, fixedW); err != nil {
+		if err := checkValueLayout(li, kindFixed, vc.width); err != nil {
 			return nil, err
 		}
 	case *enc21pb.FullZipLayout_BitsPerOffset:
@@ -575,7 +582,8 @@ func decodeFullZipPage(li *leafInfo, fz *enc21pb.FullZipLayout, bufs [][]byte, r
 	pg := &leafPage{li: li, rows: int(rows)}
 	var vb *valBuilder
 	if fixedW > 0 {
-		vb = newValBuilder(kindFixed, fixedW, capEntries)
+		vb = newValBuilder(kindFixed, fixedW-itemBytes, capEntries)
+		vb.dim = li.dim
 	} else {
 		vb = newValBuilder(kindVar, 0, capEntries)
 	}
@@ -624,7 +632,12 @@ func decodeFullZipPage(li *leafInfo, fz *enc21pb.FullZipLayout, bufs [][]byte, r
 			if fixedW > len(buf)-pos {
 				return nil, corruptf("value at %d overruns the %d-byte buffer", pos, len(buf))
 			}
-			copy(vb.grow(1), buf[pos:pos+fixedW])
+			if itemBytes > 0 {
+				vb.appendItems(buf[pos:], 0, 1)
+			} else if vb.dim > 0 {
+				vb.appendItems(nil, 0, 1)
+			}
+			copy(vb.grow(1), buf[pos+itemBytes:pos+fixedW])
 			pos += fixedW
 			continue
 		}

@@ -48,13 +48,24 @@ type vals struct {
 	// zero marks n zero (or empty) values with no buffers, as all-null
 	// pages have.
 	zero bool
+	// items, for fixed-size lists whose items may be null, holds the item
+	// validity bitmap (dim bits per value) from bit ioff; nil when every
+	// item is valid.
+	items []byte
+	ioff  int
+	dim   int
 }
 
 // slice returns values [i, j) without copying.
 func (v *vals) slice(i, j int) vals {
-	out := vals{kind: v.kind, width: v.width, n: j - i, zero: v.zero}
+	out := vals{kind: v.kind, width: v.width, n: j - i, zero: v.zero, dim: v.dim}
 	if v.zero {
 		return out
+	}
+	if v.items != nil {
+		b := v.ioff + i*v.dim
+		out.items = v.items[b/8:]
+		out.ioff = b % 8
 	}
 	switch v.kind {
 	case kindFixed:
@@ -77,6 +88,35 @@ type valBuilder struct {
 	n     int
 	data  []byte
 	offs  []int64 // kindVar: starts with 0
+	// items is the item validity of fixed-size lists (dim bits per value),
+	// nil until some value has a null item.
+	items []byte
+	dim   int
+}
+
+// appendItems appends the item validity of k fixed-size-list values (src
+// nil: all valid), before the values themselves are added.
+func (b *valBuilder) appendItems(src []byte, off, k int) {
+	if src == nil && b.items == nil {
+		return
+	}
+	at := b.n * b.dim
+	need := (at + k*b.dim + 7) / 8
+	if b.items == nil {
+		b.items = make([]byte, 0, need)
+		for len(b.items) < need {
+			b.items = append(b.items, 0)
+		}
+		bitutil.SetBitsTo(b.items, 0, int64(at), true)
+	}
+	for len(b.items) < need {
+		b.items = append(b.items, 0)
+	}
+	if src == nil {
+		bitutil.SetBitsTo(b.items, int64(at), int64(k*b.dim), true)
+	} else {
+		bitutil.CopyBitmap(src, off, k*b.dim, b.items, at)
+	}
 }
 
 func newValBuilder(kind valKind, width, capValues int) *valBuilder {
@@ -141,6 +181,11 @@ func (b *valBuilder) appendVals(v *vals) error {
 	}
 	switch b.kind {
 	case kindFixed:
+		if b.dim > 0 && !v.zero {
+			b.appendItems(v.items, v.ioff, v.n)
+		} else if b.dim > 0 {
+			b.appendItems(nil, 0, v.n)
+		}
 		dst := b.grow(v.n)
 		if v.zero {
 			clear(dst)
@@ -179,7 +224,7 @@ func (b *valBuilder) appendVals(v *vals) error {
 }
 
 func (b *valBuilder) finish() vals {
-	v := vals{kind: b.kind, width: b.width, n: b.n, data: b.data}
+	v := vals{kind: b.kind, width: b.width, n: b.n, data: b.data, items: b.items, dim: b.dim}
 	if b.kind == kindVar {
 		v.offs = b.offs
 	}
