@@ -24,24 +24,38 @@ export function encodeFloat64(v) {
 
 // encodeFloat32 writes a float32 value (given as the exactly widened double)
 // as the shortest decimal that rounds back to the same float32; when two
-// decimals of that length qualify, the one closer to the value wins. The
-// decimal then has at most 9 significant digits, so String(Number(decimal))
-// prints exactly those digits in ECMAScript layout.
+// decimals of that length qualify, the one closer to the value wins, and an
+// exact tie goes to the even last digit (as Go's strconv and ECMAScript's
+// Number::toString do). The decimal has at most 9 significant digits, so
+// String(Number(decimal)) prints exactly those digits in ECMAScript layout.
 export function encodeFloat32(v) {
   if (Number.isNaN(v) || v === Infinity || v === -Infinity || v === 0) return encodeFloat64(v);
+  const neg = v < 0;
+  const a = Math.abs(v);
   for (let p = 1; p <= 9; p++) {
-    const near = v.toPrecision(p); // correctly rounded: the closest p-digit decimal
-    const dn = Number(near);
-    if (Math.fround(dn) === v) return String(dn);
-    // The other p-digit decimal bracketing v.
-    const [mant, exp] = v.toExponential(p - 1).split("e");
-    const digits = BigInt(mant.replace(".", "").replace("-", ""));
-    const other = dn > v === v > 0 ? digits - 1n : digits + 1n; // move towards v, in magnitude
-    const s = (v < 0 ? "-" : "") + other.toString() + "e" + (Number(exp) - (p - 1));
-    const d2 = Number(s);
-    if (Math.fround(d2) === v) return String(d2);
+    // near: the closest p-digit decimal (toPrecision rounds correctly, ties up).
+    const [mant, exp] = a.toExponential(p - 1).split("e");
+    const near = BigInt(mant.replace(".", ""));
+    const scale = Number(exp) - (p - 1); // value = digits × 10^scale
+    const other = Number(`${near}e${scale}`) > a ? near - 1n : near + 1n;
+    const ok = (d) => Math.fround(Number(`${d}e${scale}`)) === a;
+    let pick = null;
+    if (ok(near) && ok(other)) {
+      pick = isTie(a, p) ? (near % 2n === 0n ? near : other) : near;
+    } else if (ok(near)) pick = near;
+    else if (ok(other)) pick = other;
+    if (pick !== null) return (neg ? "-" : "") + String(Number(`${pick}e${scale}`));
   }
   return String(v); // unreachable: 9 digits always round-trip a float32
+}
+
+// isTie reports whether the exact decimal expansion of a has exactly p+1
+// significant digits ending in 5, i.e. a lies halfway between two p-digit
+// decimals. toPrecision(100) is exact for every float32 whose expansion is
+// that short.
+function isTie(a, p) {
+  const m = a.toPrecision(100).split("e")[0].replace(".", "").replace(/^0+/, "").replace(/0+$/, "");
+  return m.length === p + 1 && m.endsWith("5");
 }
 
 const B64 = (bytes) => '"' + Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64") + '"';

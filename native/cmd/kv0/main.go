@@ -101,11 +101,14 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 // parseArgs parses flags that may appear before, between or after the
 // positional arguments, and returns the positional ones.
-func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+func parseArgs(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprintf(stderr, "usage of %s:\n", fs.Name())
+				fs.SetOutput(stderr)
+				fs.PrintDefaults()
 				return nil, err
 			}
 			return nil, &usageError{err.Error()}
@@ -124,10 +127,11 @@ func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // newFlagSet returns a flag set that reports errors to the caller instead
-// of exiting, and prints its defaults to stderr on -h.
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+// of printing them and exiting; parseArgs prints the defaults on -h.
+func newFlagSet(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("kv0 lance "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	return fs
 }
 
@@ -206,12 +210,12 @@ func openDataset(ctx context.Context, loc string, opts lance.OpenOptions) (*lanc
 // ---------------------------------------------------------------- cat
 
 func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("cat", stderr)
+	fs := newFlagSet("cat")
 	var vf versionFlags
 	vf.register(fs)
 	columns := fs.String("columns", "", "comma-separated `list` of columns to print (default: all)")
 	limit := fs.Int64("limit", -1, "print at most `N` rows")
-	pos, err := parseArgs(fs, args)
+	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
 	}
@@ -296,11 +300,11 @@ type fileJSON struct {
 }
 
 func cmdInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("info", stderr)
+	fs := newFlagSet("info")
 	var vf versionFlags
 	vf.register(fs)
 	asJSON := fs.Bool("json", false, "print one JSON object")
-	pos, err := parseArgs(fs, args)
+	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
 	}
@@ -402,9 +406,9 @@ type logJSON struct {
 }
 
 func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("log", stderr)
+	fs := newFlagSet("log")
 	asJSON := fs.Bool("json", false, "print a JSON array")
-	pos, err := parseArgs(fs, args)
+	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
 	}
