@@ -1,0 +1,208 @@
+package kv
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/zeebo/xxh3"
+)
+
+// A snapshot file holds a view's committed state so a reopen can skip
+// scanning the fragments it covers:
+//
+//	+----------+--------------------------------------------------+----------+
+//	| "KV0SNP1\n" | body                                           | xxh3-64  |
+//	| 8 bytes  |                                                  | u64 LE   |
+//	+----------+--------------------------------------------------+----------+
+//
+//	body := threshold uvarint | version uvarint | max seq uvarint
+//	        fragments: count uvarint, then per fragment
+//	            id uvarint | rows uvarint | data file bytes | deletion file bytes
+//	        marks:     count uvarint, then per mark  writer bytes | seq uvarint
+//	        entries:   count uvarint, then per entry entry bytes (see entry.go)
+//	        spans:     count uvarint, then per span  start bytes | end bytes | seq uvarint
+//	bytes := len uvarint | data
+//
+// The checksum covers everything before it. A snapshot is used only when
+// its threshold equals the handle's LazyValueThreshold and every fragment it
+// lists is still present, unchanged, in the version being opened.
+const snapMagic = "KV0SNP1\n"
+
+type snapshot struct {
+	threshold uint64
+	version   uint64
+	maxSeq    uint64
+	frags     []FragmentInfo
+	marks     map[string]uint64
+	view      *view
+}
+
+// encodeSnapshot appends the snapshot of v to dst. The caller holds the
+// view's lock.
+func encodeSnapshot(dst []byte, threshold, version uint64, frags []FragmentInfo, v *view) []byte {
+	start := len(dst)
+	dst = append(dst, snapMagic...)
+	dst = binary.AppendUvarint(dst, threshold)
+	dst = binary.AppendUvarint(dst, version)
+	dst = binary.AppendUvarint(dst, v.max)
+	dst = binary.AppendUvarint(dst, uint64(len(frags)))
+	for _, f := range frags {
+		dst = binary.AppendUvarint(dst, f.ID)
+		dst = binary.AppendUvarint(dst, f.Rows)
+		dst = appendBytes(dst, []byte(f.DataFile))
+		dst = appendBytes(dst, []byte(f.DeletionFile))
+	}
+	dst = binary.AppendUvarint(dst, uint64(len(v.marks)))
+	for w, s := range v.marks {
+		dst = appendBytes(dst, []byte(w))
+		dst = binary.AppendUvarint(dst, s)
+	}
+	dst = binary.AppendUvarint(dst, uint64(v.tree.Len()))
+	v.tree.Ascend(func(e entry) bool {
+		dst = appendBytes(dst, e)
+		return true
+	})
+	dst = binary.AppendUvarint(dst, uint64(v.dels.Len()))
+	v.dels.Ascend(func(s *span) bool {
+		dst = appendBytes(dst, s.start)
+		dst = appendBytes(dst, s.end)
+		dst = binary.AppendUvarint(dst, s.seq)
+		return true
+	})
+	return binary.LittleEndian.AppendUint64(dst, xxh3.Hash(dst[start:]))
+}
+
+func appendBytes(dst, b []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(b)))
+	return append(dst, b...)
+}
+
+var errSnapshot = errors.New("malformed snapshot")
+
+// ValidateSnapshot checks the framing and checksum of snapshot bytes, as
+// written by a DB through its SnapshotStore. It returns an error matching
+// ErrCorruption when they are damaged. Stores may call it before replacing
+// a good snapshot.
+func ValidateSnapshot(data []byte) error {
+	_, err := decodeSnapshot(data, "snapshot", false)
+	return err
+}
+
+// decodeSnapshot parses data; with build set it also rebuilds the view.
+// It never panics on arbitrary input.
+func decodeSnapshot(data []byte, name string, build bool) (*snapshot, error) {
+	fail := func(off int, why string) error {
+		return &CorruptionError{File: name, Offset: int64(off), Reason: why}
+	}
+	if len(data) < len(snapMagic)+8 || string(data[:len(snapMagic)]) != snapMagic {
+		return nil, fail(0, "bad magic")
+	}
+	body := data[:len(data)-8]
+	if xxh3.Hash(body) != binary.LittleEndian.Uint64(data[len(data)-8:]) {
+		return nil, fail(len(data)-8, "checksum mismatch")
+	}
+	d := decoder{p: body, off: len(snapMagic)}
+	d.p = d.p[len(snapMagic):]
+	s := &snapshot{marks: map[string]uint64{}}
+	s.threshold = d.uvarint()
+	s.version = d.uvarint()
+	s.maxSeq = d.uvarint()
+	n := d.count(4)
+	for i := 0; i < n && d.err == nil; i++ {
+		var f FragmentInfo
+		f.ID = d.uvarint()
+		f.Rows = d.uvarint()
+		f.DataFile = string(d.bytes())
+		f.DeletionFile = string(d.bytes())
+		s.frags = append(s.frags, f)
+	}
+	n = d.count(2)
+	for i := 0; i < n && d.err == nil; i++ {
+		w := string(d.bytes())
+		s.marks[w] = d.uvarint()
+	}
+	if build {
+		s.view = newView()
+		s.view.max = s.maxSeq
+		for w, m := range s.marks {
+			s.view.marks[w] = m
+		}
+	}
+	n = d.count(entryHeader + 2)
+	for i := 0; i < n && d.err == nil; i++ {
+		off := d.off
+		e := d.bytes()
+		if d.err != nil {
+			break
+		}
+		if !validEntry(e) {
+			return nil, fail(off, "bad entry")
+		}
+		if build {
+			s.view.set(clone(e))
+		}
+	}
+	n = d.count(3)
+	for i := 0; i < n && d.err == nil; i++ {
+		a, b := d.bytes(), d.bytes()
+		q := d.uvarint()
+		if build && d.err == nil {
+			s.view.addSpan(a, b, q)
+		}
+	}
+	if d.err == nil && len(d.p) != 0 {
+		d.err = fmt.Errorf("%d trailing bytes", len(d.p))
+	}
+	if d.err != nil {
+		return nil, fail(d.off, d.err.Error())
+	}
+	return s, nil
+}
+
+// decoder reads uvarints and byte strings, recording the first error.
+type decoder struct {
+	p   []byte
+	off int
+	err error
+}
+
+func (d *decoder) uvarint() uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(d.p)
+	if n <= 0 {
+		d.err = errSnapshot
+		return 0
+	}
+	d.p = d.p[n:]
+	d.off += n
+	return v
+}
+
+// count reads an element count and checks that the remaining bytes can hold
+// that many elements of at least min bytes each.
+func (d *decoder) count(min int) int {
+	v := d.uvarint()
+	if d.err == nil && v > uint64(len(d.p)/min) {
+		d.err = errSnapshot
+		return 0
+	}
+	return int(v)
+}
+
+func (d *decoder) bytes() []byte {
+	n := d.uvarint()
+	if d.err != nil {
+		return nil
+	}
+	if n > uint64(len(d.p)) {
+		d.err = errSnapshot
+		return nil
+	}
+	b := d.p[:n:n]
+	d.p = d.p[n:]
+	d.off += int(n)
+	return b
+}
