@@ -34,28 +34,27 @@ func (b *Bound) Filter(rec arrow.RecordBatch, dst []bool) ([]bool, error) {
 	n := int(rec.NumRows())
 	words := (n + 63) / 64
 	need := words * 2 * b.slots
-	var arena []uint64
-	if p, ok := b.pool.Get().(*[]uint64); ok && cap(*p) >= need {
-		arena = (*p)[:need]
-	} else {
-		arena = make([]uint64, need)
+	p, _ := b.pool.Get().(*[]uint64)
+	if p == nil || cap(*p) < need {
+		s := make([]uint64, need)
+		p = &s
 	}
+	arena := (*p)[:need]
 	t, _, err := b.eval(b.root, rec, n, words, arena)
 	if err == nil {
 		if cap(dst) < n {
 			dst = make([]bool, n)
 		}
 		dst = dst[:n]
-		for w := 0; w < words; w++ {
-			m := t[w]
-			row := dst[w*64 : min(w*64+64, n)]
-			for j := range row {
-				row[j] = m&1 != 0
-				m >>= 1
-			}
+		full := n / 8
+		for k := 0; k < full; k++ {
+			*(*[8]bool)(dst[k*8:]) = byteBools[byte(t[k/8]>>(8*(k%8)))]
+		}
+		for i := full * 8; i < n; i++ {
+			dst[i] = t[i/64]>>(i%64)&1 != 0
 		}
 	}
-	b.pool.Put(&arena)
+	b.pool.Put(p)
 	return dst, err
 }
 
@@ -135,6 +134,16 @@ func (b *Bound) eval(bn *bnode, rec arrow.RecordBatch, n, words int, arena []uin
 	}
 	return t, f, nil
 }
+
+// byteBools[x] holds the 8 bits of x as bools, lowest first.
+var byteBools = func() (t [256][8]bool) {
+	for x := range t {
+		for j := range 8 {
+			t[x][j] = x>>j&1 != 0
+		}
+	}
+	return t
+}()
 
 func pick(c bool, a, b uint64) uint64 {
 	if c {
