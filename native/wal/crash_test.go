@@ -1,0 +1,3 @@
+package wal
+
+func crashChild() {}

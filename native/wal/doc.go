@@ -1,0 +1,25 @@
+// Package wal is kv0's local write-ahead log: the OS-bound half of the
+// key-value layer's durability (package core/kv holds the rest and takes a
+// Log through its kv.WAL interface).
+//
+// Layout on disk, under a root directory (Options.Dir, else $KV0_WAL_DIR,
+// else the user cache directory + "/kv0/wal"):
+//
+//	<root>/<xxh3-64 of the dataset URI, hex>/
+//	    view.snap                  snapshot of the last closed view (Snapshots)
+//	    <writer id>/
+//	        LOCK                   flock(2)-ed while the writer runs
+//	        00000000000000000001.seg
+//	        00000000000000000002.seg ...
+//
+// Each open handle is one writer with its own directory. Open adopts an idle
+// directory (left empty by a clean close) and claims the directories of
+// writers that stopped without committing, so their records can be
+// replayed; see Open. Segment files hold records framed as described in
+// segment.go (len u32 | xxh3-64 u64 | payload). A flush seals the current
+// segment (Rotate) and deletes the sealed ones once the commit covering them
+// succeeded (Release).
+//
+// Durability follows SyncMode: none, batch (the default; the owner calls
+// Sync about every 100 ms) and always.
+package wal

@@ -1,0 +1,626 @@
+package wal
+
+import (
+	"cmp"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/kv0/kv0/core/kv"
+	"github.com/zeebo/xxh3"
+)
+
+// SyncMode says when appended records reach stable storage.
+type SyncMode int
+
+const (
+	// SyncBatch writes every record to the OS at once and fsyncs about
+	// every 100 ms, when the owner calls Sync (kv.DB does from its
+	// background goroutine). A power loss can lose the last ~100 ms. It is
+	// the default.
+	SyncBatch SyncMode = iota
+	// SyncNone writes every record to the OS and never fsyncs: it survives
+	// a process crash, not a power loss or kernel crash.
+	SyncNone
+	// SyncAlways fsyncs before Append returns.
+	SyncAlways
+)
+
+// String returns "batch", "none" or "always".
+func (m SyncMode) String() string {
+	switch m {
+	case SyncBatch:
+		return "batch"
+	case SyncNone:
+		return "none"
+	case SyncAlways:
+		return "always"
+	}
+	return "SyncMode(" + strconv.Itoa(int(m)) + ")"
+}
+
+// Options configure Open. The zero value logs under the default root in
+// batch mode on the OS file system.
+type Options struct {
+	// Dir is the root of all WAL directories; when empty, $KV0_WAL_DIR,
+	// else the user cache directory + "/kv0/wal".
+	Dir string
+	// Mode is the durability mode.
+	Mode SyncMode
+	// FS is the file system (nil: OSFS).
+	FS FS
+}
+
+// ErrBroken is returned by Append after a failed append could neither be
+// cut back out of its segment nor be sealed off by a new segment; the log
+// accepts writes again after a successful Rotate. Match with errors.Is.
+var ErrBroken = errors.New("wal: log refuses writes until the next rotation")
+
+const (
+	lockName = "LOCK"
+	segExt   = ".seg"
+	snapName = "view.snap"
+)
+
+// Root returns the WAL root Options select.
+func Root(o Options) (string, error) {
+	if o.Dir != "" {
+		return o.Dir, nil
+	}
+	if d := os.Getenv("KV0_WAL_DIR"); d != "" {
+		return d, nil
+	}
+	c, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("wal: no WAL directory: %w", err)
+	}
+	return filepath.Join(c, "kv0", "wal"), nil
+}
+
+// DatasetDir returns the directory holding every writer's log (and the
+// snapshot) of the dataset at uri: <root>/<xxh3-64 of uri in hex>.
+func DatasetDir(uri string, o Options) (string, error) {
+	root, err := Root(o)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, fmt.Sprintf("%016x", xxh3.HashString(uri))), nil
+}
+
+// Log is one writer's write-ahead log: <dataset dir>/<writer id>/, held by
+// an advisory lock on its LOCK file while open. It implements kv.WAL.
+//
+// A Log is safe for concurrent use; records are appended in call order.
+type Log struct {
+	fs   FS
+	mode SyncMode
+	dir  string
+	id   string
+	lock io.Closer
+
+	mu      sync.Mutex
+	seg     File
+	segNum  uint64
+	segSize int64
+	dirty   bool   // appended since the last fsync
+	broken  bool   // see ErrBroken
+	trim    []byte // trim record the next segment must start with
+	sealed  []uint64
+	closed  bool
+	buf     []byte
+
+	claimed     []kv.ClaimedLog
+	claimedDirs []claimedDir
+}
+
+type claimedDir struct {
+	dir  string
+	lock io.Closer
+	segs []string
+}
+
+var _ kv.WAL = (*Log)(nil)
+
+// Open opens a writer's log for the dataset at uri. It takes the lock of
+// every writer directory it can: an idle one (no records) becomes this
+// writer's directory, reusing its id; the ones holding records belong to
+// writers that stopped without committing and are claimed (see Claimed).
+// A record cut off at the end of a claimed log's last segment is dropped
+// and cut from the file; any other damage fails Open with an error
+// matching kv.ErrCorruption that names the segment file.
+func Open(uri string, o Options) (*Log, error) {
+	base, err := DatasetDir(uri, o)
+	if err != nil {
+		return nil, err
+	}
+	l := &Log{fs: o.FS, mode: o.Mode}
+	if l.fs == nil {
+		l.fs = OSFS{}
+	}
+	if err := l.fs.MkdirAll(base); err != nil {
+		return nil, fmt.Errorf("wal: %w", err)
+	}
+	entries, err := l.fs.ReadDir(base)
+	if err != nil {
+		return nil, fmt.Errorf("wal: %w", err)
+	}
+	fail := func(err error) (*Log, error) {
+		l.releaseLocks()
+		return nil, err
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		dir := filepath.Join(base, e.Name())
+		lk, err := l.fs.Lock(filepath.Join(dir, lockName))
+		if err != nil {
+			if errors.Is(err, ErrLocked) || errors.Is(err, fs.ErrNotExist) {
+				continue
+			}
+			return fail(fmt.Errorf("wal: lock %s: %w", dir, err))
+		}
+		segs, recs, err := readWriter(l.fs, dir)
+		if err != nil {
+			lk.Close()
+			return fail(err)
+		}
+		if len(recs) == 0 {
+			if l.dir == "" {
+				for _, s := range segs {
+					if err := l.fs.Remove(filepath.Join(dir, s)); err != nil {
+						lk.Close()
+						return fail(fmt.Errorf("wal: %w", err))
+					}
+				}
+				l.dir, l.id, l.lock = dir, e.Name(), lk
+			} else {
+				lk.Close()
+			}
+			continue
+		}
+		l.claimed = append(l.claimed, kv.ClaimedLog{WriterID: e.Name(), Dir: dir, Records: recs})
+		l.claimedDirs = append(l.claimedDirs, claimedDir{dir: dir, lock: lk, segs: segs})
+	}
+	if l.dir == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		l.id = hex.EncodeToString(b[:])
+		l.dir = filepath.Join(base, l.id)
+		if err := l.fs.MkdirAll(l.dir); err != nil {
+			return fail(fmt.Errorf("wal: %w", err))
+		}
+		lk, err := l.fs.Lock(filepath.Join(l.dir, lockName))
+		if err != nil {
+			return fail(fmt.Errorf("wal: lock %s: %w", l.dir, err))
+		}
+		l.lock = lk
+		if l.mode != SyncNone {
+			_ = l.fs.SyncDir(base)
+		}
+	}
+	if err := l.openSegment(1); err != nil {
+		return fail(err)
+	}
+	return l, nil
+}
+
+func (l *Log) releaseLocks() {
+	if l.lock != nil {
+		l.lock.Close()
+		l.lock = nil
+	}
+	for _, c := range l.claimedDirs {
+		c.lock.Close()
+	}
+	l.claimedDirs, l.claimed = nil, nil
+}
+
+func segName(n uint64) string { return fmt.Sprintf("%020d%s", n, segExt) }
+
+// segments lists the segment files of dir in order.
+func segments(fsys FS, dir string) ([]string, error) {
+	entries, err := fsys.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("wal: %w", err)
+	}
+	var segs []string
+	for _, e := range entries {
+		n := e.Name()
+		if strings.HasSuffix(n, segExt) {
+			if _, err := strconv.ParseUint(strings.TrimSuffix(n, segExt), 10, 64); err == nil {
+				segs = append(segs, n)
+			}
+		}
+	}
+	slices.Sort(segs) // zero-padded names sort numerically
+	return segs, nil
+}
+
+// readWriter reads every record of a writer directory, trimming a torn
+// tail of the last segment, and returns the segment names and payloads.
+func readWriter(fsys FS, dir string) ([]string, [][]byte, error) {
+	segs, err := segments(fsys, dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	parsedSegs := make([]parsed, len(segs))
+	trims := map[uint64]int64{}
+	for i, s := range segs {
+		data, err := fsys.ReadFile(filepath.Join(dir, s))
+		if err != nil {
+			return nil, nil, fmt.Errorf("wal: %w", err)
+		}
+		parsedSegs[i] = parseSegment(data)
+		for _, r := range parsedSegs[i].records {
+			if len(r.payload) == trimSize && r.payload[0] == kindTrim {
+				trims[binary.LittleEndian.Uint64(r.payload[1:])] = int64(binary.LittleEndian.Uint64(r.payload[9:]))
+			}
+		}
+	}
+	var recs [][]byte
+	for i, s := range segs {
+		p := parsedSegs[i]
+		path := filepath.Join(dir, s)
+		num, _ := strconv.ParseUint(strings.TrimSuffix(s, segExt), 10, 64)
+		keep := p.records
+		if limit, ok := trims[num]; ok {
+			if p.badAt >= 0 && p.badAt < limit {
+				return nil, nil, &kv.CorruptionError{File: path, Offset: p.badAt, Reason: p.why}
+			}
+			keep = keep[:0:0]
+			for _, r := range p.records {
+				if r.end <= limit {
+					keep = append(keep, r)
+				}
+			}
+		} else if p.badAt >= 0 {
+			if i != len(segs)-1 || !p.torn {
+				return nil, nil, &kv.CorruptionError{File: path, Offset: p.badAt, Reason: p.why}
+			}
+			// A torn write at the very end: drop it from the file too, so
+			// later appends never sit behind it.
+			if err := fsys.Truncate(path, p.badAt); err != nil {
+				return nil, nil, fmt.Errorf("wal: cut torn tail of %s: %w", path, err)
+			}
+		}
+		for _, r := range keep {
+			if len(r.payload) > 0 && r.payload[0] == kindTrim {
+				continue
+			}
+			if _, ok := recordSeq(r.payload); !ok {
+				return nil, nil, &kv.CorruptionError{File: path, Offset: r.end - int64(len(r.payload)) - headerSize, Reason: "record without kind and sequence number"}
+			}
+			recs = append(recs, r.payload)
+		}
+	}
+	return segs, recs, nil
+}
+
+// openSegment creates segment n and makes it current; it starts with the
+// pending trim record, if any. The caller holds mu (or is Open).
+func (l *Log) openSegment(n uint64) error {
+	path := filepath.Join(l.dir, segName(n))
+	f, err := l.fs.Create(path)
+	if err != nil {
+		return fmt.Errorf("wal: %w", err)
+	}
+	var size int64
+	if l.trim != nil {
+		rec := appendRecord(nil, l.trim)
+		_, err := f.Write(rec)
+		if err == nil && l.mode != SyncNone {
+			err = f.Sync()
+		}
+		if err != nil {
+			f.Close()
+			_ = l.fs.Remove(path)
+			return fmt.Errorf("wal: %w", err)
+		}
+		size = int64(len(rec))
+	}
+	if l.mode != SyncNone {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			f.Close()
+			_ = l.fs.Remove(path)
+			return fmt.Errorf("wal: %w", err)
+		}
+	}
+	l.seg, l.segNum, l.segSize, l.trim, l.broken = f, n, size, nil, false
+	return nil
+}
+
+// WriterID implements kv.WAL: the name of the writer's directory.
+func (l *Log) WriterID() string { return l.id }
+
+// Dir returns the writer's directory.
+func (l *Log) Dir() string { return l.dir }
+
+// Claimed implements kv.WAL: the logs of abandoned writers, each in log
+// order. Records of all of them together are ordered by sequence number.
+func (l *Log) Claimed() []kv.ClaimedLog { return l.claimed }
+
+// ClaimedInOrder returns the records of every claimed log merged by
+// sequence number (stable: records of one log keep their order on ties).
+func (l *Log) ClaimedInOrder() [][]byte {
+	type item struct {
+		seq uint64
+		rec []byte
+	}
+	var items []item
+	for _, c := range l.claimed {
+		for _, r := range c.Records {
+			s, _ := recordSeq(r)
+			items = append(items, item{s, r})
+		}
+	}
+	slices.SortStableFunc(items, func(a, b item) int { return cmp.Compare(a.seq, b.seq) })
+	out := make([][]byte, len(items))
+	for i, it := range items {
+		out[i] = it.rec
+	}
+	return out
+}
+
+// ReleaseClaimed implements kv.WAL: it deletes the claimed directories.
+func (l *Log) ReleaseClaimed() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var first error
+	for _, c := range l.claimedDirs {
+		for _, s := range c.segs {
+			if err := l.fs.Remove(filepath.Join(c.dir, s)); err != nil && !errors.Is(err, fs.ErrNotExist) && first == nil {
+				first = err
+			}
+		}
+		_ = l.fs.Remove(filepath.Join(c.dir, lockName))
+		if err := l.fs.Remove(c.dir); err != nil && !errors.Is(err, fs.ErrNotExist) && first == nil {
+			first = err
+		}
+		c.lock.Close()
+	}
+	l.claimedDirs, l.claimed = nil, nil
+	if first != nil {
+		return fmt.Errorf("wal: release claimed logs: %w", first)
+	}
+	return nil
+}
+
+// Append implements kv.WAL. payload must start with a kind byte other than
+// 0 and a little-endian uint64 sequence number. In SyncAlways mode the
+// record is fsynced before Append returns. A failed append is cut back out
+// of the segment (or, when that fails, sealed off by a new segment) before
+// the error is returned.
+func (l *Log) Append(payload []byte) error {
+	if _, ok := recordSeq(payload); !ok {
+		return fmt.Errorf("wal: record must start with a kind byte (not 0) and a sequence number")
+	}
+	if len(payload) > MaxRecord {
+		return fmt.Errorf("wal: record of %d bytes exceeds %d", len(payload), MaxRecord)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return kv.ErrClosed
+	}
+	if l.broken {
+		return ErrBroken
+	}
+	l.buf = appendRecord(l.buf[:0], payload)
+	_, err := l.seg.Write(l.buf)
+	if err == nil && l.mode == SyncAlways {
+		err = l.seg.Sync()
+	}
+	if cap(l.buf) > 1<<20 {
+		l.buf = nil
+	}
+	if err == nil {
+		l.segSize += int64(headerSize + len(payload))
+		l.dirty = l.mode == SyncBatch
+		return nil
+	}
+	// Cut the failed record back out so it is never replayed and never sits
+	// in front of later records.
+	terr := l.seg.Truncate(l.segSize)
+	if terr == nil && l.mode != SyncNone {
+		terr = l.seg.Sync()
+	}
+	if terr != nil {
+		l.trim = trimPayload(l.segNum, l.segSize)
+		old := l.seg
+		if nerr := l.openSegment(l.segNum + 1); nerr != nil {
+			l.broken = true
+		} else {
+			old.Close()
+			l.sealed = append(l.sealed, l.segNum-1)
+		}
+	}
+	return fmt.Errorf("wal: append: %w", err)
+}
+
+// Sync implements kv.WAL: in SyncBatch mode it fsyncs the current segment
+// when records were appended since the last fsync; in the other modes it
+// does nothing.
+func (l *Log) Sync() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || !l.dirty || l.broken {
+		return nil
+	}
+	if err := l.seg.Sync(); err != nil {
+		return fmt.Errorf("wal: sync: %w", err)
+	}
+	l.dirty = false
+	return nil
+}
+
+// Rotate implements kv.WAL: it seals the current segment (fsynced unless
+// in SyncNone mode) and opens the next. The token names the last sealed
+// segment. After a failure the current segment stays in use.
+func (l *Log) Rotate() (uint64, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0, kv.ErrClosed
+	}
+	if !l.broken && l.mode != SyncNone && l.dirty {
+		if err := l.seg.Sync(); err != nil {
+			return 0, fmt.Errorf("wal: rotate: %w", err)
+		}
+		l.dirty = false
+	}
+	old, oldNum := l.seg, l.segNum
+	if err := l.openSegment(oldNum + 1); err != nil {
+		return 0, fmt.Errorf("wal: rotate: %w", err)
+	}
+	old.Close()
+	l.sealed = append(l.sealed, oldNum)
+	return oldNum, nil
+}
+
+// Release implements kv.WAL: it deletes the sealed segments up to token.
+func (l *Log) Release(token uint64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var first error
+	keep := l.sealed[:0]
+	for _, n := range l.sealed {
+		if n > token {
+			keep = append(keep, n)
+			continue
+		}
+		if err := l.fs.Remove(filepath.Join(l.dir, segName(n))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if first == nil {
+				first = err
+			}
+			keep = append(keep, n)
+		}
+	}
+	l.sealed = keep
+	if first != nil {
+		return fmt.Errorf("wal: release: %w", first)
+	}
+	return nil
+}
+
+// Close implements kv.WAL. With clean set it deletes every segment and
+// keeps the (empty) directory for the next writer to adopt; otherwise it
+// leaves the segments for a later Open to replay. It releases the locks.
+func (l *Log) Close(clean bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return kv.ErrClosed
+	}
+	l.closed = true
+	var err error
+	if !clean && l.mode != SyncNone && l.dirty && !l.broken {
+		err = l.seg.Sync()
+	}
+	if cerr := l.seg.Close(); err == nil {
+		err = cerr
+	}
+	if clean {
+		segs, serr := segments(l.fs, l.dir)
+		if serr == nil {
+			for _, s := range segs {
+				if rerr := l.fs.Remove(filepath.Join(l.dir, s)); rerr != nil && err == nil {
+					err = rerr
+				}
+			}
+		} else if err == nil {
+			err = serr
+		}
+	}
+	l.releaseLocks()
+	if err != nil {
+		return fmt.Errorf("wal: close: %w", err)
+	}
+	return nil
+}
+
+// Snapshots is the kv.SnapshotStore of one dataset: the file view.snap in
+// the dataset's WAL directory, replaced atomically (written to a temporary
+// file, fsynced, renamed, directory fsynced). Safe for concurrent use.
+type Snapshots struct {
+	fs   FS
+	path string
+}
+
+var _ kv.SnapshotStore = (*Snapshots)(nil)
+
+// OpenSnapshots returns the snapshot store of the dataset at uri. It takes
+// no lock, so read-only handles may use it too.
+func OpenSnapshots(uri string, o Options) (*Snapshots, error) {
+	base, err := DatasetDir(uri, o)
+	if err != nil {
+		return nil, err
+	}
+	s := &Snapshots{fs: o.FS, path: filepath.Join(base, snapName)}
+	if s.fs == nil {
+		s.fs = OSFS{}
+	}
+	return s, nil
+}
+
+// LoadSnapshot implements kv.SnapshotStore.
+func (s *Snapshots) LoadSnapshot() ([]byte, error) {
+	b, err := s.fs.ReadFile(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// SaveSnapshot implements kv.SnapshotStore. It refuses bytes that do not
+// pass kv.ValidateSnapshot.
+func (s *Snapshots) SaveSnapshot(data []byte) error {
+	if err := kv.ValidateSnapshot(data); err != nil {
+		return err
+	}
+	dir := filepath.Dir(s.path)
+	if err := s.fs.MkdirAll(dir); err != nil {
+		return err
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	tmp := s.path + ".tmp-" + hex.EncodeToString(b[:])
+	f, err := s.fs.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = s.fs.Rename(tmp, s.path)
+	}
+	if err != nil {
+		_ = s.fs.Remove(tmp)
+		return err
+	}
+	return s.fs.SyncDir(dir)
+}
+
+// RemoveSnapshot implements kv.SnapshotStore.
+func (s *Snapshots) RemoveSnapshot() error {
+	err := s.fs.Remove(s.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
