@@ -476,6 +476,21 @@ const CASES = {
     await c.t.optimize(); // v8, v9
     await c.append(makeTable(cols, 10, 11, 30000)); // v10
   },
+  // Random bit patterns of float32 and float64 (subnormals, huge, tiny,
+  // NaN payloads): pins the Go and JavaScript float formatting to each other.
+  async floats(c) {
+    const u32 = new Uint32Array(2);
+    const f32v = new Float32Array(u32.buffer, 0, 1);
+    const f64v = new Float64Array(u32.buffer);
+    const cols = [
+      { field: F("id", new A.Int32(), false), gen: (r, i) => i },
+      { field: F("f32", new A.Float32(), false), gen: (r) => ((u32[0] = r.u32()), f32v[0]) },
+      { field: F("f64", new A.Float64(), false), gen: (r) => ((u32[0] = r.u32()), (u32[1] = r.u32()), f64v[0]) },
+      { field: F("f32_dec", new A.Float32(), false), gen: (r) => Math.fround(r.int(0, 99999999) / 10 ** r.int(0, 12)) },
+      { field: F("f64_dec", new A.Float64(), false), gen: (r) => r.int(0, 2 ** 31) / 10 ** r.int(0, 20) },
+    ];
+    await c.create(makeTable(cols, 20000, 40));
+  },
   // V1 manifest names (N.manifest), many versions, update, tags.
   async history(c) {
     const cols = [
@@ -543,6 +558,7 @@ const RUNS = [
   ["largelist", "largelist", {}],
   ["big", "big", {}],
   ["compression", "compression", {}],
+  ["floats", "floats", {}],
   ["deletes", "deletes", {}],
   ["history_v1", "history", { newTableEnableV2ManifestPaths: "false" }],
   ["types_v2_0", "types", { newTableDataStorageVersion: "2.0" }],

@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Set up once by TestMain.
@@ -109,13 +110,40 @@ func generate(node string) (string, error) {
 	if _, err := os.Stat(filepath.Join(dir, "done.json")); err == nil {
 		return dir, nil
 	}
-	// Drop data of older generators; it is a cache.
+	// Several test processes may share the checkout: generate into a private
+	// folder and rename it into place; the first complete one wins.
+	if err := os.MkdirAll(".data", 0o755); err != nil {
+		return "", err
+	}
+	tmp, err := os.MkdirTemp(".data", key+".tmp-")
+	if err != nil {
+		return "", err
+	}
+	if err := runGen(node, tmp); err != nil {
+		os.RemoveAll(tmp)
+		return "", err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		os.RemoveAll(tmp)
+		if _, serr := os.Stat(filepath.Join(dir, "done.json")); serr != nil {
+			return "", err
+		}
+	}
+	// Drop the data of other generator versions (it is a cache) unless it
+	// was touched in the last hour: another process may still be using or
+	// writing it.
 	if entries, err := os.ReadDir(".data"); err == nil {
 		for _, e := range entries {
+			if e.Name() == key {
+				continue
+			}
+			if info, err := e.Info(); err != nil || time.Since(info.ModTime()) < time.Hour {
+				continue
+			}
 			os.RemoveAll(filepath.Join(".data", e.Name()))
 		}
 	}
-	return dir, runGen(node, dir)
+	return dir, nil
 }
 
 func runGen(node, dir string) error {

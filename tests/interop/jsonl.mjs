@@ -30,23 +30,41 @@ export function encodeFloat64(v) {
 // String(Number(decimal)) prints exactly those digits in ECMAScript layout.
 export function encodeFloat32(v) {
   if (Number.isNaN(v) || v === Infinity || v === -Infinity || v === 0) return encodeFloat64(v);
-  const neg = v < 0;
   const a = Math.abs(v);
-  for (let p = 1; p <= 9; p++) {
-    // near: the closest p-digit decimal (toPrecision rounds correctly, ties up).
-    const [mant, exp] = a.toExponential(p - 1).split("e");
-    const near = BigInt(mant.replace(".", ""));
-    const scale = Number(exp) - (p - 1); // value = digits × 10^scale
-    const other = Number(`${near}e${scale}`) > a ? near - 1n : near + 1n;
-    const ok = (d) => Math.fround(Number(`${d}e${scale}`)) === a;
-    let pick = null;
-    if (ok(near) && ok(other)) {
-      pick = isTie(a, p) ? (near % 2n === 0n ? near : other) : near;
-    } else if (ok(near)) pick = near;
-    else if (ok(other)) pick = other;
-    if (pick !== null) return (neg ? "-" : "") + String(Number(`${pick}e${scale}`));
+  // Some p-digit decimal round-trips ⇒ some (p+1)-digit one does too, so
+  // binary-search the shortest length; 9 digits always suffice.
+  let lo = 1;
+  let hi = 9;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (shortestAt(a, mid) !== null) hi = mid;
+    else lo = mid + 1;
   }
-  return String(v); // unreachable: 9 digits always round-trip a float32
+  return (v < 0 ? "-" : "") + shortestAt(a, lo);
+}
+
+// shortestAt returns the text of the p-digit decimal that rounds to the
+// float32 a > 0 (see encodeFloat32 for the choice between two), or null.
+function shortestAt(a, p) {
+  // near: the closest p-digit decimal (toPrecision rounds correctly, ties up).
+  const [mant, exp] = a.toExponential(p - 1).split("e");
+  const near = BigInt(mant.replace(".", ""));
+  const scale = Number(exp) - (p - 1); // value = digits × 10^scale
+  const nearV = Number(`${near}e${scale}`);
+  const other = nearV > a ? near - 1n : near + 1n;
+  const otherV = Number(`${other}e${scale}`);
+  const okNear = Math.fround(nearV) === a;
+  const okOther = Math.fround(otherV) === a;
+  let pick = null;
+  if (okNear && okOther) {
+    // Only a near-equal pair of distances can be a tie; check those exactly.
+    const dn = Math.abs(nearV - a);
+    const dother = Math.abs(otherV - a);
+    const close = Math.abs(dn - dother) <= 1e-9 * Math.max(dn, dother);
+    pick = close && isTie(a, p) ? (near % 2n === 0n ? near : other) : near;
+  } else if (okNear) pick = near;
+  else if (okOther) pick = other;
+  return pick === null ? null : String(Number(`${pick}e${scale}`));
 }
 
 // isTie reports whether the exact decimal expansion of a has exactly p+1
