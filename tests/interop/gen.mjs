@@ -524,6 +524,10 @@ async function largeListCase(c) {
     { field: F("l_bin", new A.List(F("item", new A.Binary(), true)), true), gen: listOf(SCALARS.binary[1]) },
     { field: F("l_ts", new A.List(F("item", new A.TimestampNanosecond("UTC"), true)), true), gen: listOf(ts(3)) },
     { field: F("l_date", new A.List(F("item", new A.DateDay(), true)), true), gen: listOf(date32) },
+    { field: F("l_u8", new A.List(F("item", new A.Uint8(), true)), true), gen: listOf(SCALARS.u8[1]) },
+    { field: F("l_u64", new A.List(F("item", new A.Uint64(), true)), true), gen: listOf(SCALARS.u64[1]) },
+    { field: F("l_ts_ms", new A.List(F("item", new A.TimestampMillisecond(), true)), true), gen: listOf(ts(1)) },
+    { field: F("l_nn", new A.List(F("item", new A.Int16(), false)), false), gen: listOf(SCALARS.i16[1], { pNull: 0, pEmpty: 0, pNullItem: 0 }) },
   ];
   await c.create(makeTable(cols, 3000, 20)); // v1
   const casts = {
@@ -537,6 +541,11 @@ async function largeListCase(c) {
     ll_bin: ["l_bin", "Binary"],
     ll_ts: ["l_ts", 'Timestamp(Nanosecond, Some("UTC"))'],
     ll_date: ["l_date", "Date32"],
+    ll_u8: ["l_u8", "UInt8"],
+    ll_u64: ["l_u64", "UInt64"],
+    ll_lbin: ["l_bin", "LargeBinary"],
+    ll_ts_ms: ["l_ts_ms", "Timestamp(Millisecond, None)"],
+    ll_nn: ["l_nn", "Int16"],
   };
   // v2: lance computes the large lists (a new data file per fragment).
   await c.t.addColumns(Object.entries(casts).map(([name, [src, item]]) => ({ name, valueSql: `arrow_cast(${src}, 'LargeList(${item})')` })));
