@@ -213,9 +213,19 @@ func (c *leafCol) packedWidths() (widths []uint8, size int, ok bool) {
 		var or uint64
 		switch w {
 		case 8:
-			for i := 0; i+8 <= len(src); i += 8 {
-				or |= binary.LittleEndian.Uint64(src[i:])
+			var o1, o2, o3 uint64
+			for len(src) >= 32 {
+				or |= binary.LittleEndian.Uint64(src)
+				o1 |= binary.LittleEndian.Uint64(src[8:])
+				o2 |= binary.LittleEndian.Uint64(src[16:])
+				o3 |= binary.LittleEndian.Uint64(src[24:])
+				src = src[32:]
 			}
+			for len(src) >= 8 {
+				or |= binary.LittleEndian.Uint64(src)
+				src = src[8:]
+			}
+			or |= o1 | o2 | o3
 		case 4:
 			for i := 0; i+4 <= len(src); i += 4 {
 				or |= uint64(binary.LittleEndian.Uint32(src[i:]))
@@ -309,9 +319,12 @@ func (m *miniEnc) appendValues(dst []byte, at, n int) []byte {
 	case m.packed:
 		w := c.width
 		bw := int(m.widths[at/bitpack.BlockLen])
-		block := m.scratch[:bitpack.BlockLen*w]
-		copy(block, c.vals[at*w:(at+n)*w])
-		clear(block[n*w:])
+		block := c.vals[at*w : (at+n)*w]
+		if n < bitpack.BlockLen {
+			block = m.scratch[:bitpack.BlockLen*w]
+			copy(block, c.vals[at*w:(at+n)*w])
+			clear(block[n*w:])
+		}
 		var hdr [8]byte
 		binary.LittleEndian.PutUint64(hdr[:], uint64(bw))
 		dst = append(dst, hdr[:w]...)

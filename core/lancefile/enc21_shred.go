@@ -73,6 +73,8 @@ type leafCol struct {
 	def                 []uint16 // raw codes, one per level; nil while all are 0
 	flags               []uint8  // per layer: flagNull, flagEmpty seen
 	vals                []byte   // valFixed values; valBool bitmap (LSB first)
+	aliased             bool     // vals is a caller's Arrow buffer (len == cap)
+	spare               []byte   // owned memory for vals while aliased
 	voff                []int    // valVar: end offset of each item in vals
 	maxLen              int      // valVar: longest value
 	trailing            int      // invisible levels since the last value slot
@@ -127,7 +129,11 @@ func (c *leafCol) resetPage() {
 	c.rep = c.rep[:0]
 	c.def = nil
 	clear(c.flags)
-	c.vals = c.vals[:0]
+	if c.aliased {
+		c.vals, c.aliased = c.spare[:0], false
+	} else {
+		c.vals = c.vals[:0]
+	}
 	c.voff = c.voff[:1]
 }
 
@@ -155,6 +161,17 @@ func growLen[T any](s []T, n int) []T {
 	ns := make([]T, n, max(n, 2*cap(s)))
 	copy(ns, s)
 	return ns
+}
+
+// aliasMin is the smallest run of values addLeaf references in place
+// instead of copying.
+const aliasMin = 4096
+
+// ownValues copies values that still reference a caller's buffer.
+func (c *leafCol) ownValues() {
+	if c.aliased {
+		c.vals, c.aliased = append(c.spare[:0], c.vals...), false
+	}
 }
 
 // addRows shreds rows [lo, hi) of the top-level array a into the page.
@@ -297,8 +314,15 @@ func (c *leafCol) addLeaf(a arrow.Array, lo, hi int, rep, code uint16, layer int
 	case valFixed:
 		w := c.width
 		src := data.Buffers()[1].Bytes()[(off+lo)*w : (off+hi)*w]
+		if len(c.vals) == 0 && !c.aliased && code == 0 && !nulls && n >= aliasMin {
+			// Use the caller's buffer until the page closes or the batch
+			// ends (see ownValues); appending to it copies (cap == len).
+			c.spare, c.vals, c.aliased = c.vals, src[:len(src):len(src)], true
+			break
+		}
 		start := len(c.vals)
 		c.vals = append(c.vals, src...)
+		c.aliased = false
 		if code != 0 {
 			clear(c.vals[start:])
 		} else if nulls {

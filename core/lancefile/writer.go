@@ -1,6 +1,7 @@
 package lancefile
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -57,7 +58,8 @@ type Writer struct {
 	cols   []*leafCol
 	byTop  [][]*leafCol // leaf columns of each top-level field
 	rows   uint64
-	out    []byte // page buffers placed so far
+	segs   [][]byte // page buffers placed so far, with their padding
+	size   int      // total bytes of segs
 	done   bool
 }
 
@@ -146,6 +148,7 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 	run := func(i int) {
 		c := w.cols[i]
 		errs[i] = c.add(rec.Column(c.top), 0, n, &w.opts)
+		c.ownValues()
 	}
 	w.parallel(n, run)
 	if err := errors.Join(errs...); err != nil {
@@ -182,10 +185,16 @@ func (w *Writer) placePending() {
 		for _, p := range c.pending {
 			ep := encodedPage{rows: p.rows, firstRow: p.firstRow, layout: p.layout}
 			for _, b := range p.bufs {
-				ep.offs = append(ep.offs, uint64(len(w.out)))
+				ep.offs = append(ep.offs, uint64(w.size))
 				ep.sizes = append(ep.sizes, uint64(len(b)))
-				w.out = append(w.out, b...)
-				w.out = padBuffer(w.out)
+				if len(b) > 0 {
+					w.segs = append(w.segs, b)
+					w.size += len(b)
+				}
+				if pad := -w.size & 63; pad > 0 {
+					w.segs = append(w.segs, padding[:pad])
+					w.size += pad
+				}
 			}
 			c.pages = append(c.pages, ep)
 		}
@@ -193,6 +202,8 @@ func (w *Writer) placePending() {
 		c.pending = c.pending[:0]
 	}
 }
+
+var padding = bytes.Repeat([]byte{0x48}, 64)
 
 // padBuffer pads b with 0x48 to a multiple of 64 bytes, as Lance does.
 func padBuffer(b []byte) []byte {
@@ -209,7 +220,7 @@ func (w *Writer) Rows() uint64 { return w.rows }
 // pages encoded so far, the open pages at their unencoded size, and the
 // metadata. Use it to roll over to a new file at a size bound.
 func (w *Writer) EstimatedSize() int64 {
-	n := int64(len(w.out)) + 1024
+	n := int64(w.size) + 1024
 	for _, c := range w.cols {
 		n += int64(c.pageBytes()) + 64*int64(len(c.pages)+1)
 	}
@@ -253,13 +264,20 @@ func (w *Writer) Finish() ([]byte, error) {
 	}
 	w.placePending()
 
-	out := w.out
-	w.out = nil
 	// Global buffer 0: the FileDescriptor.
 	fd, err := proto.MarshalOptions{Deterministic: true}.Marshal(&filepb.FileDescriptor{Schema: schemaProto(w.schema), Length: w.rows})
 	if err != nil {
 		return nil, err
 	}
+	metaSize := len(fd) + 64 + 40 + 32*len(w.cols)
+	for _, c := range w.cols {
+		metaSize += 64 + 128*len(c.pages)
+	}
+	out := make([]byte, 0, w.size+metaSize)
+	for _, s := range w.segs {
+		out = append(out, s...)
+	}
+	w.segs = nil
 	gboPos := uint64(len(out))
 	out = append(out, fd...)
 	out = padBuffer(out)
