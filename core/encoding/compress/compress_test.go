@@ -158,6 +158,32 @@ func TestRawDetection(t *testing.T) {
 	}
 }
 
+// TestStreamedFrames decodes frames written the way Lance's Rust writer
+// does: a streaming encoder, so the frame header has no content size, after
+// Lance's 8-byte size prefix.
+func TestStreamedFrames(t *testing.T) {
+	for name, in := range inputs() {
+		t.Run(name, func(t *testing.T) {
+			var buf bytes.Buffer
+			buf.Write(binary.LittleEndian.AppendUint64(nil, uint64(len(in))))
+			w, err := zstd.NewWriter(&buf, zstd.WithEncoderConcurrency(1))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := w.Write(in); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			out, err := Decompress(SchemeZstd, nil, buf.Bytes())
+			if err != nil || !bytes.Equal(out, in) {
+				t.Fatalf("streamed frame: %v", err)
+			}
+		})
+	}
+}
+
 func TestCorrupt(t *testing.T) {
 	le64 := func(v uint64) []byte { return binary.LittleEndian.AppendUint64(nil, v) }
 	le32 := func(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }

@@ -41,6 +41,7 @@ type CorruptError struct {
 	Reason string
 }
 
+// Error implements the error interface.
 func (e *CorruptError) Error() string {
 	if e.Offset < 0 {
 		return "fsst: corrupt data: " + e.Reason
@@ -178,9 +179,8 @@ func (t *Table) decode(out, src []byte, base int64) (int, error) {
 		if i >= len(src) {
 			return pos, nil
 		}
-		// The fast loop stopped at a window of four codes holding a special
-		// one (the escape or an undefined code), or near the end: take the
-		// codes of that window one at a time, then go back to it.
+		// decodeRun stopped at a special code (the escape or an undefined
+		// one): handle it here with the few codes after it, then go back.
 		for stop := min(i+4, len(src)); i < stop; {
 			c := src[i]
 			switch l := t.lens[c]; {
