@@ -1,0 +1,283 @@
+package lance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
+	"github.com/kv0/kv0/core/store"
+)
+
+// CommitOptions tune the commit protocol. The zero value uses the defaults.
+type CommitOptions struct {
+	// MaxRetries bounds how many times a commit that lost a race is rebased
+	// and retried (default 20, as Lance). Negative means no retry.
+	MaxRetries int
+	// MinBackoff and MaxBackoff bound the jittered sleep before a retry: the
+	// n-th retry sleeps a uniformly random time in [0, min(MaxBackoff,
+	// MinBackoff·2ⁿ)] (defaults 1ms and 200ms).
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// Default commit settings.
+const (
+	DefaultMaxRetries = 20
+	defaultMinBackoff = time.Millisecond
+	defaultMaxBackoff = 200 * time.Millisecond
+)
+
+func (o CommitOptions) withDefaults() CommitOptions {
+	if o.MaxRetries == 0 {
+		o.MaxRetries = DefaultMaxRetries
+	}
+	if o.MaxRetries < 0 {
+		o.MaxRetries = 0
+	}
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = defaultMinBackoff
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = defaultMaxBackoff
+	}
+	return o
+}
+
+// commitReq is one operation to commit.
+type commitReq struct {
+	st     store.Store
+	k      keys
+	naming Naming
+	base   *Dataset // the version the transaction was built on; nil: create
+	txn    *tablepb.Transaction
+	opts   CommitOptions
+	// redo rebuilds the transaction on a newer version after a retryable
+	// conflict (nil: the conflict is returned). It may return an error
+	// matching ErrConflict when the operation no longer applies.
+	redo func(ctx context.Context, latest *Dataset) (*tablepb.Transaction, error)
+	// restored is the manifest (and indices) a Restore brings back.
+	restored    *tablepb.Manifest
+	restoredIdx []*tablepb.IndexMetadata
+	// createOnly makes a lost race for version 1 an ErrExists.
+	createOnly bool
+	// now returns the commit time (tests); nil means time.Now.
+	now func() time.Time
+}
+
+// commit runs the commit protocol (see doc.go): write the transaction file,
+// build the manifest of latest+1 from the latest manifest and the
+// transaction, and create it with PutIfAbsent. On a lost race it loads the
+// versions committed since, checks the transaction against each of them, and
+// rebuilds on top or fails. It returns the committed version.
+//
+// A commit that fails before the manifest put changes nothing readers see;
+// the transaction and data files it wrote are left for CleanupOldVersions.
+// When the manifest put itself fails with an error other than ErrExists,
+// commit reads the version back to learn whether the put took effect.
+func commit(ctx context.Context, r commitReq) (*Dataset, error) {
+	opts := r.opts.withDefaults()
+	cur := r.base
+	txn := r.txn
+	written := ""
+	for attempt := 0; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		name := txnFileName(txn)
+		if name != written {
+			b, err := proto.MarshalOptions{Deterministic: true}.Marshal(txn)
+			if err != nil {
+				return nil, err
+			}
+			if err := r.st.Put(ctx, r.k.txn(name), b); err != nil {
+				return nil, fmt.Errorf("lance: writing transaction file: %w", err)
+			}
+			written = name
+		}
+		var (
+			curM   *tablepb.Manifest
+			curIdx []*tablepb.IndexMetadata
+			v      = uint64(1)
+		)
+		if cur != nil {
+			curM, v = cur.mf.m, cur.Version()+1
+			var err error
+			if curIdx, err = readIndices(ctx, cur); err != nil {
+				return nil, err
+			}
+		}
+		now := time.Now().UTC()
+		if r.now != nil {
+			now = r.now()
+		}
+		m, idx, err := buildManifest(buildInput{cur: curM, curIdx: curIdx, txn: txn, version: v,
+			restored: r.restored, restIdx: r.restoredIdx, now: now})
+		if err != nil {
+			return nil, err
+		}
+		data, err := encodeManifestFile(m, txn, idx)
+		if err != nil {
+			return nil, err
+		}
+		key := r.k.manifest(v, r.naming)
+		err = r.st.PutIfAbsent(ctx, key, data)
+		if err != nil && !errors.Is(err, store.ErrExists) {
+			// The put may have taken effect (e.g. a lost response): look.
+			if d, ok := committedByUs(context.WithoutCancel(ctx), r, v, txn); ok {
+				return d, nil
+			}
+			return nil, fmt.Errorf("lance: committing version %d of %q: %w", v, r.k.root, err)
+		}
+		if err == nil {
+			mf, derr := decodeManifest(key, int64(len(data)), data, nil)
+			if derr != nil {
+				return nil, derr
+			}
+			mf.naming = r.naming
+			d, derr := newDataset(r.st, r.k, mf)
+			if derr != nil {
+				return nil, derr
+			}
+			// The hint is an optimisation; a failure to update it loses
+			// nothing (readers confirm by listing or probing).
+			_ = r.st.Put(ctx, r.k.hint(), fmt.Appendf(nil, `{"version":%d}`, v))
+			return d, nil
+		}
+		// Lost the race for version v.
+		if r.createOnly && cur == nil {
+			return nil, fmt.Errorf("%w: %q (version 1 was committed concurrently)", ErrExists, r.k.root)
+		}
+		if attempt >= opts.MaxRetries {
+			return nil, &ConflictError{Root: r.k.root, Version: v, Operation: "a concurrent commit", Mine: operationName(txn),
+				Retryable: true, Reason: fmt.Sprintf("still losing after %d retries", opts.MaxRetries)}
+		}
+		if err := sleepBackoff(ctx, opts, attempt); err != nil {
+			return nil, err
+		}
+		// Catch up with every version committed since cur.
+		for {
+			next := uint64(1)
+			if cur != nil {
+				next = cur.Version() + 1
+			}
+			mf, err := readVersion(ctx, r.st, r.k, next)
+			if errors.Is(err, ErrNotFound) {
+				break
+			}
+			if err != nil {
+				return nil, err
+			}
+			nd, err := newDataset(r.st, r.k, mf)
+			if err != nil {
+				return nil, err
+			}
+			other, err := readTransaction(ctx, r.st, r.k, mf)
+			if err != nil {
+				return nil, err
+			}
+			if other == nil {
+				return nil, &ConflictError{Root: r.k.root, Version: next, Operation: "unknown", Mine: operationName(txn),
+					Reason: "that version records no transaction"}
+			}
+			if other.GetUuid() == txn.GetUuid() {
+				return nd, nil // an earlier attempt of ours did commit
+			}
+			vd, reason := checkConflict(txn, other)
+			switch vd {
+			case incompatible:
+				return nil, &ConflictError{Root: r.k.root, Version: next, Operation: operationName(other), Mine: operationName(txn), Reason: reason}
+			case retryable:
+				if r.redo == nil {
+					return nil, &ConflictError{Root: r.k.root, Version: next, Operation: operationName(other), Mine: operationName(txn),
+						Retryable: true, Reason: reason}
+				}
+				ntxn, err := r.redo(ctx, nd)
+				if err != nil {
+					return nil, err
+				}
+				txn = ntxn
+			}
+			cur = nd
+		}
+	}
+}
+
+// committedByUs reads version v back and reports whether it is the one txn
+// produced.
+func committedByUs(ctx context.Context, r commitReq, v uint64, txn *tablepb.Transaction) (*Dataset, bool) {
+	mf, err := readManifest(ctx, r.st, r.k.manifest(v, r.naming), 0)
+	if err != nil {
+		return nil, false
+	}
+	mf.naming = r.naming
+	other, err := readTransaction(ctx, r.st, r.k, mf)
+	if err != nil || other == nil || other.GetUuid() != txn.GetUuid() {
+		return nil, false
+	}
+	d, err := newDataset(r.st, r.k, mf)
+	if err != nil {
+		return nil, false
+	}
+	_ = r.st.Put(ctx, r.k.hint(), fmt.Appendf(nil, `{"version":%d}`, v))
+	return d, true
+}
+
+// sleepBackoff sleeps before retry number attempt+1.
+func sleepBackoff(ctx context.Context, o CommitOptions, attempt int) error {
+	ceil := o.MaxBackoff
+	if attempt < 30 {
+		ceil = min(o.MaxBackoff, o.MinBackoff<<attempt)
+	}
+	d := time.Duration(rand.Int64N(int64(ceil) + 1))
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// checkWritable refuses datasets kv0 cannot commit to without breaking
+// them: stable row ids (kv0 does not maintain row id sequences) and
+// external base paths.
+func checkWritable(d *Dataset) error {
+	m := d.mf.m
+	if m.GetReaderFeatureFlags()&flagStableRowIDs != 0 {
+		return fmt.Errorf("%w: %q uses stable row ids, which kv0 does not write", ErrUnsupportedFeature, d.k.root)
+	}
+	if len(m.GetBasePaths()) > 0 {
+		return fmt.Errorf("%w: %q uses external base paths, which kv0 does not write", ErrUnsupportedFeature, d.k.root)
+	}
+	if m.Branch != nil && m.GetBranch() != "" {
+		return fmt.Errorf("%w: %q is a branch, which kv0 does not write", ErrUnsupportedFeature, d.k.root)
+	}
+	return nil
+}
+
+// Latest opens the newest version of the dataset d belongs to.
+func (d *Dataset) Latest(ctx context.Context) (*Dataset, error) {
+	return Open(ctx, d.st, d.k.root, OpenOptions{})
+}
+
+// Store returns the store the dataset is read from.
+func (d *Dataset) Store() store.Store { return d.st }
+
+// Root returns the dataset root the dataset was opened at.
+func (d *Dataset) Root() string { return d.k.root }
+
+// Naming returns the manifest naming scheme of the version's manifest.
+func (d *Dataset) Naming() Naming {
+	if d.mf.naming == 0 {
+		if _, n, ok := parseManifestName(baseName(d.mf.key)); ok {
+			return n
+		}
+		return NamingV2
+	}
+	return d.mf.naming
+}

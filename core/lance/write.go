@@ -1,0 +1,310 @@
+package lance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
+	"github.com/kv0/kv0/core/lancefile"
+	"github.com/kv0/kv0/core/store"
+)
+
+// RecordReader is a stream of record batches, as arrow-go's
+// array.RecordReader and ipc.Reader provide. A batch returned by
+// RecordBatch is used before the next call to Next and not retained.
+type RecordReader interface {
+	Next() bool
+	RecordBatch() arrow.RecordBatch
+	Err() error
+}
+
+// Batches returns a RecordReader over recs.
+func Batches(recs ...arrow.RecordBatch) RecordReader { return &sliceReader{recs: recs, i: -1} }
+
+type sliceReader struct {
+	recs []arrow.RecordBatch
+	i    int
+}
+
+func (r *sliceReader) Next() bool                     { r.i++; return r.i < len(r.recs) }
+func (r *sliceReader) RecordBatch() arrow.RecordBatch { return r.recs[r.i] }
+func (r *sliceReader) Err() error                     { return nil }
+
+// WriteOptions tune Create, Overwrite, Append and Update. The zero value
+// uses the defaults.
+type WriteOptions struct {
+	// MaxRowsPerFile bounds the rows of each data file, hence of each new
+	// fragment (default 1Mi, as Lance).
+	MaxRowsPerFile int
+	// MaxBytesPerFile starts a new data file once the current one reaches
+	// about this many bytes (default 90 GiB, as Lance; in practice memory
+	// bounds it: a data file is built in memory before it is stored).
+	MaxBytesPerFile int64
+	// Commit tunes the commit.
+	Commit CommitOptions
+	// Progress, when set, is called after each input batch with the rows
+	// written so far; total is -1 (a stream's length is not known).
+	Progress func(done, total int64)
+}
+
+// Default write bounds.
+const (
+	DefaultMaxRowsPerFile  = 1 << 20
+	DefaultMaxBytesPerFile = 90 << 30
+)
+
+// ErrSchemaMismatch means appended rows do not have the dataset's schema.
+// Match it with errors.Is.
+var ErrSchemaMismatch = errors.New("lance: schema mismatch")
+
+// Create writes a new dataset at root from the batches, all of which must
+// have the given schema, and commits it as version 1 (an Overwrite
+// transaction read at version 0, as Lance's create). It fails with an error
+// matching ErrExists when a dataset is already there. Data files are 2.1,
+// manifests get V2 names.
+func Create(ctx context.Context, st store.Store, root string, schema *arrow.Schema, batches RecordReader, opts WriteOptions) (*Dataset, error) {
+	k := keys{root}
+	if _, err := LatestVersion(ctx, st, root); err == nil {
+		return nil, fmt.Errorf("%w: %q", ErrExists, root)
+	} else if !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	return overwrite(ctx, st, k, nil, schema, batches, opts, true)
+}
+
+// Overwrite replaces the contents and schema of the dataset at root (or
+// creates it) with the batches, in a new version. Earlier versions remain
+// readable until cleaned up.
+func Overwrite(ctx context.Context, st store.Store, root string, schema *arrow.Schema, batches RecordReader, opts WriteOptions) (*Dataset, error) {
+	k := keys{root}
+	base, err := Open(ctx, st, root, OpenOptions{})
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	if err == nil {
+		if err := checkWritable(base); err != nil {
+			return nil, err
+		}
+	}
+	return overwrite(ctx, st, k, base, schema, batches, opts, false)
+}
+
+func overwrite(ctx context.Context, st store.Store, k keys, base *Dataset, schema *arrow.Schema, batches RecordReader, opts WriteOptions, create bool) (*Dataset, error) {
+	ls, err := lancefile.SchemaFromArrow(schema, 0)
+	if err != nil {
+		return nil, err
+	}
+	frags, err := writeFragments(ctx, st, k, ls, batches, opts)
+	if err != nil {
+		return nil, err
+	}
+	fields, md := schemaFields(ls)
+	readVersion, naming := uint64(0), NamingV2
+	if base != nil {
+		readVersion, naming = base.Version(), base.Naming()
+	}
+	txn := newTransaction(readVersion)
+	txn.Operation = &tablepb.Transaction_Overwrite_{Overwrite: &tablepb.Transaction_Overwrite{
+		Fragments: frags, Schema: fields, SchemaMetadata: md}}
+	return commit(ctx, commitReq{st: st, k: k, naming: naming, base: base, txn: txn, opts: opts.Commit, createOnly: create})
+}
+
+// Append adds the batches to the dataset as new fragments (at most
+// MaxRowsPerFile rows each) in a new version committed on top of d. The
+// batches must have the dataset's columns (by name, in any order) with the
+// same types; a column may be non-nullable in the input where the dataset's
+// is nullable, not the reverse. Appending to a dataset whose data files are
+// not format 2.1 fails with ErrUnsupportedFeature: kv0 never mixes
+// versions. Concurrent appends from any number of writers all land (each
+// is rebased onto the others), unless one of them loses to an overwrite or
+// restore.
+func (d *Dataset) Append(ctx context.Context, batches RecordReader, opts WriteOptions) (*Dataset, error) {
+	if err := d.checkAppendable(); err != nil {
+		return nil, err
+	}
+	frags, err := writeFragments(ctx, d.st, d.k, d.schema, batches, opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(frags) == 0 {
+		return d, nil
+	}
+	txn := newTransaction(d.Version())
+	txn.Operation = &tablepb.Transaction_Append_{Append: &tablepb.Transaction_Append{Fragments: frags}}
+	return commit(ctx, commitReq{st: d.st, k: d.k, naming: d.Naming(), base: d, txn: txn, opts: opts.Commit})
+}
+
+// checkAppendable refuses datasets kv0 cannot add 2.1 data files to.
+func (d *Dataset) checkAppendable() error {
+	if err := checkWritable(d); err != nil {
+		return err
+	}
+	if f := d.DataFormat(); f != dataFormat {
+		return fmt.Errorf("%w: %q stores data files in format %s; kv0 writes only %s and never mixes versions",
+			ErrUnsupportedFeature, d.k.root, f, dataFormat)
+	}
+	for _, f := range d.schema.Fields {
+		if f.Err != nil {
+			return fmt.Errorf("%w: %q: %v", ErrUnsupportedFeature, d.k.root, f.Err)
+		}
+	}
+	return nil
+}
+
+// conform checks rec against the dataset schema and returns it with the
+// columns in schema order (retained; the caller releases it).
+func conform(ls *lancefile.Schema, want *arrow.Schema, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	got := rec.Schema()
+	if got.NumFields() != want.NumFields() {
+		return nil, fmt.Errorf("%w: input has %d columns, the dataset %d (%s)", ErrSchemaMismatch, got.NumFields(), want.NumFields(), want)
+	}
+	cols := make([]arrow.Array, want.NumFields())
+	same := true
+	for i, wf := range want.Fields() {
+		j := i
+		if got.Field(i).Name != wf.Name {
+			idx := got.FieldIndices(wf.Name)
+			if len(idx) != 1 {
+				return nil, fmt.Errorf("%w: input has no column %q", ErrSchemaMismatch, wf.Name)
+			}
+			j, same = idx[0], false
+		}
+		gf := got.Field(j)
+		if !arrow.TypeEqual(gf.Type, wf.Type) {
+			return nil, fmt.Errorf("%w: column %q has type %s in the input, %s in the dataset", ErrSchemaMismatch, wf.Name, gf.Type, wf.Type)
+		}
+		if !wf.Nullable && rec.Column(j).NullN() > 0 {
+			return nil, fmt.Errorf("%w: column %q is not nullable but the input has nulls", ErrSchemaMismatch, wf.Name)
+		}
+		cols[i] = rec.Column(j)
+	}
+	if same {
+		rec.Retain()
+		return rec, nil
+	}
+	return array.NewRecordBatch(want, cols, rec.NumRows()), nil
+}
+
+// writeFragments writes the batches as 2.1 data files of at most
+// MaxRowsPerFile rows, one fragment each (ids unassigned), storing each
+// file as soon as it is complete while the next one is encoded. On error the
+// files already stored are deleted (best effort; cleanup removes any left).
+func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.Schema, batches RecordReader, opts WriteOptions) ([]*tablepb.DataFragment, error) {
+	maxRows := opts.MaxRowsPerFile
+	if maxRows <= 0 {
+		maxRows = DefaultMaxRowsPerFile
+	}
+	maxBytes := opts.MaxBytesPerFile
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytesPerFile
+	}
+	want := ls.Arrow()
+	var (
+		frags   []*tablepb.DataFragment
+		stored  []string
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+		putErr  error
+		sem     = make(chan struct{}, 2)
+		w       *lancefile.Writer
+		written int64
+	)
+	fail := func(err error) ([]*tablepb.DataFragment, error) {
+		wg.Wait()
+		for _, key := range stored {
+			_ = st.Delete(context.WithoutCancel(ctx), key)
+		}
+		return nil, err
+	}
+	finish := func() error {
+		data, err := w.Finish()
+		if err != nil {
+			return err
+		}
+		name := newDataFileName()
+		frags = append(frags, &tablepb.DataFragment{
+			PhysicalRows: w.Rows(),
+			Files: []*tablepb.DataFile{{Path: name, Fields: w.FieldIDs(), ColumnIndices: w.ColumnIndices(),
+				FileMajorVersion: fileMajor, FileMinorVersion: fileMinor, FileSizeBytes: uint64(len(data))}},
+		})
+		w = nil
+		key := k.data(name)
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			err := st.Put(ctx, key, data)
+			mu.Lock()
+			defer mu.Unlock()
+			stored = append(stored, key)
+			if err != nil && putErr == nil {
+				putErr = fmt.Errorf("lance: storing data file %s: %w", key, err)
+			}
+		}()
+		return nil
+	}
+	for batches.Next() {
+		rec, err := conform(ls, want, batches.RecordBatch())
+		if err != nil {
+			return fail(err)
+		}
+		n := int(rec.NumRows())
+		for off := 0; off < n; {
+			if w == nil {
+				if w, err = lancefile.NewWriter(ls, lancefile.WriterOptions{}); err != nil {
+					rec.Release()
+					return fail(err)
+				}
+			}
+			take := min(n-off, maxRows-int(w.Rows()))
+			part := rec
+			if take != n {
+				part = rec.NewSlice(int64(off), int64(off+take))
+			}
+			err = w.Write(part)
+			if take != n {
+				part.Release()
+			}
+			if err == nil && (int(w.Rows()) >= maxRows || w.EstimatedSize() >= maxBytes) {
+				err = finish()
+			}
+			if err != nil {
+				rec.Release()
+				return fail(err)
+			}
+			off += take
+		}
+		rec.Release()
+		written += int64(n)
+		if opts.Progress != nil {
+			opts.Progress(written, -1)
+		}
+		mu.Lock()
+		perr := putErr
+		mu.Unlock()
+		if perr != nil {
+			return fail(perr)
+		}
+		if err := ctx.Err(); err != nil {
+			return fail(err)
+		}
+	}
+	if err := batches.Err(); err != nil {
+		return fail(err)
+	}
+	if w != nil && w.Rows() > 0 {
+		if err := finish(); err != nil {
+			return fail(err)
+		}
+	}
+	wg.Wait()
+	if putErr != nil {
+		return fail(putErr)
+	}
+	return frags, nil
+}
