@@ -178,7 +178,7 @@ func featureFlags(m *tablepb.Manifest) (reader, writer uint64) {
 
 // buildInput is what building the manifest of a new version needs.
 type buildInput struct {
-	cur      *tablepb.Manifest      // latest manifest; nil when the dataset does not exist
+	cur      *tablepb.Manifest        // latest manifest; nil when the dataset does not exist
 	curIdx   []*tablepb.IndexMetadata // its indices
 	txn      *tablepb.Transaction
 	version  uint64
