@@ -19,11 +19,15 @@ import (
 // section, the manifest, the footer.
 func encodeManifest(t testing.TB, m *tablepb.Manifest, txn *tablepb.Transaction) []byte {
 	t.Helper()
+	return mustEncodeManifest(m, txn)
+}
+
+func mustEncodeManifest(m *tablepb.Manifest, txn *tablepb.Transaction) []byte {
 	var out []byte
 	section := func(msg proto.Message) uint64 {
 		b, err := proto.Marshal(msg)
 		if err != nil {
-			t.Fatal(err)
+			panic(err)
 		}
 		pos := uint64(len(out))
 		out = binary.LittleEndian.AppendUint32(out, uint32(len(b)))
@@ -65,6 +69,12 @@ func testManifest(v uint64) *tablepb.Manifest {
 // the hint pointing at hint (0: no hint file).
 func putVersions(t testing.TB, st store.Store, root string, n uint64, naming Naming, hint uint64) {
 	t.Helper()
+	if err := writeVersions(st, root, n, naming, hint); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writeVersions(st store.Store, root string, n uint64, naming Naming, hint uint64) error {
 	ctx := context.Background()
 	k := keys{root}
 	for v := uint64(1); v <= n; v++ {
@@ -74,15 +84,16 @@ func putVersions(t testing.TB, st store.Store, root string, n uint64, naming Nam
 		} else {
 			txn.Operation = &tablepb.Transaction_Append_{Append: &tablepb.Transaction_Append{}}
 		}
-		if err := st.Put(ctx, k.manifest(v, naming), encodeManifest(t, testManifest(v), txn)); err != nil {
-			t.Fatal(err)
+		if err := st.Put(ctx, k.manifest(v, naming), mustEncodeManifest(testManifest(v), txn)); err != nil {
+			return err
 		}
 	}
 	if hint > 0 {
 		if err := st.Put(ctx, k.hint(), fmt.Appendf(nil, `{"version":%d}`, hint)); err != nil {
-			t.Fatal(err)
+			return err
 		}
 	}
+	return nil
 }
 
 // noList hides List (like a static HTTP server).
