@@ -491,6 +491,29 @@ const CASES = {
     ];
     await c.create(makeTable(cols, 20000, 40));
   },
+  // Many small pages per column: lance's LANCE_FILE_WRITER_MAX_PAGE_BYTES
+  // (read when a file writer starts) is lowered to 32 KiB for this case. Run
+  // as 2.0 only: 2.1 files ignore it for most columns (big already has
+  // multi-page 2.1 columns), and 2.0's 100k-row big case fits in one page.
+  async pages(c) {
+    const cols = [
+      { field: F("seq", new A.Int64(), false), gen: (r, i) => BigInt(i) },
+      { field: F("x", new A.Float64(), true), gen: nullable(0.1, f64) },
+      { field: F("n", new A.Int32(), true), gen: nullable(0.3, (r) => r.int(-50, 50)) },
+      { field: F("s", new A.Utf8(), true), gen: nullable(0.1, (r, i) => `row ${i} ${str(r, 2)}`) },
+      { field: F("cat", new A.Utf8(), false), gen: (r) => r.pick(["a", "b", "c"]) },
+      { field: F("l", new A.List(F("item", new A.Int32(), true)), true), gen: listOf((r) => r.int(0, 1 << 20)) },
+      { field: F("st", new A.Struct([F("a", new A.Int16(), true), F("b", new A.Utf8(), true)]), true), gen: nullable(0.1, (r) => ({ a: r.chance(0.1) ? null : r.int(-9, 9), b: str(r, 1) })) },
+      { field: F("vec", vecType(), true), gen: nullable(0.1, (r) => vec8(r).map((x) => Math.fround(Math.round(x)))) },
+    ];
+    process.env.LANCE_FILE_WRITER_MAX_PAGE_BYTES = String(32 * 1024);
+    try {
+      await c.create(makeTable(cols, 15000, 50));
+      await c.del("seq % 1000 = 999");
+    } finally {
+      delete process.env.LANCE_FILE_WRITER_MAX_PAGE_BYTES;
+    }
+  },
   // V1 manifest names (N.manifest), many versions, update, tags.
   async history(c) {
     const cols = [
@@ -575,6 +598,7 @@ const RUNS = [
   ["largelist_v2_0", "largelist", { newTableDataStorageVersion: "2.0" }],
   ["big_v2_0", "big", { newTableDataStorageVersion: "2.0" }],
   ["deletes_v2_0", "deletes", { newTableDataStorageVersion: "2.0" }],
+  ["pages_v2_0", "pages", { newTableDataStorageVersion: "2.0" }],
 ];
 
 // seen maps a content hash to the first expectation file with that content:
