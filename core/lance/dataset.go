@@ -61,7 +61,9 @@ type DataFileInfo struct {
 // V2 names, a full listing plus one read with V1 names; on a store that
 // cannot list, 3 requests when latest_version_hint.json is current (hint,
 // manifest N and the missing N+1, the last two concurrent). A given version
-// costs one read (V2 names) or two (V1); a tag adds one read.
+// costs one read (V2 names) or two (V1); a tag adds one read. On a store
+// without store.TailReader every read of an object of unknown size (the hint,
+// a tag, a manifest found by probing) costs a Stat more.
 func Open(ctx context.Context, st store.Store, root string, opts OpenOptions) (*Dataset, error) {
 	k := keys{root}
 	var (

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+
 	"github.com/kv0/kv0/core/store"
 )
 
@@ -57,6 +59,8 @@ func FuzzManifest(f *testing.F) {
 // panic, and whatever decodes respects the fragment size.
 func FuzzArrowDeletions(f *testing.F) {
 	addFixtureSeeds(f, "*/*.lance/_deletions/*.arrow")
+	f.Add(arrowBytes(f, []uint32{3, 1, 2}))
+	f.Add(arrowBytes(f, []uint32{3, 1, 2, 99}, ipc.WithZstd()))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, phys := range []uint64{0, 100} {
 			bm, err := parseArrowDeletions(data, phys)
