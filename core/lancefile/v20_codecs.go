@@ -1,11 +1,14 @@
 package lancefile
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/kv0/kv0/core/encoding/bitpack"
+	"github.com/kv0/kv0/core/encoding/compress"
+	"github.com/kv0/kv0/core/encoding/fsst"
 	"github.com/kv0/kv0/core/internal/lancepb/enc20pb"
 )
 
@@ -38,14 +41,39 @@ func (d *decoder20) bitpackedNonNeg(b *enc20pb.BitpackedForNonNeg, n int, dt arr
 	return fixedArray20(dt, n, out[:n*size:n*size]), nil
 }
 
-// decompress20 undoes the general-purpose compression of a Flat buffer.
-// need is the size the caller expects; larger outputs are refused.
+// decompress20 undoes the general-purpose compression of a Flat buffer
+// (lance writes it for binary bytes when a field's metadata asks for
+// "lance-encoding:compression" zstd or lz4). need is the size the caller
+// expects; less is corruption.
 func decompress20(scheme string, src []byte, need int) ([]byte, error) {
-	return nil, fmt.Errorf("%w: %q compression", ErrUnsupportedEncoding, scheme)
+	var s compress.Scheme
+	switch scheme {
+	case "zstd":
+		s = compress.SchemeZstd
+	case "lz4":
+		s = compress.SchemeLZ4
+	default:
+		return nil, fmt.Errorf("%w: %q compression", ErrUnsupportedEncoding, scheme)
+	}
+	out, err := compress.Decompress(s, make([]byte, 0, min(need, compress.MaxSize)), src)
+	if err != nil {
+		if errors.Is(err, compress.ErrUnsupported) {
+			return nil, fmt.Errorf("%w: %v", ErrUnsupportedEncoding, err)
+		}
+		return nil, err
+	}
+	if len(out) < need {
+		return nil, fmt.Errorf("%s buffer decompressed to %d bytes, want %d", scheme, len(out), need)
+	}
+	return out, nil
 }
 
-// newFSST20 parses an FSST symbol table and returns a function that
-// appends the decompressed form of one value to dst.
+// newFSST20 parses an FSST symbol table (lance's 2312-byte layout) and
+// returns a function that appends the decompressed form of one value to dst.
 func newFSST20(table []byte) (func(dst, src []byte) ([]byte, error), error) {
-	return nil, fmt.Errorf("%w: fsst", ErrUnsupportedEncoding)
+	t, err := fsst.ParseTable(table)
+	if err != nil {
+		return nil, err
+	}
+	return t.Decode, nil
 }

@@ -146,12 +146,14 @@ func FuzzV20PageList(f *testing.F) {
 }
 
 // FuzzV20File reads every row of a whole 2.0 file: the hand-built
-// multi-page file and lance's kv file as seeds.
+// multi-page file and lance's kv and codecs files as seeds.
 func FuzzV20File(f *testing.F) {
 	data, s, _ := multiPageFile20(f)
 	f.Add(data)
-	if kv, err := os.ReadFile("testdata/v20_kv.lance"); err == nil {
-		f.Add(kv)
+	for _, name := range []string{"v20_kv.lance", "v20_codecs.lance"} {
+		if b, err := os.ReadFile("testdata/" + name); err == nil {
+			f.Add(b)
+		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ctx := context.Background()

@@ -523,3 +523,46 @@ func TestV20BigFile(t *testing.T) {
 		})
 	}
 }
+
+// TestV20CodecsFile reads columns lance compressed because their field
+// metadata asked for it: zstd and lz4 on the bytes of binary pages, and FSST.
+func TestV20CodecsFile(t *testing.T) {
+	f := openTestFile20(t, "v20_codecs.lance")
+	s := f.Schema()
+	text := func(i int) string {
+		return fmt.Sprintf("row %d: the quick brown fox %d jumps over the lazy dog %d", i, i%7, i%13)
+	}
+	want := func(name string, i int) any {
+		switch name {
+		case "zstd":
+			if i%9 == 4 {
+				return nil
+			}
+			return text(i)
+		case "lz4":
+			if i%5 == 1 {
+				return nil
+			}
+			return text(i * 3)
+		case "fsst":
+			if i%6 == 5 {
+				return nil
+			}
+			if i%4 == 0 {
+				return ""
+			}
+			return text(i * 7)
+		}
+		panic(name)
+	}
+	for _, sizes := range [][]int{{500}, {3, -100, 77}} {
+		rows, cells := readAll20(t, f, s.Fields, preorderColumns(s), sizes)
+		for fi, fld := range s.Fields {
+			for k, i := range rows {
+				if w := want(fld.Name, i); !reflect.DeepEqual(cells[fi][k], w) {
+					t.Fatalf("%s row %d: got %#v, want %#v", fld.Name, i, cells[fi][k], w)
+				}
+			}
+		}
+	}
+}

@@ -84,9 +84,31 @@ function bigTable(n) {
   })));
 }
 
+// codecsTable asks lance for general compression and FSST through field
+// metadata; 2.0 applies them to the bytes of binary columns.
+function codecsTable(n) {
+  const md = (v) => new Map([["lance-encoding:compression", v]]);
+  const fields = [
+    new arrow.Field("zstd", new arrow.Utf8(), true, md("zstd")),
+    new arrow.Field("lz4", new arrow.Binary(), true, md("lz4")),
+    new arrow.Field("fsst", new arrow.Utf8(), true, md("fsst")),
+  ];
+  const text = (i) => `row ${i}: the quick brown fox ${i % 7} jumps over the lazy dog ${i % 13}`;
+  const cols = [
+    arrow.vectorFromArray(Array.from({ length: n }, (_, i) => (i % 9 === 4 ? null : text(i))), fields[0].type),
+    arrow.vectorFromArray(Array.from({ length: n }, (_, i) => (i % 5 === 1 ? null : Buffer.from(text(i * 3)))), fields[1].type),
+    arrow.vectorFromArray(Array.from({ length: n }, (_, i) => (i % 6 === 5 ? null : i % 4 === 0 ? "" : text(i * 7))), fields[2].type),
+  ];
+  const schema = new arrow.Schema(fields);
+  return new arrow.Table(schema, new arrow.RecordBatch(schema, arrow.makeData({
+    type: new arrow.Struct(fields), length: n, nullCount: 0, children: cols.map((c) => c.data[0]),
+  })));
+}
+
 (async () => {
   const db = await lancedb.connect(out);
   const opts = { mode: "overwrite", storageOptions: { newTableDataStorageVersion: "2.0" } };
   await db.createTable("types", typesTable(300), opts);
+  await db.createTable("codecs", codecsTable(500), opts);
   await db.createTable("big", bigTable(bigRows), opts);
 })().catch((e) => { console.error(e); process.exit(1); });
