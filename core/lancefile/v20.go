@@ -52,7 +52,17 @@ func buildDecoder20(f *File, fld *Field, columnOf map[int32]int, opts ReadOption
 	switch fld.Type.ID() {
 	case arrow.STRUCT:
 		// The header column carries nothing; members decode on their own,
-		// and a member missing from this file reads as nulls.
+		// and a member missing from this file reads as nulls. A struct
+		// this file knows nothing of (added later) is null as a whole.
+		stored := false
+		fld.Walk(func(c *Field) {
+			if _, in := columnOf[c.ID]; in {
+				stored = true
+			}
+		})
+		if !stored {
+			return &nullDecoder20{dt: fld.Type}, nil
+		}
 		d := &structDecoder20{dt: fld.Type}
 		for _, c := range fld.Children {
 			cd, err := buildDecoder20(f, c, columnOf, opts)
@@ -266,6 +276,9 @@ func decodeLeafPage20(res bufResolver20, enc *enc20pb.ArrayEncoding, n uint64, d
 		if _, ok := nn.Nullable.GetNullability().(*enc20pb.Nullable_AllNulls); ok {
 			return nullChunk20{dt: dt, n: int(n)}, nil
 		}
+	}
+	if de, ok := enc.GetArrayEncoding().(*enc20pb.ArrayEncoding_Dictionary); ok {
+		return (&decoder20{res: res}).dictionaryPage(de.Dictionary, int(n), dt)
 	}
 	if _, ok := enc.GetArrayEncoding().(*enc20pb.ArrayEncoding_List); ok {
 		return nil, fmt.Errorf("%w: %v stored as a list of bytes (early 2.0 layout)", ErrUnsupportedEncoding, dt)

@@ -500,6 +500,24 @@ func varValues20(arr arrow.Array) (value func(i int) []byte, ok bool) {
 }
 
 func (d *decoder20) dictionary(e *enc20pb.Dictionary, n int, dt arrow.DataType) (arrow.Array, error) {
+	dc, err := d.dictionaryPage(e, n, dt)
+	if err != nil {
+		return nil, err
+	}
+	return dc.slice(0, n)
+}
+
+// dictChunk20 is a dictionary page: its indices and decoded items. It
+// expands only the rows that are read, so a page of small indices into long
+// items costs memory in proportion to what the caller asks for.
+type dictChunk20 struct {
+	dt    arrow.DataType
+	idx   []uint64 // 0 = null, i → items[i-1]; checked against the items
+	items arrow.Array
+	value func(i int) []byte
+}
+
+func (d *decoder20) dictionaryPage(e *enc20pb.Dictionary, n int, dt arrow.DataType) (*dictChunk20, error) {
 	if !isBinaryLike20(dt) {
 		return nil, fmt.Errorf("%w: dictionary encoding for %v", ErrUnsupportedEncoding, dt)
 	}
@@ -511,39 +529,49 @@ func (d *decoder20) dictionary(e *enc20pb.Dictionary, n int, dt arrow.DataType) 
 	if err != nil {
 		return nil, fmt.Errorf("dictionary items: %w", err)
 	}
-	defer items.Release()
 	value, ok := varValues20(items)
 	if !ok {
 		return nil, fmt.Errorf("dictionary items decoded as %v", items.DataType())
 	}
-	offs := make([]uint64, n+1)
-	var valid []byte
-	var total uint64
-	for i, k := range idx {
+	for _, k := range idx {
 		if k > uint64(items.Len()) {
 			return nil, fmt.Errorf("dictionary index %d of %d items", k, items.Len())
 		}
-		if k == 0 || items.IsNull(int(k-1)) {
+	}
+	return &dictChunk20{dt: dt, idx: idx, items: items, value: value}, nil
+}
+
+func (c *dictChunk20) len() int { return len(c.idx) }
+
+// slice expands rows [i, j).
+func (c *dictChunk20) slice(i, j int) (arrow.Array, error) {
+	idx := c.idx[i:j]
+	n := len(idx)
+	offs := make([]uint64, n+1)
+	var valid []byte
+	var total uint64
+	for r, k := range idx {
+		if k == 0 || c.items.IsNull(int(k-1)) {
 			if valid == nil {
 				valid = make([]byte, (n+7)/8)
 				bitutil.SetBitsTo(valid, 0, int64(n), true)
 			}
-			bitutil.ClearBit(valid, i)
+			bitutil.ClearBit(valid, r)
 		} else {
-			total += uint64(len(value(int(k - 1))))
+			total += uint64(len(c.value(int(k - 1))))
 			if total > maxExpand20 {
 				return nil, fmt.Errorf("dictionary expands past %d bytes", maxExpand20)
 			}
 		}
-		offs[i+1] = total
+		offs[r+1] = total
 	}
 	data := make([]byte, 0, total)
-	for i, k := range idx {
-		if valid == nil || bitutil.BitIsSet(valid, i) {
-			data = append(data, value(int(k-1))...)
+	for r, k := range idx {
+		if valid == nil || bitutil.BitIsSet(valid, r) {
+			data = append(data, c.value(int(k-1))...)
 		}
 	}
-	return varArray20(dt, offs, data, valid)
+	return varArray20(c.dt, offs, data, valid)
 }
 
 func (d *decoder20) fsst(e *enc20pb.Fsst, n int, dt arrow.DataType) (arrow.Array, error) {

@@ -390,3 +390,33 @@ func TestV20ColumnBuffers(t *testing.T) {
 		t.Fatalf("got %v, want %v", cells[0], want)
 	}
 }
+
+func TestV20LargeList(t *testing.T) {
+	// large_list<large_string>: [["a" null] null [] ["bc"]] over two list
+	// pages and one item page.
+	s := schema20(t, [4]any{0, -1, "l", "large_list"}, [4]any{1, 0, "item", "large_string"})
+	data := buildFile20(t, [][]testPage20{
+		{
+			{2, listE(3, 2), [][]byte{le64(2, 2+3)}},
+			{2, listE(2, 1), [][]byte{le64(0, 1)}},
+		},
+		{{3, binaryE(0, 4), [][]byte{le64(1, 1+4, 3), []byte("abc")}}},
+	})
+	f := openBytes20(t, data)
+	_, cells := readAll20(t, f, s.Fields, preorderColumns(s), []int{1, 3})
+	want := []any{[]any{"a", nil}, nil, []any{}, []any{"bc"}}
+	if !reflect.DeepEqual(cells[0], want) {
+		t.Fatalf("got %v, want %v", cells[0], want)
+	}
+	r, err := f.NewReader(s.Fields, preorderColumns(s), ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrs, err := r.Next(context.Background(), 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if arrs[0].DataType().ID() != arrow.LARGE_LIST {
+		t.Fatalf("type %v", arrs[0].DataType())
+	}
+}
