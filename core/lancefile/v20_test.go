@@ -581,3 +581,38 @@ func TestV20CodecsFile(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkV20Read scans every column of a 2.0 file in batches of 1024
+// rows: the types fixture, or the big multi-page file when KV0_V20_BIG is set.
+func BenchmarkV20Read(b *testing.B) {
+	var data []byte
+	var err error
+	if path := os.Getenv("KV0_V20_BIG"); path != "" {
+		data, err = os.ReadFile(path)
+	} else {
+		data, err = os.ReadFile("testdata/v20_types.lance")
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := openBytes20(b, data)
+	s := f.Schema()
+	columnOf := preorderColumns(s)
+	ctx := context.Background()
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		r, err := f.NewReader(s.Fields, columnOf, ReadOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for r.Rows() > 0 {
+			arrs, err := r.Next(ctx, 1024)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for _, a := range arrs {
+				a.Release()
+			}
+		}
+	}
+}
