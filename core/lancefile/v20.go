@@ -63,6 +63,23 @@ func buildDecoder20(f *File, fld *Field, columnOf map[int32]int, opts ReadOption
 		if !stored {
 			return &nullDecoder20{dt: fld.Type}, nil
 		}
+		if ok {
+			// Lance packs a struct into its own column (PackedStruct) when
+			// the field's metadata asks for it; kv0 does not read those.
+			for _, p := range f.columns[col].pages {
+				if p.rows == 0 {
+					continue
+				}
+				ae, err := arrayEncoding20(p.enc)
+				if err != nil {
+					return nil, f.pageErr(col, 0, err)
+				}
+				if _, simple := ae.GetArrayEncoding().(*enc20pb.ArrayEncoding_Struct); !simple {
+					return nil, f.pageErr(col, 0, fmt.Errorf("%w: struct %q stored as %T", ErrUnsupportedEncoding, fld.Name, ae.GetArrayEncoding()))
+				}
+				break
+			}
+		}
 		d := &structDecoder20{dt: fld.Type}
 		for _, c := range fld.Children {
 			cd, err := buildDecoder20(f, c, columnOf, opts)

@@ -420,3 +420,14 @@ func TestV20LargeList(t *testing.T) {
 		t.Fatalf("type %v", arrs[0].DataType())
 	}
 }
+
+func TestV20PackedStructRefused(t *testing.T) {
+	s := schema20(t, [4]any{0, -1, "st", "struct"}, [4]any{1, 0, "a", "int32"})
+	packed := &enc20pb.ArrayEncoding{ArrayEncoding: &enc20pb.ArrayEncoding_PackedStruct{PackedStruct: &enc20pb.PackedStruct{
+		Inner: []*enc20pb.ArrayEncoding{flatE(32, 0)}, Buffer: &enc20pb.Buffer{}}}}
+	data := buildFile20(t, [][]testPage20{{{2, packed, [][]byte{le32(1, 2)}}}})
+	f := openBytes20(t, data)
+	if _, err := f.NewReader(s.Fields, map[int32]int{0: 0}, ReadOptions{}); !errors.Is(err, ErrUnsupportedEncoding) {
+		t.Fatalf("got %v", err)
+	}
+}
