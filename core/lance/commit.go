@@ -20,7 +20,7 @@ type CommitOptions struct {
 	MaxRetries int
 	// MinBackoff and MaxBackoff bound the jittered sleep before a retry: the
 	// n-th retry sleeps a uniformly random time in [0, min(MaxBackoff,
-	// MinBackoff·2ⁿ)] (defaults 1ms and 200ms).
+	// MinBackoff·2ⁿ⁻¹)], the first retry none (defaults 1ms and 100ms).
 	MinBackoff, MaxBackoff time.Duration
 }
 
@@ -28,7 +28,7 @@ type CommitOptions struct {
 const (
 	DefaultMaxRetries = 20
 	defaultMinBackoff = time.Millisecond
-	defaultMaxBackoff = 200 * time.Millisecond
+	defaultMaxBackoff = 100 * time.Millisecond
 )
 
 func (o CommitOptions) withDefaults() CommitOptions {
@@ -228,9 +228,14 @@ func committedByUs(ctx context.Context, r commitReq, v uint64, txn *tablepb.Tran
 
 // sleepBackoff sleeps before retry number attempt+1.
 func sleepBackoff(ctx context.Context, o CommitOptions, attempt int) error {
+	// The first retry goes at once: losing a race means the winner has just
+	// committed, and catching up with it already takes a round trip.
+	if attempt == 0 {
+		return ctx.Err()
+	}
 	ceil := o.MaxBackoff
 	if attempt < 30 {
-		ceil = min(o.MaxBackoff, o.MinBackoff<<attempt)
+		ceil = min(o.MaxBackoff, o.MinBackoff<<(attempt-1))
 	}
 	d := time.Duration(rand.Int64N(int64(ceil) + 1))
 	t := time.NewTimer(d)

@@ -35,8 +35,8 @@ import (
 const usageText = `usage:
   kv0 lance info PATH [--version N | --tag T] [--json]
   kv0 lance log  PATH [--json]
-  kv0 lance cat  PATH [--version N | --tag T] [--columns a,b] [--limit N]
-`
+  kv0 lance cat  PATH [--version N | --tag T] [--columns a,b] [--limit N] [--where EXPR]
+` + writeUsageText
 
 // usageError is a mistake in the command line; it exits with status 2.
 type usageError struct{ msg string }
@@ -95,6 +95,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdLog(ctx, rest, stdout, stderr)
 	case "cat":
 		return cmdCat(ctx, rest, stdout, stderr)
+	case "write", "delete", "compact", "tag", "restore", "cleanup":
+		return cmdLanceWrite(ctx, sub, rest, stdout, stderr)
 	}
 	return usagef("unknown lance subcommand %q", sub)
 }
@@ -215,6 +217,7 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	vf.register(fs)
 	columns := fs.String("columns", "", "comma-separated `list` of columns to print (default: all)")
 	limit := fs.Int64("limit", -1, "print at most `N` rows")
+	where := fs.String("where", "", "print only rows matching the filter `EXPR`")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
@@ -242,6 +245,9 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	d, err := openDataset(ctx, loc, opts)
 	if err != nil {
 		return err
+	}
+	if *where != "" {
+		return catWhere(ctx, d, loc, cols, *limit, *where, stdout)
 	}
 	so := lance.ScanOptions{Columns: cols}
 	if *limit > 0 {
