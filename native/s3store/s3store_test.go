@@ -1,0 +1,197 @@
+package s3store_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
+	"github.com/kv0/kv0/core/store"
+	"github.com/kv0/kv0/core/store/storetest"
+	"github.com/kv0/kv0/native/s3store"
+)
+
+// fake starts an in-process S3 server on loopback with one bucket.
+func fake(t *testing.T, wrap func(http.Handler) http.Handler) (endpoint string) {
+	t.Helper()
+	backend := s3mem.New()
+	faker := gofakes3.New(backend)
+	if err := backend.CreateBucket("kv0-test"); err != nil {
+		t.Fatal(err)
+	}
+	var h http.Handler = faker.Server()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func testOptions(endpoint string) s3store.Options {
+	return s3store.Options{
+		Endpoint:  endpoint,
+		Region:    "us-east-1",
+		AccessKey: "test-access",
+		Secret:    "test-secret",
+		PathStyle: true,
+		AllowHTTP: true,
+	}
+}
+
+var storeCount atomic.Int64
+
+func TestConformance(t *testing.T) {
+	endpoint := fake(t, nil)
+	storetest.Run(t, func(t *testing.T) store.Store {
+		uri := fmt.Sprintf("s3://kv0-test/conformance/%d", storeCount.Add(1))
+		s, err := s3store.Open(context.Background(), uri, testOptions(endpoint))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}, storetest.Options{})
+}
+
+func TestParseURI(t *testing.T) {
+	for _, c := range []struct{ uri, bucket, prefix string }{
+		{"s3://b", "b", ""},
+		{"s3://b/", "b", ""},
+		{"s3://b/x/y/", "b", "x/y"},
+	} {
+		b, p, err := s3store.ParseURI(c.uri)
+		if err != nil || b != c.bucket || p != c.prefix {
+			t.Errorf("ParseURI(%q) = %q, %q, %v", c.uri, b, p, err)
+		}
+	}
+	for _, uri := range []string{"s3:///x", "http://b/x", "s3://b/../x", "s3://b/a//c"} {
+		if _, _, err := s3store.ParseURI(uri); err == nil {
+			t.Errorf("ParseURI(%q): no error", uri)
+		}
+	}
+}
+
+func TestRefusesPlainHTTPWithoutAllowHTTP(t *testing.T) {
+	opts := testOptions("http://127.0.0.1:1")
+	opts.AllowHTTP = false
+	if _, err := s3store.Open(context.Background(), "s3://kv0-test/x", opts); err == nil {
+		t.Fatal("Open accepted a plain-http endpoint without AllowHTTP")
+	}
+}
+
+// flaky fails every n-th request with the given status before it reaches the
+// server, or cuts the body of successful GETs short.
+type flaky struct {
+	next     http.Handler
+	n        int64
+	count    atomic.Int64
+	status   int
+	truncate bool
+}
+
+func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	i := f.count.Add(1)
+	if i%f.n != 0 {
+		f.next.ServeHTTP(w, r)
+		return
+	}
+	if f.truncate && r.Method == http.MethodGet && r.Header.Get("Range") != "" {
+		rec := httptest.NewRecorder()
+		f.next.ServeHTTP(rec, r)
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		body := rec.Body.Bytes()
+		w.Write(body[:len(body)/2])
+		// Hijack and close so the client sees a short body.
+		if hj, ok := w.(http.Hijacker); ok {
+			if c, _, err := hj.Hijack(); err == nil {
+				c.Close()
+			}
+		}
+		return
+	}
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(f.status)
+	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>InternalError</Code><Message>injected</Message></Error>`)
+}
+
+func TestRetriesServerErrors(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		status   int
+		truncate bool
+	}{{"500", 500, false}, {"503", 503, false}, {"truncated", 0, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			var f *flaky
+			endpoint := fake(t, func(h http.Handler) http.Handler {
+				f = &flaky{next: h, n: 2, status: c.status, truncate: c.truncate}
+				return f
+			})
+			opts := testOptions(endpoint)
+			opts.MaxAttempts = 8
+			s, err := s3store.Open(context.Background(), "s3://kv0-test/retry", opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			data := bytes.Repeat([]byte("0123456789"), 10000)
+			for i := range 10 {
+				key := fmt.Sprintf("k/%d", i)
+				if err := s.Put(ctx, key, data); err != nil {
+					t.Fatalf("Put: %v", err)
+				}
+				if err := s.PutIfAbsent(ctx, key+".c", data); err != nil {
+					t.Fatalf("PutIfAbsent: %v", err)
+				}
+				if err := s.PutIfAbsent(ctx, key+".c", data[:10]); !errors.Is(err, store.ErrExists) {
+					t.Fatalf("second PutIfAbsent: %v", err)
+				}
+				buf := make([]byte, 5000)
+				if err := s.ReadAt(ctx, key, buf, 333); err != nil {
+					t.Fatalf("ReadAt: %v", err)
+				}
+				if !bytes.Equal(buf, data[333:5333]) {
+					t.Fatal("ReadAt returned wrong data")
+				}
+			}
+			list, err := s.List(ctx, store.ListOptions{Prefix: "k/"})
+			if err != nil || len(list) != 20 {
+				t.Fatalf("List = %d, %v", len(list), err)
+			}
+			if f.count.Load() < 40 {
+				t.Fatalf("only %d requests reached the server", f.count.Load())
+			}
+		})
+	}
+}
+
+func TestListPaginates(t *testing.T) {
+	endpoint := fake(t, nil)
+	s, err := s3store.Open(context.Background(), "s3://kv0-test/many", testOptions(endpoint))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 1205 {
+		if err := s.Put(ctx, fmt.Sprintf("v/%05d", i), []byte{1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := s.List(ctx, store.ListOptions{Prefix: "v/"})
+	if err != nil || len(all) != 1205 {
+		t.Fatalf("List = %d, %v; want 1205", len(all), err)
+	}
+	some, err := s.List(ctx, store.ListOptions{Prefix: "v/", StartAfter: "v/00100", Limit: 1050})
+	if err != nil || len(some) != 1050 || some[0].Key != "v/00101" || some[1049].Key != "v/01150" {
+		t.Fatalf("List with StartAfter and Limit = %d, %v", len(some), err)
+	}
+}
