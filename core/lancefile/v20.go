@@ -35,10 +35,13 @@ import (
 
 // newDecoder20 returns the decoder of one top-level field of a 2.0 file.
 func newDecoder20(f *File, fld *Field, columnOf map[int32]int, opts ReadOptions) (fieldDecoder, error) {
-	return buildDecoder20(f, fld, columnOf, opts)
+	return buildDecoder20(f, fld, columnOf, opts, false)
 }
 
-func buildDecoder20(f *File, fld *Field, columnOf map[int32]int, opts ReadOptions) (fieldDecoder, error) {
+// buildDecoder20 builds the decoder of fld. nested is true under a list,
+// where row counts come from the file rather than from the caller, so rows
+// that no buffer backs are materialized only up to maxUnbacked20 at a time.
+func buildDecoder20(f *File, fld *Field, columnOf map[int32]int, opts ReadOptions, nested bool) (fieldDecoder, error) {
 	if fld.Err != nil {
 		return nil, fld.Err
 	}
@@ -61,7 +64,7 @@ func buildDecoder20(f *File, fld *Field, columnOf map[int32]int, opts ReadOption
 			}
 		})
 		if !stored {
-			return &nullDecoder20{dt: fld.Type}, nil
+			return &nullDecoder20{dt: fld.Type, nested: nested}, nil
 		}
 		if ok {
 			// Lance packs a struct into its own column (PackedStruct) when
@@ -82,7 +85,7 @@ func buildDecoder20(f *File, fld *Field, columnOf map[int32]int, opts ReadOption
 		}
 		d := &structDecoder20{dt: fld.Type}
 		for _, c := range fld.Children {
-			cd, err := buildDecoder20(f, c, columnOf, opts)
+			cd, err := buildDecoder20(f, c, columnOf, opts, nested)
 			if err != nil {
 				return nil, err
 			}
@@ -91,31 +94,34 @@ func buildDecoder20(f *File, fld *Field, columnOf map[int32]int, opts ReadOption
 		return d, nil
 	case arrow.LIST, arrow.LARGE_LIST:
 		if !ok {
-			return &nullDecoder20{dt: fld.Type}, nil
+			return &nullDecoder20{dt: fld.Type, nested: nested}, nil
 		}
 		if len(fld.Children) != 1 {
 			return nil, fmt.Errorf("%w: list %q without one item field", ErrUnsupportedType, fld.Name)
 		}
-		items, err := buildDecoder20(f, fld.Children[0], columnOf, opts)
+		items, err := buildDecoder20(f, fld.Children[0], columnOf, opts, true)
 		if err != nil {
 			return nil, err
 		}
 		return &listDecoder20{col: newColumn20(f, col, opts), dt: fld.Type, items: items}, nil
 	}
 	if !ok {
-		return &nullDecoder20{dt: fld.Type}, nil
+		return &nullDecoder20{dt: fld.Type, nested: nested}, nil
 	}
 	if fixedBits20(fld.Type) == 0 && !isBinaryLike20(fld.Type) && fld.Type.ID() != arrow.FIXED_SIZE_LIST {
 		return nil, fmt.Errorf("%w: column %q of type %v", ErrUnsupportedType, fld.Name, fld.Type)
 	}
-	return &leafDecoder20{col: newColumn20(f, col, opts), dt: fld.Type}, nil
+	return &leafDecoder20{col: newColumn20(f, col, opts), dt: fld.Type, nested: nested}, nil
 }
 
 // nullDecoder20 reads a field this file does not store: all nulls.
-type nullDecoder20 struct{ dt arrow.DataType }
+type nullDecoder20 struct {
+	dt     arrow.DataType
+	nested bool
+}
 
 func (d *nullDecoder20) next(ctx context.Context, n int) (arrow.Array, error) {
-	return makeNulls20(d.dt, n)
+	return makeNulls20(d.dt, n, d.nested)
 }
 
 func (d *nullDecoder20) skip(ctx context.Context, n int) error { return nil }
@@ -256,10 +262,11 @@ func (r *colResolver20) buffer(b *enc20pb.Buffer) ([]byte, error) {
 // leafDecoder20 reads a field stored in one column: primitives, strings,
 // binaries and fixed-size lists.
 type leafDecoder20 struct {
-	col *column20
-	dt  arrow.DataType
-	cur chunk20 // the current page's rows, nil before the next page
-	pos int     // rows of cur already consumed
+	col    *column20
+	dt     arrow.DataType
+	nested bool    // under a list: see buildDecoder20
+	cur    chunk20 // the current page's rows, nil before the next page
+	pos    int     // rows of cur already consumed
 }
 
 // chunk20 is one decoded page of a leaf column.
@@ -277,21 +284,26 @@ func (c arrayChunk20) slice(i, j int) (arrow.Array, error) {
 
 // nullChunk20 is an all-null page, materialized only as far as it is read.
 type nullChunk20 struct {
-	dt arrow.DataType
-	n  int
+	dt     arrow.DataType
+	n      int
+	capped bool
 }
 
-func (c nullChunk20) len() int                            { return c.n }
-func (c nullChunk20) slice(i, j int) (arrow.Array, error) { return makeNulls20(c.dt, j-i) }
+func (c nullChunk20) len() int { return c.n }
+func (c nullChunk20) slice(i, j int) (arrow.Array, error) {
+	return makeNulls20(c.dt, j-i, c.capped)
+}
 
 // decodeLeafPage20 decodes the n rows of a leaf page.
-func decodeLeafPage20(res bufResolver20, enc *enc20pb.ArrayEncoding, n uint64, dt arrow.DataType) (chunk20, error) {
+// Within a list (nested), an all-null page materializes at most
+// maxUnbacked20 rows per read.
+func decodeLeafPage20(res bufResolver20, enc *enc20pb.ArrayEncoding, n uint64, dt arrow.DataType, nested bool) (chunk20, error) {
 	if n > math.MaxInt32*8 {
 		return nil, fmt.Errorf("page of %d rows", n)
 	}
 	if nn, ok := enc.GetArrayEncoding().(*enc20pb.ArrayEncoding_Nullable); ok {
 		if _, ok := nn.Nullable.GetNullability().(*enc20pb.Nullable_AllNulls); ok {
-			return nullChunk20{dt: dt, n: int(n)}, nil
+			return nullChunk20{dt: dt, n: int(n), capped: nested}, nil
 		}
 	}
 	if de, ok := enc.GetArrayEncoding().(*enc20pb.ArrayEncoding_Dictionary); ok {
@@ -322,7 +334,7 @@ func (d *leafDecoder20) load(ctx context.Context) error {
 	if err != nil {
 		return d.col.f.pageErr(d.col.col, d.col.page, err)
 	}
-	c, err := decodeLeafPage20(d.col.resolver(ctx, p), ae, p.info.rows, d.dt)
+	c, err := decodeLeafPage20(d.col.resolver(ctx, p), ae, p.info.rows, d.dt, d.nested)
 	if err != nil {
 		return d.col.f.pageErr(d.col.col, d.col.page, err)
 	}

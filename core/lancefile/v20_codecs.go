@@ -1,6 +1,7 @@
 package lancefile
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -55,7 +56,20 @@ func decompress20(scheme string, src []byte, need int) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("%w: %q compression", ErrUnsupportedEncoding, scheme)
 	}
-	out, err := compress.Decompress(s, make([]byte, 0, min(need, compress.MaxSize)), src)
+	// Lance frames both with the uncompressed size (zstd: u64, unless the
+	// buffer is a bare zstd frame; lz4: u32). The page says how many bytes
+	// it uses, so refuse larger claims before anything is allocated.
+	var claim uint64
+	switch {
+	case s == compress.SchemeLZ4 && len(src) >= 4:
+		claim = uint64(binary.LittleEndian.Uint32(src))
+	case s == compress.SchemeZstd && len(src) >= 8 && !(binary.LittleEndian.Uint32(src) == 0xFD2FB528 && src[4]&0x10 == 0):
+		claim = binary.LittleEndian.Uint64(src)
+	}
+	if claim > uint64(need) {
+		return nil, fmt.Errorf("%s buffer claims %d bytes, the page uses %d", scheme, claim, need)
+	}
+	out, err := compress.Decompress(s, nil, src)
 	if err != nil {
 		if errors.Is(err, compress.ErrUnsupported) {
 			return nil, fmt.Errorf("%w: %v", ErrUnsupportedEncoding, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kv0/kv0/core/encoding/compress"
 	"github.com/kv0/kv0/core/internal/lancepb/enc20pb"
 )
 
@@ -32,7 +33,7 @@ func fuzzPage20(t *testing.T, types []arrow.DataType, enc []byte, b0, b1, b2 []b
 		return
 	}
 	dt := types[int(typ)%len(types)]
-	c, err := decodeLeafPage20(pageBufs20{b0, b1, b2}, &ae, uint64(rows), dt)
+	c, err := decodeLeafPage20(pageBufs20{b0, b1, b2}, &ae, uint64(rows), dt, true)
 	if err != nil {
 		checkErr20(t, err)
 		return
@@ -99,6 +100,15 @@ func FuzzV20PageBinary(f *testing.F) {
 	f.Add(marshal20(f, binaryE(0, 6)), le64(2, 8, 2, 5, 11), []byte("abcde"), []byte(nil), uint16(5), uint8(0))
 	f.Add(marshal20(f, binaryE(0, 1)), le64(1, 1), []byte(nil), []byte(nil), uint16(2), uint8(1))
 	f.Add(marshal20(f, binaryE(1, 3)), []byte(nil), le64(0, 2), []byte("xy"), uint16(2), uint8(2))
+	for _, scheme := range []compress.Scheme{compress.SchemeZstd, compress.SchemeLZ4} {
+		comp, err := compress.Compress(scheme, 0, nil, []byte("hello, hello, hello"))
+		if err != nil {
+			f.Fatal(err)
+		}
+		enc := ae20(&enc20pb.Binary{Indices: noNullsE(flatE(64, 0)), NullAdjustment: 20,
+			Bytes: ae20(&enc20pb.Flat{BitsPerValue: 8, Buffer: &enc20pb.Buffer{BufferIndex: 1}, Compression: &enc20pb.Compression{Scheme: scheme.String()}})})
+		f.Add(marshal20(f, enc), le64(5, 25, 19), comp, []byte(nil), uint16(3), uint8(0))
+	}
 	f.Fuzz(func(t *testing.T, enc, b0, b1, b2 []byte, rows uint16, typ uint8) {
 		fuzzPage20(t, types, enc, b0, b1, b2, rows, typ)
 	})

@@ -39,12 +39,12 @@ import (
 // Every length and offset read from a page is checked against the buffers
 // that back it before anything is allocated, so a hostile page costs at most
 // a small multiple of its own size. Rows that no buffer backs (all-null and
-// constant20 pages) are materialized at most maxUnbacked20 at a time.
+// constant pages) are materialized at most maxUnbacked20 at a time.
 
 const (
 	// maxUnbacked20 bounds how many values one call materializes when no
 	// buffer backs them (all-null or constant20 pages).
-	maxUnbacked20 = 1 << 26
+	maxUnbacked20 = 1 << 24
 	// maxExpand20 bounds the bytes a dictionary or FSST page expands to.
 	maxExpand20 = 1 << 31
 )
@@ -100,7 +100,7 @@ func (d *decoder20) decode(enc *enc20pb.ArrayEncoding, n int, dt arrow.DataType)
 			}
 			return withValidity20(vals, valid)
 		case *enc20pb.Nullable_AllNulls:
-			return makeNulls20(dt, n)
+			return makeNulls20(dt, n, true)
 		default:
 			return nil, errors.New("nullable encoding without a nullability")
 		}
@@ -216,9 +216,10 @@ func withValidity20(arr arrow.Array, valid []byte) (arrow.Array, error) {
 	return array.MakeFromData(nd), nil
 }
 
-// makeNulls20 returns n nulls of type dt.
-func makeNulls20(dt arrow.DataType, n int) (arrow.Array, error) {
-	if n > maxUnbacked20 {
+// makeNulls20 returns n nulls of type dt, refusing more than maxUnbacked20
+// when capped (the count comes from the file, not from the caller).
+func makeNulls20(dt arrow.DataType, n int, capped bool) (arrow.Array, error) {
+	if capped && n > maxUnbacked20 {
 		return nil, fmt.Errorf("%d null values in one batch (limit %d)", n, maxUnbacked20)
 	}
 	return array.MakeArrayOfNull(alloc20, dt, n), nil
@@ -230,7 +231,7 @@ func constant20(v []byte, n int, dt arrow.DataType) (arrow.Array, error) {
 		return nil, fmt.Errorf("%w: constant20 of %d bytes for %v", ErrUnsupportedEncoding, len(v), dt)
 	}
 	if n > maxUnbacked20 {
-		return nil, fmt.Errorf("%d constant20 values in one batch (limit %d)", n, maxUnbacked20)
+		return nil, fmt.Errorf("%d constant values in one batch (limit %d)", n, maxUnbacked20)
 	}
 	out := make([]byte, n*len(v))
 	for i := 0; i < len(out); i += len(v) {

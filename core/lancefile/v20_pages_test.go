@@ -10,12 +10,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/kv0/kv0/core/encoding/bitpack"
+	"github.com/kv0/kv0/core/encoding/compress"
 	"github.com/kv0/kv0/core/internal/lancepb/enc20pb"
 )
 
 // decodeCells20 decodes a hand-built leaf page and returns its rows as cells.
 func decodeCells20(enc *enc20pb.ArrayEncoding, rows uint64, dt arrow.DataType, bufs ...[]byte) ([]any, error) {
-	c, err := decodeLeafPage20(pageBufs20(bufs), enc, rows, dt)
+	c, err := decodeLeafPage20(pageBufs20(bufs), enc, rows, dt, true)
 	if err != nil {
 		return nil, err
 	}
@@ -46,6 +47,14 @@ func TestV20Pages(t *testing.T) {
 			t.Fatal(err)
 		}
 		packedNonNeg = append(dst, dst...)
+	}
+	zstdVals, err := compress.Compress(compress.SchemeZstd, 0, nil, le32(3, 1, 4, 1, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lz4Bytes, err := compress.Compress(compress.SchemeLZ4, 0, nil, []byte("hello, hello, hello"))
+	if err != nil {
+		t.Fatal(err)
 	}
 	nonNegWant := make([]any, 1500)
 	for i := range nonNegWant {
@@ -168,6 +177,21 @@ func TestV20Pages(t *testing.T) {
 			want: []any{int64(42), int64(42), int64(42)},
 		},
 		{
+			name: "zstd flat int32",
+			enc:  noNullsE(ae20(&enc20pb.Flat{BitsPerValue: 32, Buffer: &enc20pb.Buffer{}, Compression: &enc20pb.Compression{Scheme: "zstd"}})),
+			rows: 5, dt: i32,
+			bufs: [][]byte{zstdVals},
+			want: []any{int64(3), int64(1), int64(4), int64(1), int64(5)},
+		},
+		{
+			name: "lz4 binary bytes",
+			enc: ae20(&enc20pb.Binary{Indices: noNullsE(flatE(64, 0)), NullAdjustment: 20,
+				Bytes: ae20(&enc20pb.Flat{BitsPerValue: 8, Buffer: &enc20pb.Buffer{BufferIndex: 1}, Compression: &enc20pb.Compression{Scheme: "lz4"}})}),
+			rows: 3, dt: str,
+			bufs: [][]byte{le64(5, 5+20, 19), lz4Bytes},
+			want: []any{"hello", nil, ", hello, hello"},
+		},
+		{
 			name: "empty page",
 			enc:  binaryE(0, 0),
 			rows: 0, dt: str,
@@ -225,9 +249,13 @@ func TestV20PageErrors(t *testing.T) {
 		{"compressed flat", ae20(&enc20pb.Flat{BitsPerValue: 32, Buffer: &enc20pb.Buffer{}, Compression: &enc20pb.Compression{Scheme: "brotli"}}),
 			1, i32, [][]byte{le32(1)}, ErrUnsupportedEncoding},
 		{"empty encoding", &enc20pb.ArrayEncoding{}, 1, i32, nil, nil},
+		{"zstd claims more than the page uses", noNullsE(ae20(&enc20pb.Flat{BitsPerValue: 32, Buffer: &enc20pb.Buffer{}, Compression: &enc20pb.Compression{Scheme: "zstd"}})),
+			1, i32, [][]byte{append(le64(1<<29), 0x28, 0xb5, 0x2f, 0xfd)}, nil},
+		{"lz4 garbage", noNullsE(ae20(&enc20pb.Flat{BitsPerValue: 32, Buffer: &enc20pb.Buffer{}, Compression: &enc20pb.Compression{Scheme: "lz4"}})),
+			1, i32, [][]byte{{4, 0, 0, 0, 0xff, 0xff}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := decodeLeafPage20(pageBufs20(tc.bufs), tc.enc, tc.rows, tc.dt)
+			c, err := decodeLeafPage20(pageBufs20(tc.bufs), tc.enc, tc.rows, tc.dt, true)
 			if err == nil {
 				// Unbacked pages fail only when materialized.
 				_, err = c.slice(0, c.len())
