@@ -69,16 +69,16 @@ func buildDecoder20(f *File, fld *Field, columnOf map[int32]int, opts ReadOption
 		if ok {
 			// Lance packs a struct into its own column (PackedStruct) when
 			// the field's metadata asks for it; kv0 does not read those.
-			for _, p := range f.columns[col].pages {
+			for pi, p := range f.columns[col].pages {
 				if p.rows == 0 {
 					continue
 				}
 				ae, err := arrayEncoding20(p.enc)
 				if err != nil {
-					return nil, f.pageErr(col, 0, err)
+					return nil, f.pageErr(col, pi, err)
 				}
 				if _, simple := ae.GetArrayEncoding().(*enc20pb.ArrayEncoding_Struct); !simple {
-					return nil, f.pageErr(col, 0, fmt.Errorf("%w: struct %q stored as %T", ErrUnsupportedEncoding, fld.Name, ae.GetArrayEncoding()))
+					return nil, f.pageErr(col, pi, fmt.Errorf("%w: struct %q stored as %T", ErrUnsupportedEncoding, fld.Name, ae.GetArrayEncoding()))
 				}
 				break
 			}
