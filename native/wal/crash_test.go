@@ -121,7 +121,9 @@ func TestCrash(t *testing.T) {
 	absent := map[string]bool{}  // keys that must be missing
 	ctx := context.Background()
 	acked := 0
-	defer func() { t.Logf("%d acknowledged writes checked; %d keys live, %d deleted", acked, len(present), len(absent)) }()
+	defer func() {
+		t.Logf("%d acknowledged writes checked; %d keys live, %d deleted", acked, len(present), len(absent))
+	}()
 	for round := range rounds {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
 		cmd.Env = append(os.Environ(), "KV0_WAL_HELPER=crash", "KV0_WAL_ROOT="+root, "KV0_CRASH_DATA="+dataDir,
