@@ -1,11 +1,15 @@
 package lancefile
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/kv0/kv0/core/encoding/compress"
 	"github.com/kv0/kv0/core/internal/lancepb/enc21pb"
 )
+
+// zstdMagic starts a bare zstd frame.
+const zstdMagic = 0xFD2FB528
 
 // decompressBuffer undoes General (and Flat) buffer compression: zstd or
 // LZ4 in Lance's length-prefixed framing. Output larger than limit is
@@ -20,6 +24,18 @@ func decompressBuffer(s enc21pb.CompressionScheme, src []byte, limit int) ([]byt
 		scheme = compress.SchemeLZ4
 	default:
 		return nil, unsupportedf("buffer compression %v", s)
+	}
+	// Check the size prefix against the limit before anything is allocated
+	// (a bare zstd frame, which lance's reader also accepts, has none).
+	var size uint64
+	switch {
+	case scheme == compress.SchemeLZ4 && len(src) >= 4:
+		size = uint64(binary.LittleEndian.Uint32(src))
+	case scheme == compress.SchemeZstd && len(src) >= 8 && binary.LittleEndian.Uint32(src) != zstdMagic:
+		size = binary.LittleEndian.Uint64(src)
+	}
+	if size > uint64(limit) {
+		return nil, corruptf("%v buffer claims %d bytes, more than the %d expected", scheme, size, limit)
 	}
 	out, err := compress.Decompress(scheme, nil, src)
 	if err != nil {
