@@ -1,0 +1,238 @@
+package httpstore
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kv0/kv0/core/store"
+)
+
+// Op is the operation a signed URL is good for.
+type Op int
+
+// Operations a Signer signs.
+const (
+	// OpGet is a GetObject of one key (ranged reads use it too).
+	OpGet Op = iota + 1
+	// OpList is a ListObjectsV2 of a key prefix.
+	OpList
+)
+
+// String returns "get" or "list", the names the sign server uses.
+func (o Op) String() string {
+	switch o {
+	case OpGet:
+		return "get"
+	case OpList:
+		return "list"
+	}
+	return "op(" + strconv.Itoa(int(o)) + ")"
+}
+
+// ListParams are the ListObjectsV2 parameters of an OpList request. Keys
+// are relative to the repository, like every store key.
+type ListParams struct {
+	StartAfter        string
+	ContinuationToken string
+	MaxKeys           int // 0: the server's default (1000)
+}
+
+// Signer turns an operation on a key into a URL that performs it. For OpGet
+// key is an object key; for OpList it is the listing prefix (may be empty)
+// and list carries the other parameters. Keys are relative to the
+// repository; the signer adds its prefix. Implementations must be safe for
+// concurrent use.
+type Signer interface {
+	Sign(ctx context.Context, op Op, key string, list ListParams) (string, error)
+}
+
+// listBucketResult is the part of an S3 ListObjectsV2 answer we read.
+type listBucketResult struct {
+	XMLName               xml.Name `xml:"ListBucketResult"`
+	Prefix                string   `xml:"Prefix"`
+	IsTruncated           bool     `xml:"IsTruncated"`
+	NextContinuationToken string   `xml:"NextContinuationToken"`
+	Contents              []struct {
+		Key  string `xml:"Key"`
+		Size int64  `xml:"Size"`
+	} `xml:"Contents"`
+}
+
+// list pages through signed ListObjectsV2 requests. The answers carry full
+// bucket keys; the repository prefix is the answer's Prefix minus the
+// relative prefix we asked for.
+func (s *Store) list(ctx context.Context, opts store.ListOptions) ([]store.ObjectInfo, error) {
+	var out []store.ObjectInfo
+	params := ListParams{StartAfter: opts.StartAfter}
+	for {
+		params.MaxKeys = 1000
+		if opts.Limit > 0 {
+			params.MaxKeys = min(1000, opts.Limit-len(out))
+		}
+		res, err := s.listPage(ctx, opts.Prefix, params)
+		if err != nil {
+			return nil, err
+		}
+		repo, ok := strings.CutSuffix(res.Prefix, opts.Prefix)
+		if !ok {
+			return nil, &Error{Op: "list", URL: opts.Prefix, Msg: fmt.Sprintf("answer is for prefix %q", res.Prefix), Err: ErrServer}
+		}
+		for _, c := range res.Contents {
+			k, ok := strings.CutPrefix(c.Key, repo)
+			if !ok || k <= opts.StartAfter || !strings.HasPrefix(k, opts.Prefix) || store.ValidateKey(k) != nil {
+				continue
+			}
+			out = append(out, store.ObjectInfo{Key: k, Size: c.Size})
+			s.learnSize(k, c.Size)
+			if opts.Limit > 0 && len(out) >= opts.Limit {
+				return out, nil
+			}
+		}
+		if !res.IsTruncated || res.NextContinuationToken == "" {
+			return out, nil
+		}
+		params.ContinuationToken = res.NextContinuationToken
+	}
+}
+
+func (s *Store) listPage(ctx context.Context, prefix string, params ListParams) (*listBucketResult, error) {
+	var last error
+	for attempt := 0; attempt < s.opts.MaxAttempts; attempt++ {
+		if attempt > 0 {
+			if err := backoff(ctx, attempt); err != nil {
+				return nil, err
+			}
+		}
+		// List URLs are signed for every page: they carry the token.
+		u, err := s.signer.Sign(ctx, OpList, prefix, params)
+		if err != nil {
+			return nil, &Error{Op: "sign", URL: prefix, Msg: "signing a list", Err: err}
+		}
+		res, err, retry := s.listOnce(ctx, u)
+		if err == nil {
+			return res, nil
+		}
+		if !retry || ctx.Err() != nil {
+			return nil, err
+		}
+		last = err
+	}
+	return nil, fmt.Errorf("giving up after %d attempts: %w", s.opts.MaxAttempts, last)
+}
+
+func (s *Store) listOnce(ctx context.Context, rawURL string) (*listBucketResult, error, bool) {
+	resp, done, err := s.get(ctx, "list", rawURL, "")
+	if err != nil {
+		return nil, err, errors.Is(err, ErrNetwork)
+	}
+	defer done()
+	defer resp.Body.Close()
+	fail := func(msg string, sentinel error) *Error {
+		return &Error{Op: "list", URL: redact(rawURL), Status: resp.StatusCode, Msg: msg, Err: sentinel}
+	}
+	switch code := resp.StatusCode; {
+	case code == http.StatusOK:
+	case code == http.StatusForbidden || code == http.StatusUnauthorized:
+		return nil, fail(s3Message(resp.Body), ErrForbidden), false
+	case code == http.StatusNotFound:
+		return nil, fail(s3Message(resp.Body), store.ErrNotFound), false
+	case code == http.StatusTooManyRequests || code >= 500:
+		return nil, fail("", ErrServer), true
+	default:
+		return nil, fail(s3Message(resp.Body), ErrServer), false
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, cerr, false
+		}
+		return nil, fail(err.Error(), ErrTruncated), true
+	}
+	var res listBucketResult
+	if err := xml.Unmarshal(body, &res); err != nil {
+		// A cut-off XML document fails here too; try again.
+		return nil, fail("bad ListBucketResult: "+err.Error(), ErrTruncated), true
+	}
+	return &res, nil, false
+}
+
+// SignResponse is the JSON answer of a sign server for one request.
+type SignResponse struct {
+	URL     string    `json:"url,omitempty"`
+	Expires time.Time `json:"expires,omitzero"`
+	Error   string    `json:"error,omitempty"`
+}
+
+// ServerSigner is a Signer that asks a "kv0 sign-server" over HTTP:
+// GET {URL}/sign?op=get&key=K with "Authorization: Bearer {Token}". A
+// browser holds only the token, never the object store's credentials.
+type ServerSigner struct {
+	// URL is the sign server's base URL, e.g. "https://sign.example.com".
+	URL string
+	// Token is the bearer token.
+	Token string
+	// Client sends the requests (default http.DefaultClient).
+	Client *http.Client
+}
+
+var _ Signer = (*ServerSigner)(nil)
+
+// Sign implements Signer.
+func (g *ServerSigner) Sign(ctx context.Context, op Op, key string, list ListParams) (string, error) {
+	q := url.Values{"op": {op.String()}}
+	switch op {
+	case OpGet:
+		q.Set("key", key)
+	case OpList:
+		q.Set("prefix", key)
+		if list.StartAfter != "" {
+			q.Set("start-after", list.StartAfter)
+		}
+		if list.ContinuationToken != "" {
+			q.Set("continuation-token", list.ContinuationToken)
+		}
+		if list.MaxKeys > 0 {
+			q.Set("max-keys", strconv.Itoa(list.MaxKeys))
+		}
+	default:
+		return "", fmt.Errorf("httpstore: cannot sign %v", op)
+	}
+	endpoint := strings.TrimSuffix(g.URL, "/") + "/sign"
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"?"+q.Encode(), nil)
+	if err != nil {
+		return "", fmt.Errorf("httpstore: sign server URL %q: %w", redact(g.URL), err)
+	}
+	req.Header.Set("Authorization", "Bearer "+g.Token)
+	client := g.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return "", cerr
+		}
+		return "", &Error{Op: "sign", URL: redact(endpoint), Msg: "sign server unreachable", Err: ErrNetwork}
+	}
+	defer resp.Body.Close()
+	var sr SignResponse
+	derr := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&sr)
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return "", &Error{Op: "sign", URL: redact(endpoint), Status: resp.StatusCode, Msg: sr.Error, Err: ErrForbidden}
+	case resp.StatusCode == http.StatusBadRequest:
+		return "", &Error{Op: "sign", URL: redact(endpoint), Status: resp.StatusCode, Msg: sr.Error, Err: store.ErrInvalidKey}
+	case resp.StatusCode != http.StatusOK || derr != nil || sr.URL == "":
+		return "", &Error{Op: "sign", URL: redact(endpoint), Status: resp.StatusCode, Msg: sr.Error, Err: ErrServer}
+	}
+	return sr.URL, nil
+}
