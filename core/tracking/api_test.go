@@ -1,0 +1,81 @@
+package tracking
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+
+	"github.com/kv0/kv0/core/store"
+)
+
+// repoOn opens a repository in st; tests run it on memory and fsstore.
+func openTest(t *testing.T, st store.Store, opts RepoOptions) *Repo {
+	t.Helper()
+	r, err := OpenRepo(context.Background(), st, "repo", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
+func TestSmoke(t *testing.T) {
+	ctx := context.Background()
+	r := openTest(t, store.NewMemory(), RepoOptions{})
+	run, err := r.StartRun(ctx, RunSpec{Name: "a", Experiment: "e", Tags: []string{"x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		if err := run.Track(float64(i), "loss"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := run.SetParams(map[string]any{"optimizer": map[string]any{"lr": 0.1, "name": "adam"}, "bs": 32}); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Finish(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := r.Runs(ctx, RunFilter{})
+	if err != nil || len(runs) != 1 || runs[0].Status != StatusFinished || runs[0].Name != "a" {
+		t.Fatalf("runs %+v %v", runs, err)
+	}
+	ps, err := r.AllParams(ctx, run.ID())
+	if err != nil || len(ps) != 3 || *ps["optimizer.lr"].Num != 0.1 {
+		t.Fatalf("params %v %v", ps, err)
+	}
+	ss, err := r.AllSeries(ctx, run.ID())
+	if err != nil || len(ss) != 1 {
+		t.Fatalf("series %v %v", ss, err)
+	}
+	st, err := r.SeriesStats(ctx, []SeriesID{ss[0].ID})
+	if err != nil || st[ss[0].ID].Count != 100 || st[ss[0].ID].LastValue != 99 || st[ss[0].ID].Max != 99 {
+		t.Fatalf("stats %+v %v", st, err)
+	}
+	md, err := r.ReadMany(ctx, []SeriesID{ss[0].ID}, ReadOptions{MaxPoints: 10})
+	if err != nil || md[0].Len() > 10 || md[0].Steps[0] != 0 || md[0].Steps[md[0].Len()-1] != 99 {
+		t.Fatalf("read %+v %v", md, err)
+	}
+	if _, err := r.Optimize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	md, err = r.ReadMany(ctx, []SeriesID{ss[0].ID}, ReadOptions{})
+	if err != nil || md[0].Len() != 100 {
+		t.Fatalf("read after optimize %d %v", md[0].Len(), err)
+	}
+	st, err = r.SeriesStats(ctx, nil)
+	if err != nil || st[ss[0].ID].Count != 100 || math.IsNaN(st[ss[0].ID].Min) {
+		t.Fatalf("stats %+v %v", st, err)
+	}
+	if err := r.DeleteRuns(ctx, []string{run.ID()}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(ctx, run.ID()); !errors.Is(err, ErrNotFound) {
+		t.Fatal(err)
+	}
+	if err := run.Track(1, "loss"); !errors.Is(err, ErrNotFound) {
+		t.Fatal(err)
+	}
+}

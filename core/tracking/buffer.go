@@ -1,0 +1,480 @@
+package tracking
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/kv0/kv0/core/lance"
+)
+
+type paramRow struct {
+	seq        uint64
+	runID, key string
+	p          ParamValue
+}
+
+type seriesRow struct {
+	id                 SeriesID
+	runID, name, ctx   string
+	created            int64 // µs
+}
+
+type recordRow struct {
+	seq     uint64
+	runID   string // "" is null
+	itemID  string
+	data    *string // nil: a deletion
+	created int64
+}
+
+type deltaEntry struct {
+	id    SeriesID
+	runID string
+	d     delta
+}
+
+// points are buffered metric points, by column.
+type points struct {
+	sid      []uint64
+	step     []int64
+	epoch    []int64
+	hasEpoch []bool
+	ts       []int64 // µs
+	val      []float64
+}
+
+func (p *points) len() int { return len(p.sid) }
+
+func (p *points) appendAll(o *points) {
+	p.sid = append(p.sid, o.sid...)
+	p.step = append(p.step, o.step...)
+	p.epoch = append(p.epoch, o.epoch...)
+	p.hasEpoch = append(p.hasEpoch, o.hasEpoch...)
+	p.ts = append(p.ts, o.ts...)
+	p.val = append(p.val, o.val...)
+}
+
+// buffer holds the writes of a Repo handle not yet committed.
+type buffer struct {
+	gen     uint64
+	runs    []runRow
+	params  []paramRow
+	series  []seriesRow
+	pts     points
+	deltas  []*deltaEntry
+	byID    map[SeriesID]*deltaEntry
+	records map[string][]recordRow
+	maxSeq  uint64
+}
+
+var bufGen atomic.Uint64
+
+func newBuffer() *buffer {
+	return &buffer{gen: bufGen.Add(1), byID: map[SeriesID]*deltaEntry{}, records: map[string][]recordRow{}}
+}
+
+func (b *buffer) empty() bool {
+	return len(b.runs) == 0 && len(b.params) == 0 && len(b.series) == 0 && b.pts.len() == 0 &&
+		len(b.deltas) == 0 && len(b.records) == 0
+}
+
+func (b *buffer) delta(id SeriesID, runID string) *deltaEntry {
+	e := b.byID[id]
+	if e == nil {
+		e = &deltaEntry{id: id, runID: runID, d: newDelta()}
+		b.byID[id] = e
+		b.deltas = append(b.deltas, e)
+	}
+	return e
+}
+
+// prepend puts the rows of old (an earlier, failed flush) in front of b's.
+func (b *buffer) prepend(old *buffer) {
+	b.runs = append(old.runs, b.runs...)
+	b.params = append(old.params, b.params...)
+	b.series = append(old.series, b.series...)
+	if old.pts.len() > 0 {
+		p := old.pts
+		p.appendAll(&b.pts)
+		b.pts = p
+	}
+	for _, e := range old.deltas {
+		if cur := b.byID[e.id]; cur != nil {
+			cur.d.merge(e.d)
+		} else {
+			b.byID[e.id] = e
+			b.deltas = append(b.deltas, e)
+		}
+	}
+	for t, rows := range old.records {
+		b.records[t] = append(rows, b.records[t]...)
+	}
+	b.maxSeq = max(b.maxSeq, old.maxSeq)
+}
+
+// addRunRow buffers a runs row. Caller holds r.mu.
+func (r *Repo) addRunRow(rw runRow) error {
+	if r.opts.WAL != nil {
+		if err := r.walAppend(walRun, encodeRunRow(nil, rw)); err != nil {
+			return err
+		}
+	}
+	r.buf.runs = append(r.buf.runs, rw)
+	r.buf.maxSeq = max(r.buf.maxSeq, rw.seq)
+	return nil
+}
+
+func (r *Repo) addParamRow(p paramRow) error {
+	if r.opts.WAL != nil {
+		if err := r.walAppend(walParam, encodeParamRow(nil, p)); err != nil {
+			return err
+		}
+	}
+	r.buf.params = append(r.buf.params, p)
+	r.buf.maxSeq = max(r.buf.maxSeq, p.seq)
+	return nil
+}
+
+// addPoint buffers a point and returns the number of buffered points.
+// Caller holds r.mu.
+func (r *Repo) addPoint(run *Run, st *seriesState, step, epoch int64, hasEpoch bool, now time.Time, v float64) (int, error) {
+	b := r.buf
+	if !st.inTable {
+		sr := seriesRow{id: st.id, runID: run.id, name: st.name, ctx: st.ctxJSON, created: now.UnixMicro()}
+		b.series = append(b.series, sr)
+		if r.opts.WAL != nil {
+			if err := r.walPendingSeries(sr, r.nextSeq(now)); err != nil {
+				b.series = b.series[:len(b.series)-1]
+				return 0, err
+			}
+		}
+		st.inTable = true
+	}
+	if st.gen != b.gen || st.d == nil {
+		st.d, st.gen = b.delta(st.id, run.id), b.gen
+	}
+	if st.has && step <= st.maxStep {
+		st.d.d.dirty = true
+	}
+	seq := r.nextSeq(now)
+	ts := now.UnixMicro()
+	st.d.d.add(step, v, ts, seq)
+	b.pts.sid = append(b.pts.sid, uint64(st.id))
+	b.pts.step = append(b.pts.step, step)
+	b.pts.epoch = append(b.pts.epoch, epoch)
+	b.pts.hasEpoch = append(b.pts.hasEpoch, hasEpoch)
+	b.pts.ts = append(b.pts.ts, ts)
+	b.pts.val = append(b.pts.val, v)
+	b.maxSeq = seq
+	if !st.has || step > st.maxStep {
+		st.maxStep = step
+	}
+	st.last, st.has = step, true
+	if r.opts.WAL != nil {
+		if err := r.walPendingPoint(st.id, step, epoch, hasEpoch, ts, v, seq, st.d.d.dirty); err != nil {
+			return b.pts.len(), err
+		}
+	}
+	return b.pts.len(), nil
+}
+
+// triggerFlushLocked starts a background flush, or waits while twice
+// FlushRows points are buffered and one is running. Caller holds r.mu.
+func (r *Repo) triggerFlushLocked() {
+	for {
+		if !r.flushing {
+			r.flushing = true
+			go func() {
+				err := r.Flush(context.Background())
+				r.setBgErr(err)
+				r.mu.Lock()
+				r.flushing = false
+				r.full.Broadcast()
+				r.mu.Unlock()
+			}()
+			return
+		}
+		if r.buf.pts.len() < 2*r.opts.FlushRows || r.closed {
+			return
+		}
+		r.full.Wait()
+	}
+}
+
+// Flush commits the handle's buffered writes: one append per non-empty
+// table, in the order runs, params, series, metrics (then records). On
+// failure the rows not committed go back to the buffer. It also returns
+// (once) the error of a failed background flush. Flush on a read-only
+// handle does nothing.
+func (r *Repo) Flush(ctx context.Context) error {
+	if r.opts.ReadOnly {
+		return nil
+	}
+	r.flushMu.Lock()
+	defer r.flushMu.Unlock()
+	err := r.flushLocked(ctx)
+	if bg := r.takeBgErr(); err == nil {
+		err = bg
+	}
+	return err
+}
+
+// flushLocked runs one flush. Caller holds r.flushMu.
+func (r *Repo) flushLocked(ctx context.Context) error {
+	r.mu.Lock()
+	b := r.buf
+	if b.empty() {
+		r.mu.Unlock()
+		return nil
+	}
+	r.buf = newBuffer()
+	var token uint64
+	var werr error
+	if r.opts.WAL != nil {
+		werr = r.walWritePending()
+		if werr == nil {
+			token, werr = r.opts.WAL.Rotate()
+		}
+	}
+	r.mu.Unlock()
+	if werr != nil {
+		r.mu.Lock()
+		r.buf.prepend(b)
+		r.mu.Unlock()
+		return fmt.Errorf("tracking: wal: %w", werr)
+	}
+	err := r.commitBuffer(ctx, b)
+	r.mu.Lock()
+	if err != nil {
+		r.buf.prepend(b)
+	}
+	r.full.Broadcast()
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if r.opts.WAL != nil {
+		_ = r.opts.WAL.Release(token)
+	}
+	return r.autoCompact(ctx)
+}
+
+// commitBuffer appends b's rows; what it commits it removes from b, so on
+// error b holds exactly the rows still to write.
+func (r *Repo) commitBuffer(ctx context.Context, b *buffer) error {
+	if err := r.refreshTombstones(ctx, false); err != nil {
+		return err
+	}
+	r.dropDeleted(b)
+	now := r.opts.Now().UTC()
+	writer, mark := "", b.maxSeq
+	if r.opts.WAL != nil {
+		writer = r.opts.WAL.WriterID()
+	}
+	if len(b.runs) > 0 {
+		rows := b.runs
+		if writer != "" {
+			rows = append(rows[:len(rows):len(rows)], runRow{seq: mark, hasMsk: true, info: RunInfo{ID: walPrefix + writer, CreatedAt: now, UpdatedAt: now}})
+		}
+		d, err := appendRecord(ctx, r.tables.runs, buildRuns(rows))
+		if err != nil {
+			return fmt.Errorf("tracking: flush runs: %w", err)
+		}
+		r.tables.runs, b.runs = d, nil
+	}
+	if len(b.params) > 0 {
+		rows := b.params
+		if writer != "" {
+			rows = append(rows[:len(rows):len(rows)], paramRow{seq: mark, runID: walPrefix + writer, key: "", p: ParamValue{Value: []byte("null")}})
+		}
+		d, err := appendRecord(ctx, r.tables.params, buildParams(rows))
+		if err != nil {
+			return fmt.Errorf("tracking: flush params: %w", err)
+		}
+		r.tables.params, b.params = d, nil
+	}
+	if len(b.series) > 0 {
+		rows := b.series
+		if writer != "" {
+			rows = append(rows[:len(rows):len(rows)], seriesRow{runID: walPrefix + writer, name: fmt.Sprint(mark), ctx: "{}", created: now.UnixMicro()})
+		}
+		d, err := appendRecord(ctx, r.tables.series, buildSeries(rows))
+		if err != nil {
+			return fmt.Errorf("tracking: flush series: %w", err)
+		}
+		r.tables.series, b.series = d, nil
+	}
+	if b.pts.len() > 0 || len(b.deltas) > 0 {
+		var markRow []byte
+		if writer != "" {
+			markRow = encodeMark(writer, mark)
+		}
+		d, err := appendRecord(ctx, r.tables.metrics, buildMetrics(&b.pts, b.deltas, markRow, now))
+		if err != nil {
+			return fmt.Errorf("tracking: flush metrics: %w", err)
+		}
+		r.tables.metrics, b.pts, b.deltas, b.byID = d, points{}, nil, map[SeriesID]*deltaEntry{}
+	}
+	for _, t := range sortedKeys(b.records) {
+		d, err := r.recordsTable(ctx, t, true)
+		if err != nil {
+			return err
+		}
+		d, err = appendRecord(ctx, d, buildRecords(t, b.records[t]))
+		if err != nil {
+			return fmt.Errorf("tracking: flush records %q: %w", t, err)
+		}
+		r.tables.records[t] = d
+		delete(b.records, t)
+	}
+	return nil
+}
+
+func appendRecord(ctx context.Context, d *lance.Dataset, rec arrowRecord) (*lance.Dataset, error) {
+	defer rec.Release()
+	return d.Append(ctx, lance.Batches(rec), lance.WriteOptions{})
+}
+
+// dropDeleted removes the buffered writes to runs known to be deleted and
+// marks their handles. Caller holds r.flushMu.
+func (r *Repo) dropDeleted(b *buffer) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.deleted) == 0 {
+		return
+	}
+	del := r.deleted
+	b.runs = filterRows(b.runs, func(x runRow) bool { return !del[x.info.ID] || x.fields == FieldDeleted })
+	b.params = filterRows(b.params, func(x paramRow) bool { return !del[x.runID] })
+	b.series = filterRows(b.series, func(x seriesRow) bool { return !del[x.runID] })
+	for t, rows := range b.records {
+		b.records[t] = filterRows(rows, func(x recordRow) bool { return x.runID == "" || !del[x.runID] })
+		if len(b.records[t]) == 0 {
+			delete(b.records, t)
+		}
+	}
+	gone := map[uint64]bool{}
+	keep := b.deltas[:0]
+	for _, e := range b.deltas {
+		if del[e.runID] {
+			gone[uint64(e.id)] = true
+			delete(b.byID, e.id)
+		} else {
+			keep = append(keep, e)
+		}
+	}
+	b.deltas = keep
+	if len(gone) > 0 {
+		var p points
+		for i, s := range b.pts.sid {
+			if !gone[s] {
+				p.sid = append(p.sid, s)
+				p.step = append(p.step, b.pts.step[i])
+				p.epoch = append(p.epoch, b.pts.epoch[i])
+				p.hasEpoch = append(p.hasEpoch, b.pts.hasEpoch[i])
+				p.ts = append(p.ts, b.pts.ts[i])
+				p.val = append(p.val, b.pts.val[i])
+			}
+		}
+		b.pts = p
+	}
+	for id := range del {
+		if run := r.runs[id]; run != nil {
+			run.deleted = true
+		}
+	}
+}
+
+func filterRows[T any](rows []T, keep func(T) bool) []T {
+	out := rows[:0]
+	for _, x := range rows {
+		if keep(x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// refreshTombstones reads the runs fragments not read before for
+// tombstones, at most once a second unless forced. Caller holds r.flushMu.
+func (r *Repo) refreshTombstones(ctx context.Context, force bool) error {
+	now := time.Now()
+	if !force && now.Sub(r.tombScan.last) < time.Second {
+		return nil
+	}
+	r.tombScan.last = now
+	d, err := r.tables.runs.Latest(ctx)
+	if err != nil {
+		return err
+	}
+	r.tables.runs = d
+	if d.Version() == r.tombScan.version {
+		return nil
+	}
+	r.tombScan.version = d.Version()
+	var ids []uint64
+	seen := map[uint64]bool{}
+	for _, f := range d.Fragments() {
+		seen[f.ID] = true
+		if !r.tombScan.seen[f.ID] {
+			ids = append(ids, f.ID)
+		}
+	}
+	r.tombScan.seen = seen
+	if len(ids) == 0 {
+		return nil
+	}
+	found, err := scanTombstones(ctx, d, ids)
+	if err != nil {
+		return err
+	}
+	if len(found) > 0 {
+		r.mu.Lock()
+		for id := range found {
+			r.deleted[id] = true
+		}
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+// autoCompact compacts tables with more than MaxFragments fragments.
+// Conflicts with concurrent maintenance are ignored: the next flush
+// retries. Caller holds r.flushMu.
+func (r *Repo) autoCompact(ctx context.Context) error {
+	if r.opts.MaxFragments < 0 {
+		return nil
+	}
+	limit := r.opts.MaxFragments
+	for _, p := range []**lance.Dataset{&r.tables.runs, &r.tables.params, &r.tables.series} {
+		if len((*p).Fragments()) > limit {
+			d, _, err := (*p).Compact(ctx, lance.CompactOptions{})
+			if err != nil {
+				if errors.Is(err, lance.ErrConflict) {
+					continue
+				}
+				return err
+			}
+			*p = d
+		}
+	}
+	if d := r.tables.metrics; d != nil && len(d.Fragments()) > limit {
+		if _, err := r.optimizeMetrics(ctx, false); err != nil && !errors.Is(err, lance.ErrConflict) {
+			return err
+		}
+	}
+	for t, d := range r.tables.records {
+		if len(d.Fragments()) > limit {
+			nd, _, err := d.Compact(ctx, lance.CompactOptions{})
+			if err == nil {
+				r.tables.records[t] = nd
+			} else if !errors.Is(err, lance.ErrConflict) {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,57 @@
+// Package tracking is kv0's experiment-tracking layer: runs, parameters,
+// metric series and records stored as columnar Lance tables in one
+// repository, written at high rates by training hosts and read by
+// dashboards straight from any store.Store (a local folder, an object
+// store, or a static HTTP server from a browser: the package is pure Go and
+// builds for js/wasm).
+//
+// # Layout
+//
+// A repository is a folder (a key prefix) with these Lance datasets:
+//
+//	runs.lance              one row per change of a run (change log, newest seq wins per field)
+//	params.lance            one row per change of a (run, dotted key) parameter
+//	series.lance            one row per metric series (series_id = xxh3 of run, name, context)
+//	metrics.lance           points, plus statistics deltas and WAL marks (series_id 0)
+//	records/<table>.lance   one dataset per records table, keyed by (run_id, item_id)
+//
+// The columns are listed in schema.go. Runs and parameters are change logs
+// rather than rows updated in place: appends never conflict, so any number
+// of processes may write to one repository at once.
+//
+// # Writing
+//
+// A Repo handle buffers every write (StartRun, Run.Track, Run.SetParams,
+// Run.Update, Run.Finish, UpdateRun) in one shared in-memory buffer. A flush
+// appends each non-empty table once, in the order runs, params, series,
+// metrics, so a reader never sees a point of a series it cannot name.
+// Flushes happen when RepoOptions.FlushRows points are buffered, every
+// FlushInterval, on Flush, Run.Finish and Close. When a flush fails, its
+// rows go back to the buffer and the next flush retries them.
+//
+// Each flush also appends, in the same commit as the points, one
+// statistics delta per series it touched (see stats.go for the encoding),
+// so SeriesStats never reads points. Deltas merge associatively.
+//
+// # Reading
+//
+// Read methods (Runs, Run, AllParams, AllSeries, SeriesStats, ReadMany)
+// flush the handle's own buffer first (read-your-writes), then read the
+// latest committed version of each table. ReadMany downsamples a series for
+// charts while keeping its first and last point and each bucket's minimum
+// and maximum, so spikes survive.
+//
+// # Maintenance
+//
+// Optimize folds run change rows, rewrites the metrics points it has not
+// sorted yet into fragments sorted by (series_id, step) with exact
+// statistics, folds superseded records, and compacts the small tables.
+// Purge additionally removes every old version.
+//
+// # Concurrency
+//
+// A Repo and its Run handles are safe for concurrent use. Several handles
+// (in one process or many) may write different runs to one repository;
+// two handles writing the same series at the same steps at the same time
+// are not supported (statistics would count both).
+package tracking

@@ -1,0 +1,516 @@
+package tracking
+
+import (
+	"context"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/kv0/kv0/core/lance"
+)
+
+// sidRange is the rows [lo, hi) of one series id in a sorted fragment.
+type sidRange struct {
+	sid    uint64
+	lo, hi uint32
+}
+
+func parseSorted(s string) map[uint64]bool {
+	out := map[uint64]bool{}
+	for _, f := range strings.Split(s, ",") {
+		if id, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64); err == nil {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+func formatSorted(ids map[uint64]bool) string {
+	l := make([]uint64, 0, len(ids))
+	for id := range ids {
+		l = append(l, id)
+	}
+	slices.Sort(l)
+	parts := make([]string, len(l))
+	for i, id := range l {
+		parts[i] = strconv.FormatUint(id, 10)
+	}
+	return strings.Join(parts, ",")
+}
+
+// fragKey identifies a fragment's immutable contents.
+func fragKey(f lance.Fragment) string {
+	var b strings.Builder
+	for _, df := range f.Files {
+		b.WriteString(df.Path)
+		b.WriteByte(';')
+	}
+	return b.String()
+}
+
+// ranges returns the series ranges of a sorted fragment without deletions,
+// reading its series_id column once per handle.
+func (r *Repo) fragRanges(ctx context.Context, d *lance.Dataset, f lance.Fragment) ([]sidRange, error) {
+	k := fragKey(f)
+	r.cacheMu.Lock()
+	rs, ok := r.ranges[k]
+	r.cacheMu.Unlock()
+	if ok {
+		return rs, nil
+	}
+	var pos uint32
+	err := scanAll(ctx, d, lance.ScanOptions{Columns: []string{"series_id"}, Fragments: []uint64{f.ID}, BatchRows: 1 << 16}, func(rec arrow.RecordBatch) error {
+		sid := rec.Column(0).(*array.Uint64).Uint64Values()
+		for _, s := range sid {
+			if n := len(rs); n > 0 && rs[n-1].sid == s {
+				rs[n-1].hi = pos + 1
+			} else {
+				rs = append(rs, sidRange{sid: s, lo: pos, hi: pos + 1})
+			}
+			pos++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.cacheMu.Lock()
+	r.ranges[k] = rs
+	r.cacheMu.Unlock()
+	return rs, nil
+}
+
+// metricsPlan splits the fragments of a metrics version into sorted ones
+// (read by series range), and the rest (scanned), sorted ones first: all
+// of their points are older than any point of an unsorted fragment.
+type metricsPlan struct {
+	ranged  []lance.Fragment
+	scanned []lance.Fragment
+}
+
+func planMetrics(d *lance.Dataset) metricsPlan {
+	var p metricsPlan
+	if d == nil {
+		return p
+	}
+	sorted := parseSorted(d.Config()[ConfigSortedFragments])
+	var sortedDel, rest []lance.Fragment
+	for _, f := range d.Fragments() {
+		switch {
+		case sorted[f.ID] && f.DeletionFile == "":
+			p.ranged = append(p.ranged, f)
+		case sorted[f.ID]:
+			sortedDel = append(sortedDel, f)
+		default:
+			rest = append(rest, f)
+		}
+	}
+	p.scanned = append(sortedDel, rest...)
+	return p
+}
+
+// visitMetrics calls fn with batches holding (at least) every row of the
+// wanted series ids, in read order (a later row at the same step wins). Rows
+// of other series may be included; fn filters them.
+func (r *Repo) visitMetrics(ctx context.Context, d *lance.Dataset, sids []uint64, cols []string, fn func(rec arrow.RecordBatch) error) error {
+	if d == nil {
+		return nil
+	}
+	return r.visitPlan(ctx, d, planMetrics(d), sids, cols, fn)
+}
+
+// visitPlan is visitMetrics over the fragments of a plan.
+func (r *Repo) visitPlan(ctx context.Context, d *lance.Dataset, p metricsPlan, sids []uint64, cols []string, fn func(rec arrow.RecordBatch) error) error {
+	want := slices.Clone(sids)
+	slices.Sort(want)
+	want = slices.Compact(want)
+	for _, f := range p.ranged {
+		rs, err := r.fragRanges(ctx, d, f)
+		if err != nil {
+			return err
+		}
+		var addrs []uint64
+		for _, s := range want {
+			i := sort.Search(len(rs), func(i int) bool { return rs[i].sid >= s })
+			if i < len(rs) && rs[i].sid == s {
+				for o := rs[i].lo; o < rs[i].hi; o++ {
+					addrs = append(addrs, f.ID<<32|uint64(o))
+				}
+			}
+		}
+		if len(addrs) == 0 {
+			continue
+		}
+		rec, err := d.Take(ctx, addrs, cols)
+		if err != nil {
+			return err
+		}
+		err = fn(rec)
+		rec.Release()
+		if err != nil {
+			return err
+		}
+	}
+	if len(p.scanned) == 0 {
+		return nil
+	}
+	ids := make([]uint64, len(p.scanned))
+	for i, f := range p.scanned {
+		ids[i] = f.ID
+	}
+	// The scanner reads fragments in manifest order; read them one by one
+	// to keep the plan's order.
+	for _, id := range ids {
+		if err := scanAll(ctx, d, lance.ScanOptions{Columns: cols, Fragments: []uint64{id}, BatchRows: 1 << 16}, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// NoEpoch stands for a point without an epoch in MetricData.Epochs.
+const NoEpoch = math.MinInt64
+
+// MetricData holds points of one series ordered by step, one slice per
+// column.
+type MetricData struct {
+	SeriesID   SeriesID    `json:"series_id"`
+	Steps      []int64     `json:"steps"`
+	Epochs     []int64     `json:"epochs"` // NoEpoch when the point has none
+	Timestamps []time.Time `json:"timestamps"`
+	Values     []float64   `json:"values"`
+}
+
+// Len returns the number of points.
+func (m *MetricData) Len() int { return len(m.Steps) }
+
+// StepRange selects steps in [From, To).
+type StepRange struct{ From, To int64 }
+
+// TimeRange selects point timestamps in [From, To).
+type TimeRange struct{ From, To time.Time }
+
+// ReadOptions tune ReadMany. The zero value reads every point.
+type ReadOptions struct {
+	Steps *StepRange
+	Time  *TimeRange
+	// MaxPoints, when positive, downsamples each series to at most this
+	// many points, keeping the first and last and each bucket's minimum
+	// and maximum (see Downsample).
+	MaxPoints int
+}
+
+type rawPoints struct {
+	step, epoch, ts []int64
+	val             []float64
+	unordered       bool
+}
+
+var pointCols = []string{"series_id", "step", "epoch", "timestamp", "value"}
+
+// readPoints reads every point of the series, deduplicated by step (the
+// later point wins), ordered by step.
+func (r *Repo) readPoints(ctx context.Context, d *lance.Dataset, ids []SeriesID) (map[SeriesID]*rawPoints, error) {
+	out := make(map[SeriesID]*rawPoints, len(ids))
+	sids := make([]uint64, len(ids))
+	for i, id := range ids {
+		sids[i] = uint64(id)
+		out[id] = &rawPoints{}
+	}
+	one := len(ids) == 1
+	err := r.visitMetrics(ctx, d, sids, pointCols, func(rec arrow.RecordBatch) error {
+		sid := rec.Column(0).(*array.Uint64).Uint64Values()
+		step := rec.Column(1).(*array.Int64).Int64Values()
+		ep := rec.Column(2).(*array.Int64)
+		ts := rec.Column(3).(*array.Timestamp).TimestampValues()
+		val := rec.Column(4).(*array.Float64).Float64Values()
+		var single *rawPoints
+		if one {
+			single = out[ids[0]]
+		}
+		for i, s := range sid {
+			p := single
+			if s == 0 {
+				continue
+			}
+			if one {
+				if SeriesID(s) != ids[0] {
+					continue
+				}
+			} else if p = out[SeriesID(s)]; p == nil {
+				continue
+			}
+			if n := len(p.step); n > 0 && step[i] <= p.step[n-1] {
+				p.unordered = true
+			}
+			p.step = append(p.step, step[i])
+			e := int64(NoEpoch)
+			if ep.IsValid(i) {
+				e = ep.Value(i)
+			}
+			p.epoch = append(p.epoch, e)
+			p.ts = append(p.ts, int64(ts[i]))
+			p.val = append(p.val, val[i])
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range out {
+		if p.unordered {
+			p.dedupe()
+		}
+	}
+	return out, nil
+}
+
+// dedupe orders the points by step, keeping the last one read of each step.
+func (p *rawPoints) dedupe() {
+	idx := make([]int, len(p.step))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return p.step[idx[a]] < p.step[idx[b]] })
+	var q rawPoints
+	for k, i := range idx {
+		if k+1 < len(idx) && p.step[idx[k+1]] == p.step[i] {
+			continue // a later point at this step follows
+		}
+		q.step = append(q.step, p.step[i])
+		q.epoch = append(q.epoch, p.epoch[i])
+		q.ts = append(q.ts, p.ts[i])
+		q.val = append(q.val, p.val[i])
+	}
+	*p = q
+}
+
+// ReadMany reads the points of several series, one MetricData per id in
+// the order given (empty for unknown series), ordered by step with one
+// point per step (the latest written).
+func (r *Repo) ReadMany(ctx context.Context, ids []SeriesID, opts ReadOptions) ([]MetricData, error) {
+	if err := r.prepareRead(ctx); err != nil {
+		return nil, err
+	}
+	d, err := r.latest(ctx, MetricsTable)
+	if err != nil {
+		return nil, err
+	}
+	pts, err := r.readPoints(ctx, d, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]MetricData, len(ids))
+	for i, id := range ids {
+		p := pts[id]
+		lo, hi := 0, len(p.step)
+		if opts.Steps != nil {
+			lo = sort.Search(len(p.step), func(i int) bool { return p.step[i] >= opts.Steps.From })
+			hi = sort.Search(len(p.step), func(i int) bool { return p.step[i] >= opts.Steps.To })
+			hi = max(hi, lo)
+		}
+		keep := make([]int, 0, hi-lo)
+		var from, to int64
+		if opts.Time != nil {
+			from, to = opts.Time.From.UnixMicro(), opts.Time.To.UnixMicro()
+		}
+		for j := lo; j < hi; j++ {
+			if opts.Time != nil && (p.ts[j] < from || p.ts[j] >= to) {
+				continue
+			}
+			keep = append(keep, j)
+		}
+		if opts.MaxPoints > 0 && len(keep) > opts.MaxPoints {
+			vals := make([]float64, len(keep))
+			for k, j := range keep {
+				vals[k] = p.val[j]
+			}
+			sel := Downsample(vals, opts.MaxPoints)
+			for k, s := range sel {
+				keep[k] = keep[s]
+			}
+			keep = keep[:len(sel)]
+		}
+		m := MetricData{SeriesID: id, Steps: make([]int64, len(keep)), Epochs: make([]int64, len(keep)),
+			Timestamps: make([]time.Time, len(keep)), Values: make([]float64, len(keep))}
+		for k, j := range keep {
+			m.Steps[k], m.Epochs[k], m.Values[k] = p.step[j], p.epoch[j], p.val[j]
+			m.Timestamps[k] = time.UnixMicro(p.ts[j]).UTC()
+		}
+		out[i] = m
+	}
+	return out, nil
+}
+
+// Downsample chooses at most maxPoints indexes of values, in increasing
+// order: always the first and the last, and, of the points between them cut
+// into (maxPoints-2)/2 buckets of consecutive points, each bucket's minimum
+// and maximum (NaN and ±Inf count as extremes too, so they stay visible).
+// With maxPoints <= 0 or at least len(values) it returns every index.
+func Downsample(values []float64, maxPoints int) []int {
+	n := len(values)
+	if maxPoints <= 0 || n <= maxPoints {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	if maxPoints == 1 {
+		return []int{n - 1}
+	}
+	out := []int{0}
+	buckets := (maxPoints - 2) / 2
+	inner := n - 2
+	for b := 0; b < buckets; b++ {
+		lo := 1 + b*inner/buckets
+		hi := 1 + (b+1)*inner/buckets
+		if lo >= hi {
+			continue
+		}
+		mi, ma := lo, lo
+		for i := lo + 1; i < hi; i++ {
+			if less(values[i], values[mi]) {
+				mi = i
+			}
+			if less(values[ma], values[i]) {
+				ma = i
+			}
+		}
+		out = append(out, min(mi, ma))
+		if mi != ma {
+			out = append(out, max(mi, ma))
+		}
+	}
+	return append(out, n-1)
+}
+
+// less orders -Inf < finite < +Inf < NaN, so that a NaN is some bucket's
+// maximum and survives downsampling.
+func less(a, b float64) bool {
+	if math.IsNaN(b) {
+		return !math.IsNaN(a)
+	}
+	if math.IsNaN(a) {
+		return false
+	}
+	return a < b
+}
+
+// SeriesStats returns the statistics of the given series (every series of
+// a live run when ids is nil) from the statistics deltas, without reading
+// points, except for series with a dirty delta, which are computed from
+// their points. Series without points are absent from the result.
+func (r *Repo) SeriesStats(ctx context.Context, ids []SeriesID) (map[SeriesID]SeriesStats, error) {
+	if err := r.prepareRead(ctx); err != nil {
+		return nil, err
+	}
+	if ids == nil {
+		all, err := r.liveSeries(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ids = make([]SeriesID, len(all))
+		for i, s := range all {
+			ids[i] = s.ID
+		}
+	}
+	d, err := r.latest(ctx, MetricsTable)
+	if err != nil {
+		return nil, err
+	}
+	deltas, err := r.readDeltas(ctx, d, ids)
+	if err != nil {
+		return nil, err
+	}
+	var dirty []SeriesID
+	out := make(map[SeriesID]SeriesStats, len(deltas))
+	for id, dl := range deltas {
+		if dl.dirty {
+			dirty = append(dirty, id)
+			continue
+		}
+		if dl.count > 0 {
+			out[id] = dl.stats(id)
+		}
+	}
+	if len(dirty) > 0 {
+		pts, err := r.readPoints(ctx, d, dirty)
+		if err != nil {
+			return nil, err
+		}
+		for id, p := range pts {
+			if dl := p.exact(); dl.count > 0 {
+				out[id] = dl.stats(id)
+			}
+		}
+	}
+	return out, nil
+}
+
+// exact computes the statistics of deduplicated points.
+func (p *rawPoints) exact() delta {
+	d := newDelta()
+	for i := range p.step {
+		d.add(p.step[i], p.val[i], p.ts[i], uint64(i))
+	}
+	d.lastSeq = 0
+	return d
+}
+
+var deltaCols = []string{"series_id", "step", "stats"}
+
+// readDeltas merges the statistics deltas of the series.
+func (r *Repo) readDeltas(ctx context.Context, d *lance.Dataset, ids []SeriesID) (map[SeriesID]*delta, error) {
+	out := make(map[SeriesID]*delta, len(ids))
+	for _, id := range ids {
+		out[id] = nil
+	}
+	var bad error
+	err := r.visitMetrics(ctx, d, []uint64{0}, deltaCols, func(rec arrow.RecordBatch) error {
+		sid := rec.Column(0).(*array.Uint64).Uint64Values()
+		step := rec.Column(1).(*array.Int64).Int64Values()
+		st := rec.Column(2).(*array.Binary)
+		for i, s := range sid {
+			if s != 0 || st.IsNull(i) {
+				continue
+			}
+			b := st.Value(i)
+			if len(b) == 0 || b[0] != statsKindDelta {
+				continue
+			}
+			id := SeriesID(step[i])
+			cur, want := out[id]
+			if !want {
+				continue
+			}
+			dl, err := decodeDelta(b)
+			if err != nil {
+				bad = err
+				continue
+			}
+			if cur == nil {
+				nd := newDelta()
+				cur = &nd
+				out[id] = cur
+			}
+			cur.merge(dl)
+		}
+		return nil
+	})
+	if err == nil {
+		err = bad
+	}
+	for id, dl := range out {
+		if dl == nil {
+			delete(out, id)
+		}
+	}
+	return out, err
+}

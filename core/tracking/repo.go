@@ -1,0 +1,325 @@
+package tracking
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kv0/kv0/core/kv"
+	"github.com/kv0/kv0/core/lance"
+	"github.com/kv0/kv0/core/store"
+)
+
+// Defaults of the RepoOptions fields.
+const (
+	DefaultFlushRows     = 50_000
+	DefaultFlushInterval = 5 * time.Second
+	DefaultMaxFragments  = 32
+)
+
+// RepoOptions configure OpenRepo. The zero value is a writable handle with
+// the defaults above and no WAL.
+type RepoOptions struct {
+	// ReadOnly opens a handle that rejects writes with ErrReadOnly and
+	// creates nothing; the repository must exist (ErrNotFound otherwise).
+	ReadOnly bool
+	// FlushRows is the number of buffered points that triggers a flush
+	// (default 50 000). Writers block while twice as many are buffered and
+	// a flush is still running, which bounds the writer's memory.
+	FlushRows int
+	// FlushInterval is the longest time a write stays buffered when
+	// nothing else flushes (default 5 s; negative: only explicit flushes).
+	FlushInterval time.Duration
+	// MaxFragments is the fragment count above which a flush compacts a
+	// table (metrics: an incremental sorted rewrite) (default 32;
+	// negative: never automatically).
+	MaxFragments int
+	// WAL is the local write-ahead log (package native/wal). The Repo owns
+	// it from OpenRepo on and closes it; records of kinds 20–23 are
+	// appended to it (see wal.go). Ignored by read-only handles.
+	WAL kv.WAL
+	// Now is the wall clock (default time.Now); tests replace it.
+	Now func() time.Time
+}
+
+// Repo is a handle on one tracking repository. It is safe for concurrent
+// use; Close flushes and releases it.
+type Repo struct {
+	st   store.Store
+	root string
+	opts RepoOptions
+
+	mu       sync.Mutex // buf, lastSeq, runs, deleted
+	buf      *buffer
+	lastSeq  uint64
+	runs     map[string]*Run // handles of runs written through this Repo
+	deleted  map[string]bool // runs known to be tombstoned
+	closed   bool
+	full     *sync.Cond // signalled when a flush finishes
+	flushing bool
+
+	flushMu  sync.Mutex // one flush (or maintenance commit) at a time
+	tables   tableSet   // latest known versions; guarded by flushMu
+	tombScan tombScan   // guarded by flushMu
+
+	bgErr  atomic.Pointer[error]
+	stop   chan struct{}
+	done   chan struct{}
+	walBuf []byte // pending WAL points record; guarded by mu
+	walN   int
+
+	cacheMu sync.Mutex
+	ranges  map[string][]sidRange // sorted fragment key -> series ranges
+}
+
+type tableSet struct {
+	runs, params, series, metrics *lance.Dataset
+	records                       map[string]*lance.Dataset
+}
+
+type tombScan struct {
+	last    time.Time
+	version uint64
+	seen    map[uint64]bool // runs fragment ids already read
+}
+
+// OpenRepo opens (and, unless read-only, creates) the repository rooted at
+// root in st. A writable handle with a WAL replays the logs of abandoned
+// writers first (see wal.go).
+func OpenRepo(ctx context.Context, st store.Store, root string, opts RepoOptions) (*Repo, error) {
+	if opts.FlushRows <= 0 {
+		opts.FlushRows = DefaultFlushRows
+	}
+	if opts.FlushInterval == 0 {
+		opts.FlushInterval = DefaultFlushInterval
+	}
+	if opts.MaxFragments == 0 {
+		opts.MaxFragments = DefaultMaxFragments
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.ReadOnly {
+		opts.WAL = nil
+	}
+	r := &Repo{st: st, root: root, opts: opts, buf: newBuffer(), runs: map[string]*Run{},
+		deleted: map[string]bool{}, ranges: map[string][]sidRange{}}
+	r.full = sync.NewCond(&r.mu)
+	r.tables.records = map[string]*lance.Dataset{}
+	r.tombScan.seen = map[uint64]bool{}
+	if opts.ReadOnly {
+		if _, err := lance.LatestVersion(ctx, st, r.key(RunsTable)); err != nil {
+			if errors.Is(err, lance.ErrNotFound) {
+				return nil, fmt.Errorf("%w: no repository at %q", ErrNotFound, root)
+			}
+			return nil, err
+		}
+		return r, nil
+	}
+	for _, t := range []struct {
+		name string
+		dst  **lance.Dataset
+	}{{RunsTable, &r.tables.runs}, {ParamsTable, &r.tables.params}, {SeriesTable, &r.tables.series}, {MetricsTable, &r.tables.metrics}} {
+		d, err := r.openOrCreate(ctx, t.name, schemaOf(t.name))
+		if err != nil {
+			return nil, err
+		}
+		*t.dst = d
+	}
+	if opts.WAL != nil {
+		if err := r.replayWAL(ctx); err != nil {
+			_ = opts.WAL.Close(false)
+			return nil, err
+		}
+	}
+	r.stop, r.done = make(chan struct{}), make(chan struct{})
+	go r.background()
+	return r, nil
+}
+
+func schemaOf(table string) *arrowSchema {
+	switch table {
+	case RunsTable:
+		return RunsSchema
+	case ParamsTable:
+		return ParamsSchema
+	case SeriesTable:
+		return SeriesSchema
+	case MetricsTable:
+		return MetricsSchema
+	}
+	return RecordsSchema
+}
+
+func (r *Repo) key(table string) string { return store.Join(r.root, table) }
+
+// openOrCreate opens the latest version of a table, creating it empty when
+// it does not exist (a concurrent creator wins harmlessly).
+func (r *Repo) openOrCreate(ctx context.Context, table string, schema *arrowSchema) (*lance.Dataset, error) {
+	d, err := lance.Open(ctx, r.st, r.key(table), lance.OpenOptions{})
+	if err == nil || !errors.Is(err, lance.ErrNotFound) {
+		return d, err
+	}
+	d, err = lance.Create(ctx, r.st, r.key(table), schema, lance.Batches(), lance.WriteOptions{})
+	if err != nil && errors.Is(err, lance.ErrExists) {
+		return lance.Open(ctx, r.st, r.key(table), lance.OpenOptions{})
+	}
+	return d, err
+}
+
+// latest opens the newest version of a table for reading; a missing table
+// reads as nil (empty).
+func (r *Repo) latest(ctx context.Context, table string) (*lance.Dataset, error) {
+	d, err := lance.Open(ctx, r.st, r.key(table), lance.OpenOptions{})
+	if errors.Is(err, lance.ErrNotFound) {
+		return nil, nil
+	}
+	return d, err
+}
+
+// nextSeq returns a sequence number: the wall clock in nanoseconds, made
+// strictly increasing within the handle. Caller holds r.mu.
+func (r *Repo) nextSeq(now time.Time) uint64 {
+	s := uint64(now.UnixNano())
+	if s <= r.lastSeq {
+		s = r.lastSeq + 1
+	}
+	r.lastSeq = s
+	return s
+}
+
+func (r *Repo) checkWritable() error {
+	if r.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	if r.closed {
+		return ErrClosed
+	}
+	return nil
+}
+
+// background flushes every FlushInterval and syncs the WAL about every
+// 100 ms.
+func (r *Repo) background() {
+	defer close(r.done)
+	tick := 100 * time.Millisecond
+	if r.opts.FlushInterval > 0 && r.opts.FlushInterval < tick {
+		tick = r.opts.FlushInterval
+	}
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	lastFlush := time.Now()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+		}
+		if r.opts.WAL != nil {
+			r.mu.Lock()
+			err := r.walWritePending()
+			r.mu.Unlock()
+			if err == nil {
+				err = r.opts.WAL.Sync()
+			}
+			if err != nil {
+				r.setBgErr(err)
+			}
+		}
+		if r.opts.FlushInterval > 0 && time.Since(lastFlush) >= r.opts.FlushInterval {
+			lastFlush = time.Now()
+			if err := r.Flush(context.Background()); err != nil {
+				r.setBgErr(err)
+			}
+		}
+	}
+}
+
+func (r *Repo) setBgErr(err error) {
+	if err != nil && !errors.Is(err, ErrClosed) {
+		r.bgErr.CompareAndSwap(nil, &err)
+	}
+}
+
+func (r *Repo) takeBgErr() error {
+	if p := r.bgErr.Swap(nil); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// Close flushes the buffer, stops the background goroutine and closes the
+// WAL. When the flush fails the handle is closed anyway and the error
+// returned; a WAL keeps the unflushed writes for the next OpenRepo.
+func (r *Repo) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.mu.Unlock()
+	var err error
+	if !r.opts.ReadOnly {
+		close(r.stop)
+		<-r.done
+		err = r.Flush(context.Background())
+	}
+	r.mu.Lock()
+	r.closed = true
+	r.full.Broadcast()
+	r.mu.Unlock()
+	if r.opts.WAL != nil {
+		if werr := r.opts.WAL.Close(err == nil); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return err
+}
+
+// ReadOnly reports whether the handle was opened read-only.
+func (r *Repo) ReadOnly() bool { return r.opts.ReadOnly }
+
+// Versions are the latest versions of a repository's tables (0 when a
+// table does not exist), for cheap change detection.
+type Versions struct {
+	Runs    uint64            `json:"runs"`
+	Params  uint64            `json:"params"`
+	Series  uint64            `json:"series"`
+	Metrics uint64            `json:"metrics"`
+	Records map[string]uint64 `json:"records,omitempty"`
+}
+
+// LatestVersions returns the newest committed version of every table. It
+// reads only the version listings (no manifests), so a dashboard can poll
+// it and reload only what changed. It does not flush the handle's buffer.
+func (r *Repo) LatestVersions(ctx context.Context) (Versions, error) {
+	var v Versions
+	for _, t := range []struct {
+		name string
+		dst  *uint64
+	}{{RunsTable, &v.Runs}, {ParamsTable, &v.Params}, {SeriesTable, &v.Series}, {MetricsTable, &v.Metrics}} {
+		n, err := lance.LatestVersion(ctx, r.st, r.key(t.name))
+		if err != nil && !errors.Is(err, lance.ErrNotFound) {
+			return v, err
+		}
+		*t.dst = n
+	}
+	tables, err := r.RecordTables(ctx)
+	if err != nil {
+		return v, err
+	}
+	for _, t := range tables {
+		n, err := lance.LatestVersion(ctx, r.st, r.key(recordsKey(t)))
+		if err != nil && !errors.Is(err, lance.ErrNotFound) {
+			return v, err
+		}
+		if v.Records == nil {
+			v.Records = map[string]uint64{}
+		}
+		v.Records[t] = n
+	}
+	return v, nil
+}

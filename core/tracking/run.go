@@ -1,0 +1,417 @@
+package tracking
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Bits of the runs table's fields column: the fields a change row sets.
+const (
+	FieldName uint32 = 1 << iota
+	FieldExperiment
+	FieldDescription
+	FieldTags
+	FieldStatus
+	FieldArchived
+	FieldCreatedAt
+	FieldUpdatedAt
+	FieldEndedAt
+	FieldKind
+	FieldTarget
+
+	// FieldsAll is every field; a row whose fields column is null sets them all.
+	FieldsAll = FieldTarget<<1 - 1
+	// FieldDeleted alone (fields exactly equal to it) marks a tombstone.
+	FieldDeleted uint32 = 1 << 31
+)
+
+// Run statuses.
+const (
+	StatusRunning  = "running"
+	StatusFinished = "finished"
+	StatusFailed   = "failed"
+	StatusAborted  = "aborted"
+)
+
+// RunInfo is the merged state of a run. Empty strings stand for null
+// columns; EndedAt is zero while the run has not ended.
+type RunInfo struct {
+	ID          string    `json:"run_id"`
+	Name        string    `json:"name,omitempty"`
+	Experiment  string    `json:"experiment,omitempty"`
+	Description string    `json:"description,omitempty"`
+	Tags        []string  `json:"tags"`
+	Status      string    `json:"status"`
+	Archived    bool      `json:"archived"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	EndedAt     time.Time `json:"ended_at,omitzero"`
+	Kind        string    `json:"kind,omitempty"`
+	Target      string    `json:"target,omitempty"` // JSON
+}
+
+// RunSpec describes a new run. All fields are optional; ID defaults to a
+// fresh UUIDv7 (NewRunID).
+type RunSpec struct {
+	ID          string
+	Name        string
+	Experiment  string
+	Description string
+	Tags        []string
+	Kind        string
+	Target      string // JSON text describing what the run is about
+}
+
+// RunPatch changes some fields of a run; nil fields are left alone. Only
+// the fields set are written (and win per field over older changes).
+type RunPatch struct {
+	Name        *string
+	Experiment  *string
+	Description *string
+	Tags        *[]string
+	Status      *string
+	Archived    *bool
+	EndedAt     *time.Time
+	Kind        *string
+	Target      *string
+}
+
+// runRow is one row of runs.lance.
+type runRow struct {
+	seq    uint64
+	info   RunInfo
+	fields uint32
+	hasMsk bool // fields column not null
+}
+
+func (p RunPatch) row(id string, seq uint64, now time.Time) runRow {
+	rw := runRow{seq: seq, info: RunInfo{ID: id, UpdatedAt: now, CreatedAt: now, Status: StatusRunning}, fields: FieldUpdatedAt, hasMsk: true}
+	set := func(bit uint32) { rw.fields |= bit }
+	if p.Name != nil {
+		rw.info.Name = *p.Name
+		set(FieldName)
+	}
+	if p.Experiment != nil {
+		rw.info.Experiment = *p.Experiment
+		set(FieldExperiment)
+	}
+	if p.Description != nil {
+		rw.info.Description = *p.Description
+		set(FieldDescription)
+	}
+	if p.Tags != nil {
+		rw.info.Tags = append([]string(nil), (*p.Tags)...)
+		set(FieldTags)
+	}
+	if p.Status != nil {
+		rw.info.Status = *p.Status
+		set(FieldStatus)
+	}
+	if p.Archived != nil {
+		rw.info.Archived = *p.Archived
+		set(FieldArchived)
+	}
+	if p.EndedAt != nil {
+		rw.info.EndedAt = p.EndedAt.UTC()
+		set(FieldEndedAt)
+	}
+	if p.Kind != nil {
+		rw.info.Kind = *p.Kind
+		set(FieldKind)
+	}
+	if p.Target != nil {
+		rw.info.Target = *p.Target
+		set(FieldTarget)
+	}
+	return rw
+}
+
+// Run is a writing handle on one run, obtained from StartRun or ResumeRun.
+// It is safe for concurrent use. Its writes go to the Repo's buffer.
+type Run struct {
+	repo *Repo
+	id   string
+	// guarded by repo.mu:
+	plain   map[string]*seriesState // series without context, by name
+	series  map[string]*seriesState // name + "\x00" + context JSON
+	deleted bool
+}
+
+type seriesState struct {
+	id       SeriesID
+	last     int64 // last step written (or loaded)
+	maxStep  int64
+	has      bool
+	name     string
+	ctxJSON  string
+	inTable  bool        // a series row exists or is buffered
+	d        *deltaEntry // this series' delta in the buffer of generation gen
+	gen      uint64
+}
+
+// ID returns the run's id.
+func (run *Run) ID() string { return run.id }
+
+// StartRun creates a run (status running) and returns its writing handle.
+// The creation row is buffered like every other write.
+func (r *Repo) StartRun(ctx context.Context, spec RunSpec) (*Run, error) {
+	id := spec.ID
+	if id == "" {
+		id = NewRunID()
+	} else if isMarkRun(id) {
+		return nil, fmt.Errorf("%w: run id %q uses the reserved prefix %s", ErrInvalid, id, walPrefix)
+	} else {
+		if _, err := r.Run(ctx, id); err == nil {
+			return nil, fmt.Errorf("%w: run %q", ErrExists, id)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.checkWritable(); err != nil {
+		return nil, err
+	}
+	now := r.opts.Now().UTC()
+	rw := runRow{seq: r.nextSeq(now), fields: FieldsAll, hasMsk: true, info: RunInfo{
+		ID: id, Name: spec.Name, Experiment: spec.Experiment, Description: spec.Description,
+		Tags: append([]string{}, spec.Tags...), Status: StatusRunning, CreatedAt: now, UpdatedAt: now,
+		Kind: spec.Kind, Target: spec.Target}}
+	if err := r.addRunRow(rw); err != nil {
+		return nil, err
+	}
+	delete(r.deleted, id)
+	run := newRun(r, id)
+	r.runs[id] = run
+	return run, nil
+}
+
+// ResumeRun returns a writing handle on an existing run, with the last step
+// of each of its series loaded so that default steps continue after them.
+// It fails with ErrNotFound for unknown or deleted runs.
+func (r *Repo) ResumeRun(ctx context.Context, id string) (*Run, error) {
+	if _, err := r.Run(ctx, id); err != nil {
+		return nil, err
+	}
+	series, err := r.AllSeries(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]SeriesID, len(series))
+	for i, s := range series {
+		ids[i] = s.ID
+	}
+	stats, err := r.SeriesStats(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.checkWritable(); err != nil {
+		return nil, err
+	}
+	run := r.runs[id]
+	if run == nil || run.deleted {
+		run = newRun(r, id)
+		r.runs[id] = run
+	}
+	for _, s := range series {
+		k := ""
+		if s.Context != "{}" {
+			k = s.Name + "\x00" + s.Context
+		}
+		st := run.lookup(s.Name, k)
+		if st == nil {
+			st = &seriesState{id: s.ID, name: s.Name, ctxJSON: s.Context, inTable: true}
+			run.store(s.Name, k, st)
+		}
+		if ss, ok := stats[s.ID]; ok && ss.Count > 0 {
+			if !st.has || ss.LastStep > st.maxStep {
+				st.maxStep = ss.LastStep
+			}
+			if !st.has {
+				st.last = ss.LastStep
+			}
+			st.has = true
+		}
+	}
+	return run, nil
+}
+
+// TrackOptions are the optional parts of a point. A nil Step means one past
+// the series' last step in this handle (0 for a new series).
+type TrackOptions struct {
+	Step    *int64
+	Epoch   *int64
+	Context map[string]any
+	// Time is the point's timestamp (default: now).
+	Time time.Time
+}
+
+// Track buffers one point of the series name (with opts' context) of the
+// run. It fails with ErrNotFound once the run was deleted, ErrInvalid for
+// an empty name, ErrClosed after Close.
+func (run *Run) Track(value float64, name string, opts ...TrackOptions) error {
+	var o TrackOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	key, ctxJSON := "", "{}"
+	if len(o.Context) > 0 {
+		c, err := CanonicalContext(o.Context)
+		if err != nil {
+			return err
+		}
+		ctxJSON = c
+		key = name + "\x00" + c
+	}
+	if name == "" {
+		return fmt.Errorf("%w: empty metric name", ErrInvalid)
+	}
+	r := run.repo
+	r.mu.Lock()
+	if err := r.checkWritable(); err != nil {
+		r.mu.Unlock()
+		return err
+	}
+	if run.deleted {
+		r.mu.Unlock()
+		return fmt.Errorf("%w: run %q was deleted", ErrNotFound, run.id)
+	}
+	st := run.lookup(name, key)
+	if st == nil {
+		st = &seriesState{id: seriesID(run.id, name, ctxJSON), name: name, ctxJSON: ctxJSON}
+		run.store(name, key, st)
+	}
+	var now time.Time
+	if o.Time.IsZero() {
+		now = r.opts.Now()
+	} else {
+		now = o.Time
+	}
+	step := st.last + 1
+	if !st.has {
+		step = 0
+	}
+	if o.Step != nil {
+		step = *o.Step
+	}
+	epoch, hasEpoch := int64(0), o.Epoch != nil
+	if hasEpoch {
+		epoch = *o.Epoch
+	}
+	n, err := r.addPoint(run, st, step, epoch, hasEpoch, now, value)
+	if err == nil && n >= r.opts.FlushRows {
+		r.triggerFlushLocked()
+	}
+	r.mu.Unlock()
+	return err
+}
+
+// SetParams merges parameters into the run: nested maps flatten to dotted
+// keys (optimizer.lr); arrays and scalars are leaves. Setting a key does not
+// remove its siblings.
+func (run *Run) SetParams(params map[string]any) error {
+	flat := map[string]any{}
+	flatten("", params, flat)
+	delete(flat, "")
+	vals := make(map[string]ParamValue, len(flat))
+	for k, v := range flat {
+		p, err := makeParam(v)
+		if err != nil {
+			return fmt.Errorf("parameter %q: %w", k, err)
+		}
+		vals[k] = p
+	}
+	r := run.repo
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.checkWritable(); err != nil {
+		return err
+	}
+	if run.deleted {
+		return fmt.Errorf("%w: run %q was deleted", ErrNotFound, run.id)
+	}
+	now := r.opts.Now()
+	for _, k := range sortedKeys(vals) {
+		if err := r.addParamRow(paramRow{seq: r.nextSeq(now), runID: run.id, key: k, p: vals[k]}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Update writes the fields set in p.
+func (run *Run) Update(p RunPatch) error {
+	r := run.repo
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.checkWritable(); err != nil {
+		return err
+	}
+	if run.deleted {
+		return fmt.Errorf("%w: run %q was deleted", ErrNotFound, run.id)
+	}
+	now := r.opts.Now().UTC()
+	return r.addRunRow(p.row(run.id, r.nextSeq(now), now))
+}
+
+// Finish sets the run's status (StatusFinished when empty) and end time to
+// now, then flushes the repository's buffer.
+func (run *Run) Finish(ctx context.Context, status string) error {
+	return run.FinishAt(ctx, status, run.repo.opts.Now())
+}
+
+// FinishAt is Finish with an explicit end time.
+func (run *Run) FinishAt(ctx context.Context, status string, end time.Time) error {
+	if status == "" {
+		status = StatusFinished
+	}
+	if err := run.Update(RunPatch{Status: &status, EndedAt: &end}); err != nil {
+		return err
+	}
+	return run.repo.Flush(ctx)
+}
+
+// UpdateRun writes the fields set in p to the run id, which must exist
+// (ErrNotFound otherwise).
+func (r *Repo) UpdateRun(ctx context.Context, id string, p RunPatch) error {
+	if err := r.checkWritableLocked(); err != nil {
+		return err
+	}
+	if _, err := r.Run(ctx, id); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.checkWritable(); err != nil {
+		return err
+	}
+	now := r.opts.Now().UTC()
+	return r.addRunRow(p.row(id, r.nextSeq(now), now))
+}
+
+func (r *Repo) checkWritableLocked() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.checkWritable()
+}
+
+func newRun(r *Repo, id string) *Run {
+	return &Run{repo: r, id: id, plain: map[string]*seriesState{}, series: map[string]*seriesState{}}
+}
+
+// lookup finds a series state: by name when key is empty (no context).
+func (run *Run) lookup(name, key string) *seriesState {
+	if key == "" {
+		return run.plain[name]
+	}
+	return run.series[key]
+}
+
+func (run *Run) store(name, key string, st *seriesState) {
+	if key == "" {
+		run.plain[name] = st
+	} else {
+		run.series[key] = st
+	}
+}

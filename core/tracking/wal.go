@@ -1,0 +1,329 @@
+package tracking
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/kv0/kv0/core/lance"
+)
+
+// WAL record kinds of the tracking layer (the key-value layer uses kinds
+// below 20). Every record starts with its kind byte:
+//
+//	20 run change   kind | JSON of the runs row (walRun)
+//	21 parameter    kind | JSON of the params row (walParam)
+//	22 series       kind | JSON of the series row (walSeries)
+//	23 points       kind | count u32 | count × point
+//	                point = series u64 | step i64 | epoch i64 | flags u8 |
+//	                        timestamp i64 (µs) | value f64 | seq u64   (49 bytes)
+//	                flags: bit 0 epoch present, bit 1 dirty
+//
+// Points are logged in chunks of walChunk points (and at every flush and
+// WAL sync tick), so the WAL costs one write per chunk rather than per
+// point; a crash can lose the points of the unwritten chunk, as batch mode
+// can lose the last unsynced ~100 ms.
+//
+// Each flush commit carries a mark row holding the writer id and the
+// highest sequence number of the flush: in runs and params a row whose
+// run_id is "__kv0_wal__/<writer>" and seq the mark, in series a row with
+// that run_id and the mark in name, in metrics a series_id 0 row whose
+// stats column holds an encoded mark (stats.go). Replay re-buffers a
+// record only when the mark of its table for its writer is below the
+// record's sequence number, so a crash between two of a flush's commits
+// replays exactly the tables that were not committed.
+const (
+	walRun    byte = 20
+	walParam  byte = 21
+	walSeries byte = 22
+	walPoints byte = 23
+
+	walChunk    = 4096
+	walPointLen = 49
+)
+
+type walRunJSON struct {
+	Seq    uint64  `json:"seq"`
+	Info   RunInfo `json:"info"`
+	Fields uint32  `json:"fields"`
+	HasMsk bool    `json:"has_fields"`
+}
+
+type walParamJSON struct {
+	Seq   uint64     `json:"seq"`
+	RunID string     `json:"run_id"`
+	Key   string     `json:"key"`
+	P     ParamValue `json:"p"`
+}
+
+type walSeriesJSON struct {
+	ID      SeriesID `json:"id"`
+	RunID   string   `json:"run_id"`
+	Name    string   `json:"name"`
+	Context string   `json:"context"`
+	Created int64    `json:"created"`
+	Seq     uint64   `json:"seq"`
+}
+
+func encodeRunRow(dst []byte, rw runRow) []byte {
+	b, _ := json.Marshal(walRunJSON{rw.seq, rw.info, rw.fields, rw.hasMsk})
+	return append(dst, b...)
+}
+
+func encodeParamRow(dst []byte, p paramRow) []byte {
+	b, _ := json.Marshal(walParamJSON{p.seq, p.runID, p.key, p.p})
+	return append(dst, b...)
+}
+
+// walAppend logs one record of kind, after the pending points. Caller holds
+// r.mu.
+func (r *Repo) walAppend(kind byte, body []byte) error {
+	if err := r.walWritePending(); err != nil {
+		return err
+	}
+	rec := append([]byte{kind}, body...)
+	if err := r.opts.WAL.Append(rec); err != nil {
+		return fmt.Errorf("tracking: wal append: %w", err)
+	}
+	return nil
+}
+
+func (r *Repo) walPendingSeries(s seriesRow, seq uint64) error {
+	b, _ := json.Marshal(walSeriesJSON{s.id, s.runID, s.name, s.ctx, s.created, seq})
+	return r.walAppend(walSeries, b)
+}
+
+// walPendingPoint adds a point to the pending chunk. Caller holds r.mu.
+func (r *Repo) walPendingPoint(sid SeriesID, step, epoch int64, hasEpoch bool, ts int64, v float64, seq uint64, dirty bool) error {
+	if len(r.walBuf) == 0 {
+		r.walBuf = append(r.walBuf, walPoints, 0, 0, 0, 0)
+	}
+	var flags byte
+	if hasEpoch {
+		flags |= 1
+	}
+	if dirty {
+		flags |= 2
+	}
+	b := r.walBuf
+	b = binary.LittleEndian.AppendUint64(b, uint64(sid))
+	b = binary.LittleEndian.AppendUint64(b, uint64(step))
+	b = binary.LittleEndian.AppendUint64(b, uint64(epoch))
+	b = append(b, flags)
+	b = binary.LittleEndian.AppendUint64(b, uint64(ts))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+	b = binary.LittleEndian.AppendUint64(b, seq)
+	r.walBuf = b
+	r.walN++
+	if r.walN >= walChunk {
+		return r.walWritePending()
+	}
+	return nil
+}
+
+// walWritePending logs the pending chunk of points. Caller holds r.mu.
+func (r *Repo) walWritePending() error {
+	if r.opts.WAL == nil || r.walN == 0 {
+		return nil
+	}
+	binary.LittleEndian.PutUint32(r.walBuf[1:], uint32(r.walN))
+	err := r.opts.WAL.Append(r.walBuf)
+	r.walBuf, r.walN = r.walBuf[:0], 0
+	if err != nil {
+		return fmt.Errorf("tracking: wal append: %w", err)
+	}
+	return nil
+}
+
+// walMarks are the highest committed sequence numbers of each writer, per
+// table.
+type walMarks struct {
+	runs, params, series, metrics map[string]uint64
+}
+
+func (r *Repo) loadMarks(ctx context.Context) (walMarks, error) {
+	m := walMarks{map[string]uint64{}, map[string]uint64{}, map[string]uint64{}, map[string]uint64{}}
+	upd := func(mm map[string]uint64, w string, s uint64) {
+		mm[w] = max(mm[w], s)
+	}
+	err := scanAll(ctx, r.tables.runs, lance.ScanOptions{Columns: []string{"seq", "run_id"}}, func(rec arrow.RecordBatch) error {
+		seq, id := rec.Column(0).(*array.Uint64), rec.Column(1).(*array.String)
+		for i := 0; i < id.Len(); i++ {
+			if isMarkRun(id.Value(i)) {
+				upd(m.runs, id.Value(i)[len(walPrefix):], seq.Value(i))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return m, err
+	}
+	err = scanAll(ctx, r.tables.params, lance.ScanOptions{Columns: []string{"seq", "run_id"}}, func(rec arrow.RecordBatch) error {
+		seq, id := rec.Column(0).(*array.Uint64), rec.Column(1).(*array.String)
+		for i := 0; i < id.Len(); i++ {
+			if isMarkRun(id.Value(i)) {
+				upd(m.params, id.Value(i)[len(walPrefix):], seq.Value(i))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return m, err
+	}
+	err = scanAll(ctx, r.tables.series, lance.ScanOptions{Columns: []string{"run_id", "name"}}, func(rec arrow.RecordBatch) error {
+		id, name := rec.Column(0).(*array.String), rec.Column(1).(*array.String)
+		for i := 0; i < id.Len(); i++ {
+			if isMarkRun(id.Value(i)) {
+				if s, err := strconv.ParseUint(name.Value(i), 10, 64); err == nil {
+					upd(m.series, id.Value(i)[len(walPrefix):], s)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return m, err
+	}
+	err = r.visitMetrics(ctx, r.tables.metrics, []uint64{0}, deltaCols, func(rec arrow.RecordBatch) error {
+		sid := rec.Column(0).(*array.Uint64).Uint64Values()
+		st := rec.Column(2).(*array.Binary)
+		for i, s := range sid {
+			if s == 0 && st.IsValid(i) {
+				if w, seq, ok := decodeMark(st.Value(i)); ok {
+					upd(m.metrics, w, seq)
+				}
+			}
+		}
+		return nil
+	})
+	return m, err
+}
+
+// replayWAL re-buffers the records of abandoned writers that their marks
+// do not cover, logs them in this writer's WAL, releases the claimed logs
+// and flushes.
+func (r *Repo) replayWAL(ctx context.Context) error {
+	claimed := r.opts.WAL.Claimed()
+	if len(claimed) == 0 {
+		return nil
+	}
+	marks, err := r.loadMarks(ctx)
+	if err != nil {
+		return err
+	}
+	known, err := r.loadSeries(ctx, "")
+	if err != nil {
+		return err
+	}
+	runOf := map[SeriesID]string{}
+	for _, s := range known {
+		runOf[s.ID] = s.RunID
+	}
+	r.mu.Lock()
+	for _, l := range claimed {
+		w := l.WriterID
+		for _, rec := range l.Records {
+			if len(rec) == 0 {
+				continue
+			}
+			body := rec[1:]
+			switch rec[0] {
+			case walRun:
+				var j walRunJSON
+				if json.Unmarshal(body, &j) != nil {
+					continue
+				}
+				if j.Seq > marks.runs[w] {
+					err = r.addRunRow(runRow{seq: j.Seq, info: j.Info, fields: j.Fields, hasMsk: j.HasMsk})
+				}
+			case walParam:
+				var j walParamJSON
+				if json.Unmarshal(body, &j) != nil {
+					continue
+				}
+				if j.Seq > marks.params[w] {
+					err = r.addParamRow(paramRow{seq: j.Seq, runID: j.RunID, key: j.Key, p: j.P})
+				}
+			case walSeries:
+				var j walSeriesJSON
+				if json.Unmarshal(body, &j) != nil {
+					continue
+				}
+				runOf[j.ID] = j.RunID
+				if j.Seq > marks.series[w] {
+					sr := seriesRow{id: j.ID, runID: j.RunID, name: j.Name, ctx: j.Context, created: j.Created}
+					r.buf.series = append(r.buf.series, sr)
+					err = r.walPendingSeries(sr, j.Seq)
+				}
+			case walPoints:
+				err = r.replayPoints(body, marks.metrics[w], runOf)
+			}
+			if err != nil {
+				r.mu.Unlock()
+				return err
+			}
+		}
+	}
+	err = r.walWritePending()
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err := r.opts.WAL.Sync(); err != nil {
+		return err
+	}
+	if err := r.opts.WAL.ReleaseClaimed(); err != nil {
+		return err
+	}
+	r.flushMu.Lock()
+	defer r.flushMu.Unlock()
+	return r.flushLocked(ctx)
+}
+
+func (r *Repo) replayPoints(body []byte, mark uint64, runOf map[SeriesID]string) error {
+	if len(body) < 4 {
+		return nil
+	}
+	n := int(binary.LittleEndian.Uint32(body))
+	body = body[4:]
+	if len(body) < n*walPointLen {
+		return fmt.Errorf("%w: WAL points record of %d bytes for %d points", ErrCorrupt, len(body), n)
+	}
+	u := func(b []byte, i int) uint64 { return binary.LittleEndian.Uint64(b[i:]) }
+	b := r.buf
+	for k := 0; k < n; k++ {
+		p := body[k*walPointLen:]
+		seq := u(p, 41)
+		if seq <= mark {
+			continue
+		}
+		sid := SeriesID(u(p, 0))
+		runID, ok := runOf[sid]
+		if !ok {
+			continue // its series is unknown: a deleted run's
+		}
+		step, epoch, flags := int64(u(p, 8)), int64(u(p, 16)), p[24]
+		ts, v := int64(u(p, 25)), math.Float64frombits(u(p, 33))
+		e := b.delta(sid, runID)
+		e.d.dirty = true
+		e.d.add(step, v, ts, seq)
+		b.pts.sid = append(b.pts.sid, uint64(sid))
+		b.pts.step = append(b.pts.step, step)
+		b.pts.epoch = append(b.pts.epoch, epoch)
+		b.pts.hasEpoch = append(b.pts.hasEpoch, flags&1 != 0)
+		b.pts.ts = append(b.pts.ts, ts)
+		b.pts.val = append(b.pts.val, v)
+		b.maxSeq = max(b.maxSeq, seq)
+		r.lastSeq = max(r.lastSeq, seq)
+		if err := r.walPendingPoint(sid, step, epoch, flags&1 != 0, ts, v, seq, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
