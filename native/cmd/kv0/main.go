@@ -80,6 +80,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usageText)
 		return nil
+	case "sign-server":
+		return cmdSignServer(ctx, args[1:], stdout, stderr)
 	case "lance":
 	default:
 		return usagef("unknown command %q", args[0])
