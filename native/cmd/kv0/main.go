@@ -21,7 +21,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -29,7 +28,7 @@ import (
 	"github.com/kv0/kv0/core/jsonl"
 	"github.com/kv0/kv0/core/lance"
 	"github.com/kv0/kv0/core/store"
-	"github.com/kv0/kv0/native/fsstore"
+	"github.com/kv0/kv0/native/location"
 )
 
 const usageText = `usage:
@@ -178,24 +177,17 @@ func (v *versionFlags) options(fs *flag.FlagSet) (lance.OpenOptions, error) {
 }
 
 // openLocation resolves a dataset location given on the command line into a
-// store and the dataset's root key within it. Only local folders exist
-// today; URIs (s3://, http(s)://) will be resolved here.
+// store and the dataset's root key within it: a local folder, memory://name,
+// s3://bucket/prefix (options from the environment) or http(s):// (read-only).
 func openLocation(loc string) (store.Store, string, error) {
-	if i := strings.Index(loc, "://"); i > 0 && !strings.ContainsAny(loc[:i], `/\`) {
-		return nil, "", fmt.Errorf("%s: unsupported location scheme %q (only local folders so far)", loc, loc[:i])
-	}
-	abs, err := filepath.Abs(loc)
-	if err != nil {
-		return nil, "", err
-	}
-	st, err := fsstore.OpenExisting(abs)
+	st, root, err := location.Open(context.Background(), loc, location.Options{})
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, "", fmt.Errorf("%s: no such folder", loc)
 		}
 		return nil, "", err
 	}
-	return st, "", nil
+	return st, root, nil
 }
 
 // openDataset opens PATH at the version chosen by flags.

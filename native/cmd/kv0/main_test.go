@@ -55,8 +55,8 @@ func TestParseArgsErrors(t *testing.T) {
 }
 
 func TestOpenLocation(t *testing.T) {
-	if _, _, err := openLocation("s3://bucket/t.lance"); err == nil || !strings.Contains(err.Error(), "s3") {
-		t.Errorf("s3 URI: got %v, want an unsupported-scheme error", err)
+	if _, _, err := openLocation("gs://bucket/t.lance"); err == nil || !strings.Contains(err.Error(), "gs") {
+		t.Errorf("gs URI: got %v, want an unsupported-scheme error", err)
 	}
 	if _, _, err := openLocation(filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Error("missing folder: no error")
