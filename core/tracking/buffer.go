@@ -17,9 +17,9 @@ type paramRow struct {
 }
 
 type seriesRow struct {
-	id                 SeriesID
-	runID, name, ctx   string
-	created            int64 // µs
+	id               SeriesID
+	runID, name, ctx string
+	created          int64 // µs
 }
 
 type recordRow struct {

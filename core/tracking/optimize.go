@@ -356,7 +356,9 @@ func (r *Repo) foldRecords(ctx context.Context, table string, live map[string]bo
 		s := string(v.x.Data)
 		rows = append(rows, recordRow{seq: v.x.Seq, runID: v.x.RunID, itemID: v.x.ItemID, data: &s, created: v.x.CreatedAt.UnixMicro()})
 	}
-	slices.SortFunc(rows, func(a, b recordRow) int { return cmp.Or(cmp.Compare(a.runID, b.runID), cmp.Compare(a.itemID, b.itemID)) })
+	slices.SortFunc(rows, func(a, b recordRow) int {
+		return cmp.Or(cmp.Compare(a.runID, b.runID), cmp.Compare(a.itemID, b.itemID))
+	})
 	if len(rows) == total && len(d.Fragments()) <= 1 {
 		return len(rows), nil
 	}

@@ -139,15 +139,15 @@ type Run struct {
 }
 
 type seriesState struct {
-	id       SeriesID
-	last     int64 // last step written (or loaded)
-	maxStep  int64
-	has      bool
-	name     string
-	ctxJSON  string
-	inTable  bool        // a series row exists or is buffered
-	d        *deltaEntry // this series' delta in the buffer of generation gen
-	gen      uint64
+	id      SeriesID
+	last    int64 // last step written (or loaded)
+	maxStep int64
+	has     bool
+	name    string
+	ctxJSON string
+	inTable bool        // a series row exists or is buffered
+	d       *deltaEntry // this series' delta in the buffer of generation gen
+	gen     uint64
 }
 
 // ID returns the run's id.

@@ -109,4 +109,5 @@ var (
 		{Name: "created_at", Type: tsType},
 	}, nil)
 )
+
 type arrowSchema = arrow.Schema

@@ -15,12 +15,13 @@ import (
 )
 
 // WAL record kinds of the tracking layer (the key-value layer uses kinds
-// below 20). Every record starts with its kind byte:
+// below 20). Every record starts with its kind byte and a sequence number
+// (u64, little-endian), as package native/wal requires:
 //
-//	20 run change   kind | JSON of the runs row (walRun)
-//	21 parameter    kind | JSON of the params row (walParam)
-//	22 series       kind | JSON of the series row (walSeries)
-//	23 points       kind | count u32 | count × point
+//	20 run change   kind | seq | JSON of the runs row (walRun)
+//	21 parameter    kind | seq | JSON of the params row (walParam)
+//	22 series       kind | seq | JSON of the series row (walSeries)
+//	23 points       kind | seq of the last point | count u32 | count × point
 //	                point = series u64 | step i64 | epoch i64 | flags u8 |
 //	                        timestamp i64 (µs) | value f64 | seq u64   (49 bytes)
 //	                flags: bit 0 epoch present, bit 1 dirty
@@ -87,7 +88,8 @@ func (r *Repo) walAppend(kind byte, body []byte) error {
 	if err := r.walWritePending(); err != nil {
 		return err
 	}
-	rec := append([]byte{kind}, body...)
+	rec := binary.LittleEndian.AppendUint64([]byte{kind}, r.lastSeq)
+	rec = append(rec, body...)
 	if err := r.opts.WAL.Append(rec); err != nil {
 		return fmt.Errorf("tracking: wal append: %w", err)
 	}
@@ -102,7 +104,7 @@ func (r *Repo) walPendingSeries(s seriesRow, seq uint64) error {
 // walPendingPoint adds a point to the pending chunk. Caller holds r.mu.
 func (r *Repo) walPendingPoint(sid SeriesID, step, epoch int64, hasEpoch bool, ts int64, v float64, seq uint64, dirty bool) error {
 	if len(r.walBuf) == 0 {
-		r.walBuf = append(r.walBuf, walPoints, 0, 0, 0, 0)
+		r.walBuf = append(r.walBuf, walPoints, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 	}
 	var flags byte
 	if hasEpoch {
@@ -132,7 +134,8 @@ func (r *Repo) walWritePending() error {
 	if r.opts.WAL == nil || r.walN == 0 {
 		return nil
 	}
-	binary.LittleEndian.PutUint32(r.walBuf[1:], uint32(r.walN))
+	binary.LittleEndian.PutUint64(r.walBuf[1:], r.lastSeq)
+	binary.LittleEndian.PutUint32(r.walBuf[9:], uint32(r.walN))
 	err := r.opts.WAL.Append(r.walBuf)
 	r.walBuf, r.walN = r.walBuf[:0], 0
 	if err != nil {
@@ -229,10 +232,10 @@ func (r *Repo) replayWAL(ctx context.Context) error {
 	for _, l := range claimed {
 		w := l.WriterID
 		for _, rec := range l.Records {
-			if len(rec) == 0 {
+			if len(rec) < 9 {
 				continue
 			}
-			body := rec[1:]
+			body := rec[9:]
 			switch rec[0] {
 			case walRun:
 				var j walRunJSON

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/kv0/kv0/core/tracking"
+)
+
+// demoExperiment is one family of demo runs.
+type demoExperiment struct {
+	name      string
+	model     string
+	baseLR    float64
+	floorLoss float64
+	speed     float64
+}
+
+var demoExperiments = []demoExperiment{
+	{"resnet-cifar10", "resnet18", 0.1, 0.18, 1.0},
+	{"vit-cifar10", "vit-small", 3e-4, 0.25, 0.7},
+	{"bert-sst2", "bert-base", 2e-5, 0.12, 1.3},
+	{"gpt-tiny-shakespeare", "gpt-nano", 6e-4, 1.05, 0.5},
+}
+
+func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := trackingFlags("demo")
+	runsPer := fs.Int("runs", 3, "runs per experiment (4 experiments)")
+	steps := fs.Int("steps", 20000, "training steps per run")
+	pos, err := parseArgs(fs, args, stderr)
+	if err != nil {
+		return err
+	}
+	loc, err := onePath(pos)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(loc, tracking.RunsTable)); err == nil {
+		return fmt.Errorf("%s already holds a repository; remove it first (rm -rf %s)", loc, loc)
+	}
+	r, err := openRepo(ctx, loc, true, false)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	total := int64(len(demoExperiments) * *runsPer * *steps)
+	bar, endBar := progressBar(stderr, "demo")
+	var done, points int64
+	rng := rand.New(rand.NewPCG(42, 7))
+	for _, e := range demoExperiments {
+		for k := 0; k < *runsPer; k++ {
+			n, err := demoRun(ctx, r, rng, e, k, *steps, func(step int) {
+				if step%1000 == 0 {
+					bar(done+int64(step), total)
+				}
+			})
+			if err != nil {
+				endBar()
+				r.Close()
+				return err
+			}
+			done += int64(*steps)
+			points += n
+			bar(done, total)
+		}
+	}
+	endBar()
+	if err := r.Flush(ctx); err != nil {
+		r.Close()
+		return err
+	}
+	elapsed := time.Since(start)
+	fmt.Fprintf(stdout, "wrote %d runs, %d points in %.2fs (%.1fM points/s) to %s\n\n",
+		len(demoExperiments)**runsPer, points, elapsed.Seconds(), float64(points)/elapsed.Seconds()/1e6, loc)
+	if err := printSummary(ctx, r, stdout); err != nil {
+		r.Close()
+		return err
+	}
+	return r.Close()
+}
+
+// demoRun writes one run: noisy exponentially decaying loss with a warmup
+// and cosine learning rate, accuracy rising towards a ceiling, an
+// evaluation every 500 steps, and a few loss spikes.
+func demoRun(ctx context.Context, r *tracking.Repo, rng *rand.Rand, e demoExperiment, k, steps int, tick func(int)) (int64, error) {
+	seed := 1 + k
+	lr := e.baseLR * []float64{1, 0.5, 2, 0.25, 4}[k%5]
+	bs := []int{128, 256, 64, 512, 32}[k%5]
+	run, err := r.StartRun(ctx, tracking.RunSpec{
+		Name:        fmt.Sprintf("%s-%d", e.name, k+1),
+		Experiment:  e.name,
+		Description: fmt.Sprintf("%s with lr %.2g, batch size %d", e.model, lr, bs),
+		Tags:        []string{e.model, []string{"baseline", "sweep", "sweep"}[min(k, 2)]},
+		Kind:        "training",
+		Target:      fmt.Sprintf(`{"dataset":%q}`, e.name),
+	})
+	if err != nil {
+		return 0, err
+	}
+	err = run.SetParams(map[string]any{
+		"model":      map[string]any{"name": e.model, "dropout": 0.1, "layers": 12},
+		"optimizer":  map[string]any{"name": "adamw", "lr": lr, "weight_decay": 0.01, "betas": []float64{0.9, 0.999}},
+		"batch_size": bs, "seed": seed, "epochs": 10, "amp": k%2 == 0,
+	})
+	if err != nil {
+		return 0, err
+	}
+	warm := steps / 50
+	// Points get timestamps as if the run had started hours ago at about
+	// six steps a second.
+	t0 := time.Now().Add(-time.Duration(steps) * 160 * time.Millisecond)
+	quality := 1 + 0.15*rng.NormFloat64() // some runs end better than others
+	var n int64
+	stepsPerEpoch := int64(max(1, steps/10))
+	train := map[string]any{"subset": "train"}
+	val := map[string]any{"subset": "val"}
+	for s := 0; s < steps; s++ {
+		step := int64(s)
+		epoch := step / stepsPerEpoch
+		progress := float64(s) / float64(steps)
+		curLR := lr * 0.5 * (1 + math.Cos(math.Pi*progress))
+		if s < warm {
+			curLR = lr * float64(s+1) / float64(warm)
+		}
+		loss := e.floorLoss*quality + 2.3*math.Exp(-e.speed*6*progress)
+		loss *= 1 + 0.08*rng.NormFloat64()
+		if rng.IntN(5000) == 0 {
+			loss *= 3 + 2*rng.Float64() // a spike
+		}
+		at := t0.Add(time.Duration(s) * 160 * time.Millisecond)
+		opts := tracking.TrackOptions{Step: &step, Epoch: &epoch, Context: train, Time: at}
+		if err := run.Track(loss, "loss", opts); err != nil {
+			return n, err
+		}
+		if err := run.Track(curLR, "lr", tracking.TrackOptions{Step: &step, Epoch: &epoch, Time: at}); err != nil {
+			return n, err
+		}
+		n += 2
+		if s%10 == 0 {
+			acc := math.Max(0, math.Min(0.99, (1-math.Exp(-e.speed*5*progress))*(0.95-0.05*quality)+0.01*rng.NormFloat64()))
+			if err := run.Track(acc, "accuracy", opts); err != nil {
+				return n, err
+			}
+			n++
+		}
+		if s%500 == 499 || s == steps-1 {
+			vloss := (e.floorLoss*quality+2.3*math.Exp(-e.speed*6*progress))*1.1 + 0.02*rng.NormFloat64()
+			vacc := math.Max(0, math.Min(0.99, (1-math.Exp(-e.speed*5*progress))*(0.93-0.05*quality)+0.005*rng.NormFloat64()))
+			vopts := tracking.TrackOptions{Step: &step, Epoch: &epoch, Context: val, Time: at}
+			if err := run.Track(vloss, "loss", vopts); err != nil {
+				return n, err
+			}
+			if err := run.Track(vacc, "accuracy", vopts); err != nil {
+				return n, err
+			}
+			n += 2
+		}
+		tick(s)
+	}
+	status := tracking.StatusFinished
+	if k == 2 && e.name == "vit-cifar10" {
+		status = tracking.StatusFailed
+	}
+	return n, run.Finish(ctx, status)
+}
+
+// printSummary prints the runs and each metric's statistics.
+func printSummary(ctx context.Context, r *tracking.Repo, stdout io.Writer) error {
+	if err := cmdRunsOn(ctx, r, tracking.RunFilter{}, false, stdout); err != nil {
+		return err
+	}
+	runs, err := r.Runs(ctx, tracking.RunFilter{})
+	if err != nil {
+		return err
+	}
+	for _, in := range runs {
+		fmt.Fprintf(stdout, "\n%s (%s, %s)\n", in.Name, in.Experiment, in.Status)
+		if err := printSeries(ctx, r, in, false, stdout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
