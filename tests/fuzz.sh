@@ -11,7 +11,7 @@ for pkg in $($go list ./...); do
   targets=$(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //' | sort -u || true)
   for t in $targets; do
     echo "fuzz $pkg $t ($time)"
-    if ! $go test -run='^$' -fuzz="^${t}\$" -fuzztime="$time" "$pkg" >/tmp/kv0-fuzz.log 2>&1; then
+    if ! $go test -run='^$' -fuzz="^${t}\$" -fuzztime="$time" -fuzzminimizetime=0s "$pkg" >/tmp/kv0-fuzz.log 2>&1; then
       cat /tmp/kv0-fuzz.log
       status=1
     fi
