@@ -76,6 +76,18 @@ func newBuffer() *buffer {
 	return &buffer{gen: bufGen.Add(1), byID: map[SeriesID]*deltaEntry{}, records: map[string][]recordRow{}}
 }
 
+// newBufferFrom returns an empty buffer reusing the point columns of a
+// committed one (nil: fresh ones with room for n points).
+func newBufferFrom(spare *points, n int) *buffer {
+	b := newBuffer()
+	if spare != nil {
+		b.pts = points{spare.sid[:0], spare.step[:0], spare.epoch[:0], spare.hasEpoch[:0], spare.ts[:0], spare.val[:0]}
+	} else if n > 0 {
+		b.pts = points{make([]uint64, 0, n), make([]int64, 0, n), make([]int64, 0, n), make([]bool, 0, n), make([]int64, 0, n), make([]float64, 0, n)}
+	}
+	return b
+}
+
 func (b *buffer) empty() bool {
 	return len(b.runs) == 0 && len(b.params) == 0 && len(b.series) == 0 && b.pts.len() == 0 &&
 		len(b.deltas) == 0 && len(b.records) == 0
@@ -230,7 +242,8 @@ func (r *Repo) flushLocked(ctx context.Context) error {
 		r.mu.Unlock()
 		return nil
 	}
-	r.buf = newBuffer()
+	r.buf = newBufferFrom(r.spare, min(r.opts.FlushRows, 1<<20))
+	r.spare = nil
 	var token uint64
 	var werr error
 	if r.opts.WAL != nil {
@@ -316,7 +329,13 @@ func (r *Repo) commitBuffer(ctx context.Context, b *buffer) error {
 		if err != nil {
 			return fmt.Errorf("tracking: flush metrics: %w", err)
 		}
+		spare := b.pts
 		r.tables.metrics, b.pts, b.deltas, b.byID = d, points{}, nil, map[SeriesID]*deltaEntry{}
+		if cap(spare.sid) <= 1<<20 {
+			r.mu.Lock()
+			r.spare = &spare
+			r.mu.Unlock()
+		}
 	}
 	for _, t := range sortedKeys(b.records) {
 		d, err := r.recordsTable(ctx, t, true)
@@ -461,8 +480,14 @@ func (r *Repo) autoCompact(ctx context.Context) error {
 			*p = d
 		}
 	}
-	if d := r.tables.metrics; d != nil && len(d.Fragments()) > limit {
-		if _, err := r.optimizeMetrics(ctx, false); err != nil && !errors.Is(err, lance.ErrConflict) {
+	if d := r.tables.metrics; d != nil && len(planMetrics(d).scanned) > limit {
+		// Plain compaction, not the sorted rewrite: it keeps the read order
+		// and costs no sort; Optimize sorts later (a merged sorted
+		// fragment makes that a full rewrite).
+		nd, _, err := d.Compact(ctx, lance.CompactOptions{})
+		if err == nil {
+			r.tables.metrics = nd
+		} else if !errors.Is(err, lance.ErrConflict) {
 			return err
 		}
 	}

@@ -572,13 +572,29 @@ func (r *Repo) optimizeMetrics(ctx context.Context, explicit bool) (metricsStats
 // each step, and lays out the sorted fragment contents: the WAL marks and
 // one exact delta per series (series_id 0, ordered by step), then the points.
 func buildSorted(rows *sortRows, marks map[string]uint64) ([]arrow.RecordBatch, int) {
-	idx := make([]int32, len(rows.sid))
-	for i := range idx {
-		idx[i] = int32(i)
+	type sortKey struct {
+		sid  uint64
+		step int64
+		i    int32
 	}
-	slices.SortStableFunc(idx, func(a, b int32) int {
-		return cmp.Or(cmp.Compare(rows.sid[a], rows.sid[b]), cmp.Compare(rows.step[a], rows.step[b]))
+	keys := make([]sortKey, len(rows.sid))
+	for i := range keys {
+		keys[i] = sortKey{rows.sid[i], rows.step[i], int32(i)}
+	}
+	slices.SortFunc(keys, func(a, b sortKey) int {
+		if a.sid != b.sid {
+			return cmp.Compare(a.sid, b.sid)
+		}
+		if a.step != b.step {
+			return cmp.Compare(a.step, b.step)
+		}
+		return cmp.Compare(a.i, b.i) // read order breaks ties: the later row wins below
 	})
+	idx := make([]int32, len(keys))
+	for k := range keys {
+		idx[k] = keys[k].i
+	}
+	keys = nil
 	keep := idx[:0]
 	for k, i := range idx {
 		if k+1 < len(idx) {

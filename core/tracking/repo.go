@@ -68,7 +68,8 @@ type Repo struct {
 	bgErr  atomic.Pointer[error]
 	stop   chan struct{}
 	done   chan struct{}
-	walBuf []byte // pending WAL points record; guarded by mu
+	spare  *points // point columns of a committed buffer, for reuse; guarded by mu
+	walBuf []byte  // pending WAL points record; guarded by mu
 	walN   int
 
 	cacheMu sync.Mutex
@@ -105,7 +106,7 @@ func OpenRepo(ctx context.Context, st store.Store, root string, opts RepoOptions
 	if opts.ReadOnly {
 		opts.WAL = nil
 	}
-	r := &Repo{st: st, root: root, opts: opts, buf: newBuffer(), runs: map[string]*Run{},
+	r := &Repo{st: st, root: root, opts: opts, buf: newBufferFrom(nil, min(opts.FlushRows, 1<<20)), runs: map[string]*Run{},
 		deleted: map[string]bool{}, ranges: map[string][]sidRange{}}
 	r.full = sync.NewCond(&r.mu)
 	r.tables.records = map[string]*lance.Dataset{}
