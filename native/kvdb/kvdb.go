@@ -15,6 +15,7 @@ package kvdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -65,6 +66,9 @@ func Open(ctx context.Context, loc string, opts Options) (*kv.DB, error) {
 	}
 	readOnly := o.ReadOnly || o.Version != 0
 	log, uri, err := OpenLog(ctx, loc, !readOnly, opts)
+	if readOnly && errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("%w at %s: %w", ErrNoDatabase, loc, err)
+	}
 	if err != nil {
 		return nil, err
 	}
