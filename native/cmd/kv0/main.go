@@ -83,6 +83,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return cmdSignServer(ctx, args[1:], stdout, stderr)
 	case "runs", "run", "params", "series", "metrics", "track", "optimize", "delete-runs", "demo":
 		return cmdTracking(ctx, args[0], args[1:], stdout, stderr)
+	case "kv":
+		return cmdKV(ctx, args[1:], stdout, stderr)
 	case "lance":
 	default:
 		return usagef("unknown command %q", args[0])
