@@ -40,12 +40,23 @@ import (
 // maxChunkItems bounds the values a single mini-block chunk may claim.
 const maxChunkItems = 1 << 16
 
+// v21Error is an error of the 2.1 decoders: a message that matches a
+// package sentinel with errors.Is without repeating its text, since
+// File.pageErr prints the sentinel next to the message.
+type v21Error struct {
+	sentinel error
+	msg      string
+}
+
+func (e *v21Error) Error() string { return e.msg }
+func (e *v21Error) Unwrap() error { return e.sentinel }
+
 func unsupportedf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrUnsupportedEncoding, fmt.Sprintf(format, args...))
+	return &v21Error{ErrUnsupportedEncoding, fmt.Sprintf(format, args...)}
 }
 
 func corruptf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrCorrupt, fmt.Sprintf(format, args...))
+	return &v21Error{ErrCorrupt, fmt.Sprintf(format, args...)}
 }
 
 // encName names the variant of a CompressiveEncoding for error messages.
@@ -431,14 +442,14 @@ func unpackInline(buf []byte, n, T int, b *valBuilder) error {
 		k := min(n, bitpack.BlockLen)
 		if k == bitpack.BlockLen {
 			if err := bitpack.UnpackBlock(T, int(w), b.grow(k), src); err != nil {
-				return fmt.Errorf("%w: %v", ErrCorrupt, err)
+				return corruptf("%v", err)
 			}
 		} else {
 			if tmp == nil {
 				tmp = alignedBytes(bitpack.BlockLen*wb, 0)
 			}
 			if err := bitpack.UnpackBlock(T, int(w), tmp, src); err != nil {
-				return fmt.Errorf("%w: %v", ErrCorrupt, err)
+				return corruptf("%v", err)
 			}
 			copy(b.grow(k), tmp)
 		}
@@ -458,7 +469,7 @@ func unpackOutOfLine(buf []byte, n, T, w int, b *valBuilder) error {
 	}
 	for i := 0; i < whole; i++ {
 		if err := bitpack.UnpackBlock(T, w, b.grow(bitpack.BlockLen), buf[i*pb:(i+1)*pb]); err != nil {
-			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return corruptf("%v", err)
 		}
 	}
 	if tail == 0 {
@@ -471,7 +482,7 @@ func unpackOutOfLine(buf []byte, n, T, w int, b *valBuilder) error {
 	case len(rest) >= pb:
 		tmp := alignedBytes(bitpack.BlockLen*wb, 0)
 		if err := bitpack.UnpackBlock(T, w, tmp, rest[:pb]); err != nil {
-			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+			return corruptf("%v", err)
 		}
 		copy(b.grow(tail), tmp)
 	default:

@@ -1,8 +1,6 @@
 package lancefile
 
 import (
-	"fmt"
-
 	"github.com/kv0/kv0/core/encoding/fsst"
 )
 
@@ -13,7 +11,7 @@ type fsstTable = *fsst.Table
 func parseFsst(b []byte) (fsstTable, error) {
 	t, err := fsst.ParseTable(b)
 	if err != nil {
-		return nil, fmt.Errorf("%w: FSST symbol table: %v", ErrCorrupt, err)
+		return nil, corruptf("FSST symbol table: %v", err)
 	}
 	return t, nil
 }
@@ -26,7 +24,7 @@ func fsstDecodeInto(t fsstTable, src []byte, offs []int64, b *valBuilder) error 
 	}
 	data, o, err := t.DecodeOffsets(b.data, b.offs[:len(b.offs)-1], src, offs)
 	if err != nil {
-		return fmt.Errorf("%w: FSST: %v", ErrCorrupt, err)
+		return corruptf("FSST: %v", err)
 	}
 	b.data, b.offs = data, o
 	b.n += len(offs) - 1

@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"google.golang.org/protobuf/proto"
@@ -14,7 +16,10 @@ import (
 
 // Fuzz targets for the 2.1 page decoders: arbitrary buffers and layouts,
 // read through the whole reader for a handful of schemas. Nothing may panic
-// or allocate beyond what the inputs justify; errors are fine.
+// or allocate beyond what the inputs justify; errors are fine. Seeds are
+// real pages, so run with a short minimization time, e.g.
+//
+//	go test -run XXX -fuzz '^FuzzMiniBlock$' -fuzztime 1m -fuzzminimizetime 2s
 
 // fuzzSchemas are the fields a fuzzed page is read as; the page's column is
 // the field's only leaf.
@@ -32,6 +37,17 @@ var fuzzSchemas = [][][3]string{
 }
 
 func fuzzRead(t *testing.T, layout *enc21pb.PageLayout, bufs [][]byte, rows uint16, schema uint8) {
+	// A watchdog turns a hang into a crash, so the fuzzer keeps the input.
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			buf := make([]byte, 1<<20)
+			panic("fuzzRead hangs:\n" + string(buf[:runtime.Stack(buf, true)]))
+		}
+	}()
 	f := testFile21(t, [][]tPage{{{rows: uint64(rows), bufs: bufs, layout: layout}}})
 	s := tSchema(t, fuzzSchemas[int(schema)%len(fuzzSchemas)]...)
 	leaf := int32(-1)
@@ -90,7 +106,12 @@ func seedPages(t testing.TB) []tPage {
 					continue
 				}
 				pl, err := pageLayout21(p.info.enc)
-				if err != nil || p.info.rows > 5000 {
+				size := 0
+				for _, b := range p.bufs {
+					size += len(b)
+				}
+				// Big inputs make the fuzzer's minimization crawl.
+				if err != nil || p.info.rows > 5000 || size > 16<<10 {
 					continue
 				}
 				out = append(out, tPage{rows: p.info.rows, bufs: p.bufs, layout: pl})

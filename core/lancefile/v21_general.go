@@ -2,7 +2,6 @@ package lancefile
 
 import (
 	"encoding/binary"
-	"fmt"
 
 	"github.com/kv0/kv0/core/encoding/compress"
 	"github.com/kv0/kv0/core/internal/lancepb/enc21pb"
@@ -39,7 +38,7 @@ func decompressBuffer(s enc21pb.CompressionScheme, src []byte, limit int) ([]byt
 	}
 	out, err := compress.Decompress(scheme, nil, src)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		return nil, corruptf("%v", err)
 	}
 	if len(out) > limit {
 		return nil, corruptf("%v buffer decompresses to %d bytes, more than the %d expected", scheme, len(out), limit)

@@ -723,6 +723,9 @@ func decodeAllNullPage(li *leafInfo, an *enc21pb.AllNullLayout, bufs [][]byte, r
 			return nil, err
 		}
 	}
+	if pg.rep != nil && pg.def != nil && len(pg.rep) != len(pg.def) {
+		return nil, corruptf("%d repetition and %d definition levels", len(pg.rep), len(pg.def))
+	}
 	switch {
 	case pg.rep != nil:
 		pg.nlev = len(pg.rep)

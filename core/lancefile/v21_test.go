@@ -408,6 +408,9 @@ func TestV21ListUtf8(t *testing.T) {
 		got, err := readAllJSON(t, f, s, map[int32]int{1: 0}, batch)
 		check(t, got, err, `[["a",null],null,[],["b"],["c","d"]]`)
 	}
+	s = tSchema(t, [3]string{"l", "large_list", ""}, [3]string{"item", "large_string", "0"})
+	got, err := readAllJSON(t, f, s, map[int32]int{1: 0}, 3)
+	check(t, got, err, `[["a",null],null,[],["b"],["c","d"]]`)
 }
 
 func TestV21ListOfStruct(t *testing.T) {

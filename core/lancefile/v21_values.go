@@ -1,7 +1,6 @@
 package lancefile
 
 import (
-	"fmt"
 	"math"
 	"unsafe"
 
@@ -177,7 +176,7 @@ func (b *valBuilder) appendVar(v []byte) {
 // appendVals appends v, which must be of the builder's kind.
 func (b *valBuilder) appendVals(v *vals) error {
 	if v.kind != b.kind || (v.kind == kindFixed && v.width != b.width) {
-		return fmt.Errorf("%w: pages mix %s (width %d) and %s (width %d) values", ErrCorrupt, b.kind, b.width, v.kind, v.width)
+		return corruptf("pages mix %s (width %d) and %s (width %d) values", b.kind, b.width, v.kind, v.width)
 	}
 	switch b.kind {
 	case kindFixed:
@@ -239,7 +238,7 @@ func checkVarOffsets(offs []int64, size int) error {
 	}
 	for _, o := range offs {
 		if o < prev || o > int64(size) {
-			return fmt.Errorf("%w: variable-width offset %d outside [%d, %d]", ErrCorrupt, o, prev, size)
+			return corruptf("variable-width offset %d outside [%d, %d]", o, prev, size)
 		}
 		prev = o
 	}
@@ -294,7 +293,7 @@ func toInt32Offsets(offs []int64) ([]int32, error) {
 	}
 	base := offs[0]
 	if offs[len(offs)-1]-base > math.MaxInt32 {
-		return nil, fmt.Errorf("%w: %d bytes of string data do not fit 32-bit offsets", ErrUnsupportedEncoding, offs[len(offs)-1]-base)
+		return nil, unsupportedf("%d bytes of string data do not fit 32-bit offsets", offs[len(offs)-1]-base)
 	}
 	for i, o := range offs {
 		out[i] = int32(o - base)
