@@ -21,14 +21,16 @@ all: build
 build:
 	$(GO) build -o $(KV0) ./native/cmd/kv0
 
-# Until the tracking layer's demo lands, `make run` inspects a small dataset
-# written by lance 8 (tests/testdata/sample.lance): its versions, schema and rows.
-SAMPLE := tests/testdata/sample.lance
+# `make run` writes the tracking demo (a dozen runs of a few experiments, with
+# loss/accuracy/learning-rate curves) to a local folder and prints the runs and
+# each metric's summary from the statistics.
+DEMO ?= out/demo
 run: build
-	$(KV0) lance log $(SAMPLE)
-	$(KV0) lance info $(SAMPLE)
-	$(KV0) lance cat $(SAMPLE) --limit 5
-	$(KV0) lance cat $(SAMPLE) --version 1 --columns seq,key --limit 3
+	rm -rf $(DEMO)
+	$(KV0) demo $(DEMO)
+	$(KV0) runs $(DEMO) --experiment bert-sst2
+	$(KV0) series $(DEMO) resnet-cifar10-1
+	$(KV0) metrics $(DEMO) resnet-cifar10-1 loss --context '{"subset":"train"}' --max-points 12
 
 # `make test` is what CI runs (.ci/run). Node and npm are needed by the
 # interop suite; with CI=true their absence is an error, never a skip.
