@@ -34,6 +34,8 @@ import (
 //	Variable, block       u32|u64 width (32|64), u32|u64 start of bytes,
 //	                      (k+1) offsets relative to the bytes, bytes
 //	Rle                   buffer 0: run values (Flat); buffer 1: u8 run lengths
+//	ByteStreamSplit{w}    n values of w bytes as w streams of n bytes: byte j
+//	                      of value i at j*n + i (chunk-local)
 //	General               the inner encoding's first buffer, compressed
 //	                      (zstd: u64 length + frame; lz4: u32 length + block)
 
@@ -107,6 +109,7 @@ const (
 	cRle                        // Rle
 	cGeneral                    // General over an inner codec
 	cConstant                   // Constant
+	cBSS                        // ByteStreamSplit over Flat values
 )
 
 // codec is a compiled CompressiveEncoding.
@@ -275,6 +278,15 @@ func compileCodecDepth(e *enc21pb.CompressiveEncoding, role codecRole, depth int
 			return nil, err
 		}
 		return &codec{kind: cGeneral, out: inner.out, width: inner.width, comp: s, inner: inner}, nil
+	case *enc21pb.CompressiveEncoding_ByteStreamSplit:
+		if role != roleMiniBlock {
+			return nil, bad()
+		}
+		f := c.ByteStreamSplit.GetValues().GetFlat()
+		if f == nil || f.Data != nil || f.GetBitsPerValue()%8 != 0 || f.GetBitsPerValue() < 8 || f.GetBitsPerValue() > 64 {
+			return nil, unsupportedf("ByteStreamSplit of %s", encName(c.ByteStreamSplit.GetValues()))
+		}
+		return &codec{kind: cBSS, out: kindFixed, width: int(f.GetBitsPerValue() / 8)}, nil
 	case *enc21pb.CompressiveEncoding_Constant:
 		v := c.Constant.GetValue()
 		cd := &codec{kind: cConstant, out: kindFixed, width: len(v), constant: v}
@@ -299,7 +311,7 @@ func bufferScheme(bc *enc21pb.BufferCompression) (enc21pb.CompressionScheme, err
 // buffers into b.
 func (c *codec) decodeMiniBlock(bufs [][]byte, n int, b *valBuilder) error {
 	switch c.kind {
-	case cFlat, cBitmap, cInline, cConstant:
+	case cFlat, cBitmap, cInline, cConstant, cBSS:
 		if c.fslValid {
 			// Buffer 0: item validity (n*dim bits); buffer 1: the items.
 			if len(bufs) < 2 {
@@ -395,6 +407,19 @@ func (c *codec) decodeFixed(buf []byte, n int, b *valBuilder) error {
 		return nil
 	case cInline:
 		return unpackInline(buf, n, c.bits, b)
+	case cBSS:
+		w := c.width
+		if len(buf) < n*w {
+			return corruptf("byte-stream-split buffer of %d bytes holds fewer than %d values of %d bytes", len(buf), n, w)
+		}
+		dst := b.grow(n)
+		for j := 0; j < w; j++ {
+			stream := buf[j*n : (j+1)*n]
+			for i, v := range stream {
+				dst[i*w+j] = v
+			}
+		}
+		return nil
 	case cOutOfLine:
 		return unpackOutOfLine(buf, n, c.bits, c.packed, b)
 	case cConstant:

@@ -555,15 +555,46 @@ func TestV21Skip(t *testing.T) {
 	}
 }
 
+// TestV21ByteStreamSplit decodes a hand-built ByteStreamSplit chunk: three
+// 64-bit values stored as eight streams of three bytes, byte j of value i at
+// offset j*3+i, as lance writes columns that ask for general compression.
+func TestV21ByteStreamSplit(t *testing.T) {
+	s := tSchema(t, [3]string{"x", "uint64", ""})
+	bss := &enc21pb.CompressiveEncoding{Compression: &enc21pb.CompressiveEncoding_ByteStreamSplit{ByteStreamSplit: &enc21pb.ByteStreamSplit{Values: flatEnc(64)}}}
+	// Values 0x0102, 0x0304, 0xff00000000000005.
+	split := []byte{
+		0x02, 0x04, 0x05, // byte 0 of each value
+		0x01, 0x03, 0x00, // byte 1
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, // bytes 2..6
+		0x00, 0x00, 0xff, // byte 7
+	}
+	meta, data := chunks([]int{0}, chunk(0, nil, nil, split))
+	f := testFile21(t, [][]tPage{{{rows: 3, bufs: [][]byte{meta, data}, layout: miniLayout(&enc21pb.MiniBlockLayout{
+		ValueCompression: bss, Layers: []enc21pb.RepDefLayer{lValidItem}, NumBuffers: 1, NumItems: 3})}}})
+	got, err := readAllJSON(t, f, s, map[int32]int{0: 0}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(t, got, nil, `["258","772","18374686479671623685"]`)
+
+	short := split[:20]
+	meta, data = chunks([]int{0}, chunk(0, nil, nil, short))
+	f = testFile21(t, [][]tPage{{{rows: 3, bufs: [][]byte{meta, data}, layout: miniLayout(&enc21pb.MiniBlockLayout{
+		ValueCompression: bss, Layers: []enc21pb.RepDefLayer{lValidItem}, NumBuffers: 1, NumItems: 3})}}})
+	if _, err := readAllJSON(t, f, s, map[int32]int{0: 0}, 3); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("truncated byte-stream-split chunk: err = %v, want ErrCorrupt", err)
+	}
+}
+
 func TestV21Errors(t *testing.T) {
 	s := tSchema(t, [3]string{"x", "uint64", ""})
 	t.Run("unsupported", func(t *testing.T) {
-		bss := &enc21pb.CompressiveEncoding{Compression: &enc21pb.CompressiveEncoding_ByteStreamSplit{ByteStreamSplit: &enc21pb.ByteStreamSplit{Values: flatEnc(64)}}}
+		ps := &enc21pb.CompressiveEncoding{Compression: &enc21pb.CompressiveEncoding_PackedStruct{PackedStruct: &enc21pb.PackedStruct{Values: flatEnc(64)}}}
 		meta, data := chunks([]int{0}, chunk(0, nil, nil, u64le(1)))
 		f := testFile21(t, [][]tPage{{{rows: 1, bufs: [][]byte{meta, data}, layout: miniLayout(&enc21pb.MiniBlockLayout{
-			ValueCompression: bss, Layers: []enc21pb.RepDefLayer{lValidItem}, NumBuffers: 1, NumItems: 1})}}})
+			ValueCompression: ps, Layers: []enc21pb.RepDefLayer{lValidItem}, NumBuffers: 1, NumItems: 1})}}})
 		_, err := readAllJSON(t, f, s, map[int32]int{0: 0}, 1)
-		if !errors.Is(err, ErrUnsupportedEncoding) || !strings.Contains(err.Error(), "ByteStreamSplit") || !strings.Contains(err.Error(), "t.lance column 0 page 0") {
+		if !errors.Is(err, ErrUnsupportedEncoding) || !strings.Contains(err.Error(), "PackedStruct") || !strings.Contains(err.Error(), "t.lance column 0 page 0") {
 			t.Fatalf("got %v", err)
 		}
 	})
