@@ -272,6 +272,8 @@ func buildManifest(in buildInput) (*tablepb.Manifest, []*tablepb.IndexMetadata, 
 		if keepMax != nil && (m.MaxFragmentId == nil || *keepMax > m.GetMaxFragmentId()) {
 			m.MaxFragmentId = keepMax
 		}
+	case *tablepb.Transaction_CreateIndex_:
+		idx = applyCreateIndex(idx, op.CreateIndex) // index.go
 	case *tablepb.Transaction_UpdateConfig_:
 		if m.Config == nil {
 			m.Config = map[string]string{}
