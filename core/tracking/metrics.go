@@ -135,19 +135,24 @@ func (r *Repo) visitPlan(ctx context.Context, d *lance.Dataset, p metricsPlan, s
 		if err != nil {
 			return err
 		}
-		var addrs []uint64
+		var rows []lance.RowRange
 		for _, s := range want {
 			i := sort.Search(len(rs), func(i int) bool { return rs[i].sid >= s })
 			if i < len(rs) && rs[i].sid == s {
-				for o := rs[i].lo; o < rs[i].hi; o++ {
-					addrs = append(addrs, f.ID<<32|uint64(o))
+				lo, hi := uint64(rs[i].lo), uint64(rs[i].hi)
+				if n := len(rows); n > 0 && rows[n-1].End == lo {
+					rows[n-1].End = hi
+				} else {
+					rows = append(rows, lance.RowRange{Start: lo, End: hi})
 				}
 			}
 		}
-		if len(addrs) == 0 {
+		if len(rows) == 0 {
 			continue
 		}
-		rec, err := d.Take(ctx, addrs, cols)
+		// A sorted fragment holds each series contiguously: read the
+		// ranges, skipping the pages between them.
+		rec, err := d.ReadRanges(ctx, f.ID, rows, cols)
 		if err != nil {
 			return err
 		}

@@ -31,7 +31,8 @@ type OptimizeStats struct {
 // below a step already sorted for its series, when a sorted fragment has
 // disappeared, or when the fragments to rewrite hold exact statistics;
 // otherwise only the unsorted ones. Rows of deleted runs are removed,
-// except their tombstones.
+// except their tombstones. Last, it (re)builds the Lance BTree index on
+// metrics.series_id (SeriesIndex) when some fragment is not covered.
 func (r *Repo) Optimize(ctx context.Context) (OptimizeStats, error) {
 	var st OptimizeStats
 	if err := r.checkWritableLocked(); err != nil {
@@ -71,6 +72,9 @@ func (r *Repo) Optimize(ctx context.Context) (OptimizeStats, error) {
 		return
 	}); err != nil {
 		return st, fmt.Errorf("tracking: optimize metrics: %w", err)
+	}
+	if err = retry(func() error { return r.indexMetrics(ctx) }); err != nil {
+		return st, fmt.Errorf("tracking: index metrics: %w", err)
 	}
 	tables, err := r.RecordTables(ctx)
 	if err != nil {
