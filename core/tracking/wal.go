@@ -330,3 +330,26 @@ func (r *Repo) replayPoints(body []byte, mark uint64, runOf map[SeriesID]string)
 	}
 	return nil
 }
+
+// SyncWAL writes the points still pending in the handle's WAL chunk to the
+// WAL and syncs it (in the WAL's durability mode: an fsync unless the log
+// was opened without syncing). When it returns, every write made through
+// the handle before the call survives a crash of the process and is
+// replayed by the next writable OpenRepo, even if it was never flushed to
+// Lance. Without a WAL it does nothing.
+func (r *Repo) SyncWAL() error {
+	if r.opts.WAL == nil {
+		return nil
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return ErrClosed
+	}
+	err := r.walWritePending()
+	r.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return r.opts.WAL.Sync()
+}
