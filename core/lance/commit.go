@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -54,7 +55,13 @@ type commitReq struct {
 	naming Naming
 	base   *Dataset // the version the transaction was built on; nil: create
 	txn    *tablepb.Transaction
-	opts   CommitOptions
+	// unsynced are the files the transaction references that were stored
+	// with store.PutNoSync; commit syncs them before the manifest.
+	unsynced []string
+	// files, when set, waits for more such files still being stored (it
+	// runs while the transaction file is written) and returns their keys.
+	files func() ([]string, error)
+	opts  CommitOptions
 	// redo rebuilds the transaction on a newer version after a retryable
 	// conflict (nil: the conflict is returned). It may return an error
 	// matching ErrConflict when the operation no longer applies.
@@ -74,6 +81,14 @@ type commitReq struct {
 // versions committed since, checks the transaction against each of them, and
 // rebuilds on top or fails. It returns the committed version.
 //
+// Durability: the data files (r.unsynced) and the transaction file are
+// stored without syncing, then synced together with the manifest's
+// temporary file (one sync of each file and of each folder that gained one,
+// concurrently) before the manifest is linked into place, so a manifest
+// never survives a crash without the files it references; the manifest's
+// folder is synced before commit returns. The hint is never synced (readers
+// confirm it).
+//
 // A commit that fails before the manifest put changes nothing readers see;
 // the transaction and data files it wrote are left for CleanupOldVersions.
 // When the manifest put itself fails with an error other than ErrExists,
@@ -83,48 +98,45 @@ func commit(ctx context.Context, r commitReq) (*Dataset, error) {
 	cur := r.base
 	txn := r.txn
 	written := ""
+	pending := slices.Clip(r.unsynced) // stored, not yet synced
+	files := r.files
 	for attempt := 0; ; attempt++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		name := txnFileName(txn)
-		if name != written {
-			b, err := proto.MarshalOptions{Deterministic: true}.Marshal(txn)
-			if err != nil {
-				return nil, err
+		err := ctx.Err()
+		if name := txnFileName(txn); err == nil && name != written {
+			b, merr := proto.MarshalOptions{Deterministic: true}.Marshal(txn)
+			key := r.k.txn(name)
+			if err = merr; err == nil {
+				if err = store.PutNoSync(ctx, r.st, key, b); err != nil {
+					err = fmt.Errorf("lance: writing transaction file: %w", err)
+				}
 			}
-			if err := r.st.Put(ctx, r.k.txn(name), b); err != nil {
-				return nil, fmt.Errorf("lance: writing transaction file: %w", err)
-			}
-			written = name
-		}
-		var (
-			curM   *tablepb.Manifest
-			curIdx []*tablepb.IndexMetadata
-			v      = uint64(1)
-		)
-		if cur != nil {
-			curM, v = cur.mf.m, cur.Version()+1
-			var err error
-			if curIdx, err = readIndices(ctx, cur); err != nil {
-				return nil, err
+			if err == nil {
+				written = name
+				pending = append(pending, key)
 			}
 		}
-		now := time.Now().UTC()
-		if r.now != nil {
-			now = r.now()
+		if files != nil {
+			keys, ferr := files()
+			files = nil
+			if err == nil {
+				err = ferr
+			}
+			pending = append(pending, keys...)
 		}
-		m, idx, err := buildManifest(buildInput{cur: curM, curIdx: curIdx, txn: txn, version: v,
-			restored: r.restored, restIdx: r.restoredIdx, now: now})
 		if err != nil {
 			return nil, err
 		}
-		data, err := encodeManifestFile(m, txn, idx)
+		m, data, mpos, err := r.manifestFor(ctx, cur, txn)
 		if err != nil {
 			return nil, err
 		}
+		v := m.GetVersion()
 		key := r.k.manifest(v, r.naming)
-		err = r.st.PutIfAbsent(ctx, key, data)
+		// The files the manifest references become durable before it does.
+		err = store.PutIfAbsentAfterSync(ctx, r.st, key, data, pending...)
+		if err == nil || errors.Is(err, store.ErrExists) {
+			pending = nil
+		}
 		if err != nil && !errors.Is(err, store.ErrExists) {
 			// The put may have taken effect (e.g. a lost response): look.
 			if d, ok := committedByUs(context.WithoutCancel(ctx), r, v, txn); ok {
@@ -133,18 +145,15 @@ func commit(ctx context.Context, r commitReq) (*Dataset, error) {
 			return nil, fmt.Errorf("lance: committing version %d of %q: %w", v, r.k.root, err)
 		}
 		if err == nil {
-			mf, derr := decodeManifest(key, int64(len(data)), data, nil)
+			mf := &manifestFile{key: key, size: int64(len(data)), pos: int64(mpos), tail: data, m: m, naming: r.naming}
+			d, derr := newDatasetFrom(r.st, r.k, mf, cur, txn)
 			if derr != nil {
 				return nil, derr
 			}
-			mf.naming = r.naming
-			d, derr := newDataset(r.st, r.k, mf)
-			if derr != nil {
-				return nil, derr
-			}
-			// The hint is an optimisation; a failure to update it loses
-			// nothing (readers confirm by listing or probing).
-			_ = r.st.Put(ctx, r.k.hint(), fmt.Appendf(nil, `{"version":%d}`, v))
+			// The hint is an optimisation; a failure to update it, or
+			// losing it in a crash, loses nothing (readers confirm by
+			// listing or probing), so it is never synced.
+			_ = store.PutNoSync(ctx, r.st, r.k.hint(), fmt.Appendf(nil, `{"version":%d}`, v))
 			return d, nil
 		}
 		// Lost the race for version v.
@@ -206,6 +215,37 @@ func commit(ctx context.Context, r commitReq) (*Dataset, error) {
 	}
 }
 
+// manifestFor builds and encodes the manifest of the version after cur (1
+// when cur is nil) with txn applied.
+func (r *commitReq) manifestFor(ctx context.Context, cur *Dataset, txn *tablepb.Transaction) (*tablepb.Manifest, []byte, uint64, error) {
+	var (
+		curM   *tablepb.Manifest
+		curIdx []*tablepb.IndexMetadata
+		v      = uint64(1)
+	)
+	if cur != nil {
+		curM, v = cur.mf.m, cur.Version()+1
+		var err error
+		if curIdx, err = readIndices(ctx, cur); err != nil {
+			return nil, nil, 0, err
+		}
+	}
+	now := time.Now().UTC()
+	if r.now != nil {
+		now = r.now()
+	}
+	m, idx, err := buildManifest(buildInput{cur: curM, curIdx: curIdx, txn: txn, version: v,
+		restored: r.restored, restIdx: r.restoredIdx, now: now})
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	data, mpos, err := encodeManifestFile(m, txn, idx)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return m, data, mpos, nil
+}
+
 // committedByUs reads version v back and reports whether it is the one txn
 // produced.
 func committedByUs(ctx context.Context, r commitReq, v uint64, txn *tablepb.Transaction) (*Dataset, bool) {
@@ -222,7 +262,7 @@ func committedByUs(ctx context.Context, r commitReq, v uint64, txn *tablepb.Tran
 	if err != nil {
 		return nil, false
 	}
-	_ = r.st.Put(ctx, r.k.hint(), fmt.Appendf(nil, `{"version":%d}`, v))
+	_ = store.PutNoSync(ctx, r.st, r.k.hint(), fmt.Appendf(nil, `{"version":%d}`, v))
 	return d, true
 }
 

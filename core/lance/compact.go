@@ -67,6 +67,7 @@ func (d *Dataset) Compact(ctx context.Context, opts CompactOptions) (*Dataset, C
 	// Write the new fragments first; their ids come from the reservation.
 	var done int64
 	news := make([][]*tablepb.DataFragment, len(groups))
+	var files []string
 	for i, g := range groups {
 		ids := make([]uint64, len(g))
 		for j, f := range g {
@@ -77,11 +78,17 @@ func (d *Dataset) Compact(ctx context.Context, opts CompactOptions) (*Dataset, C
 			return nil, stats, err
 		}
 		src := &progressReader{s: s, done: &done, total: total, fn: opts.Progress}
-		news[i], err = writeFragments(ctx, d.st, d.k, d.schema, src, WriteOptions{MaxRowsPerFile: target})
+		var stored func() ([]string, error)
+		news[i], stored, err = writeFragments(ctx, d.st, d.k, d.schema, src, WriteOptions{MaxRowsPerFile: target})
 		s.Close()
 		if err != nil {
 			return nil, stats, err
 		}
+		keys, err := stored()
+		if err != nil {
+			return nil, stats, err
+		}
+		files = append(files, keys...)
 	}
 	n := 0
 	for _, g := range news {
@@ -117,7 +124,7 @@ func (d *Dataset) Compact(ctx context.Context, opts CompactOptions) (*Dataset, C
 	// fragment is never lost.
 	txn := newTransaction(d.Version())
 	txn.Operation = &tablepb.Transaction_Rewrite_{Rewrite: rw}
-	nd, err := commit(ctx, commitReq{st: d.st, k: d.k, naming: d.Naming(), base: d, txn: txn, opts: opts.Commit})
+	nd, err := commit(ctx, commitReq{st: d.st, k: d.k, naming: d.Naming(), base: d, txn: txn, unsynced: files, opts: opts.Commit})
 	if err != nil {
 		return nil, CompactStats{}, err
 	}

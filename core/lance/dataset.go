@@ -112,6 +112,13 @@ func openLatest(ctx context.Context, st store.Store, k keys) (*manifestFile, err
 
 // newDataset validates a manifest and builds the Dataset.
 func newDataset(st store.Store, k keys, mf *manifestFile) (*Dataset, error) {
+	return newDatasetFrom(st, k, mf, nil, nil)
+}
+
+// newDatasetFrom is newDataset for the manifest a commit of txn on top of
+// prev just created: when txn keeps the schema, prev's decoded schema is
+// reused instead of decoded again.
+func newDatasetFrom(st store.Store, k keys, mf *manifestFile, prev *Dataset, txn *tablepb.Transaction) (*Dataset, error) {
 	m := mf.m
 	if err := checkReaderFlags(mf.key, m.GetReaderFeatureFlags()); err != nil {
 		return nil, err
@@ -119,14 +126,31 @@ func newDataset(st store.Store, k keys, mf *manifestFile) (*Dataset, error) {
 	if v, _, ok := parseManifestName(baseName(mf.key)); ok && v != m.GetVersion() {
 		return nil, corruptErr(mf.key, mf.pos, "manifest says version %d", m.GetVersion())
 	}
-	schema, err := lancefile.SchemaFromProto(m.GetFields(), m.GetSchemaMetadata())
-	if err != nil {
-		return nil, corruptErr(mf.key, mf.pos, "schema: %v", err)
+	var (
+		schema *lancefile.Schema
+		as     *arrow.Schema
+	)
+	if prev != nil && keepsSchema(txn) {
+		schema, as = prev.schema, prev.arrow
+	} else {
+		var err error
+		if schema, err = lancefile.SchemaFromProto(m.GetFields(), m.GetSchemaMetadata()); err != nil {
+			return nil, corruptErr(mf.key, mf.pos, "schema: %v", err)
+		}
+		as = schema.Arrow()
 	}
-	d := &Dataset{st: st, k: k, mf: mf, schema: schema, arrow: schema.Arrow(), byID: make(map[uint64]int, len(m.GetFragments()))}
+	d := &Dataset{st: st, k: k, mf: mf, schema: schema, arrow: as, byID: make(map[uint64]int, len(m.GetFragments()))}
 	for _, pf := range m.GetFragments() {
 		if _, dup := d.byID[pf.GetId()]; dup {
 			return nil, corruptErr(mf.key, mf.pos, "fragment id %d appears twice", pf.GetId())
+		}
+		if prev != nil {
+			// A fragment the commit left alone is the same message.
+			if i, ok := prev.byID[pf.GetId()]; ok && prev.frags[i].pb == pf {
+				d.byID[pf.GetId()] = len(d.frags)
+				d.frags = append(d.frags, prev.frags[i])
+				continue
+			}
 		}
 		f := Fragment{ID: pf.GetId(), PhysicalRows: pf.GetPhysicalRows(), pb: pf}
 		for _, df := range pf.GetFiles() {
@@ -155,6 +179,17 @@ func newDataset(st store.Store, k keys, mf *manifestFile) (*Dataset, error) {
 	return d, nil
 }
 
+// keepsSchema reports whether committing txn leaves the schema (fields and
+// schema metadata) as it was.
+func keepsSchema(txn *tablepb.Transaction) bool {
+	switch txn.GetOperation().(type) {
+	case *tablepb.Transaction_Append_, *tablepb.Transaction_Delete_, *tablepb.Transaction_Update_,
+		*tablepb.Transaction_Rewrite_, *tablepb.Transaction_ReserveFragments_, *tablepb.Transaction_UpdateConfig_:
+		return true
+	}
+	return false
+}
+
 func baseName(key string) string {
 	for i := len(key) - 1; i >= 0; i-- {
 		if key[i] == '/' {
@@ -170,8 +205,13 @@ func fileVersion(df *tablepb.DataFile) string {
 	if maj == 0 && mnr < 3 {
 		return "legacy"
 	}
-	if maj == 0 && mnr == 3 {
+	switch {
+	case maj == 0 && mnr == 3:
 		return "2.0"
+	case maj == 2 && mnr == 0:
+		return "2.0"
+	case maj == 2 && mnr == 1:
+		return "2.1"
 	}
 	return fmt.Sprintf("%d.%d", maj, mnr)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/kv0/kv0/core/internal/lancepb/filepb"
@@ -194,7 +195,7 @@ type buildInput struct {
 func buildManifest(in buildInput) (*tablepb.Manifest, []*tablepb.IndexMetadata, error) {
 	var m *tablepb.Manifest
 	if in.cur != nil {
-		m = proto.Clone(in.cur).(*tablepb.Manifest)
+		m = shallowClone(in.cur)
 	} else {
 		m = &tablepb.Manifest{}
 	}
@@ -330,6 +331,43 @@ func buildManifest(in buildInput) (*tablepb.Manifest, []*tablepb.IndexMetadata, 
 	return m, idx, nil
 }
 
+// shallowClone copies a manifest for building the next one: lists and maps
+// are new (so the copy can grow or change them), their elements and any
+// sub-messages are shared with m. Manifests, once built, are never changed
+// in place, and buildManifest replaces sub-messages rather than editing
+// them, so sharing is safe and spares a deep copy of every fragment on every
+// commit.
+func shallowClone(m *tablepb.Manifest) *tablepb.Manifest {
+	out := &tablepb.Manifest{}
+	src, dst := m.ProtoReflect(), out.ProtoReflect()
+	frags := src.Descriptor().Fields().ByName("fragments")
+	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd == frags:
+			// The long list, copied directly rather than through reflection.
+			out.Fragments = slices.Clone(m.Fragments)
+		case fd.IsList():
+			l, n := dst.Mutable(fd).List(), v.List().Len()
+			for i := 0; i < n; i++ {
+				l.Append(v.List().Get(i))
+			}
+		case fd.IsMap():
+			mm := dst.Mutable(fd).Map()
+			v.Map().Range(func(k protoreflect.MapKey, e protoreflect.Value) bool {
+				mm.Set(k, e)
+				return true
+			})
+		default:
+			dst.Set(fd, v)
+		}
+		return true
+	})
+	if u := src.GetUnknown(); len(u) > 0 {
+		dst.SetUnknown(slices.Clip(u))
+	}
+	return out
+}
+
 // replaceFragments drops the fragments in removed and replaces those in
 // updated (matched by id), keeping the order.
 func replaceFragments(frags []*tablepb.DataFragment, removed []uint64, updated []*tablepb.DataFragment) []*tablepb.DataFragment {
@@ -403,8 +441,9 @@ func applyUpdateMap(dst map[string]string, u *tablepb.Transaction_UpdateMap) {
 
 // encodeManifestFile lays out a manifest file: the IndexSection (when there
 // are indices) at offset 0, then the inline transaction, then the manifest
-// and the footer. It sets m's section positions.
-func encodeManifestFile(m *tablepb.Manifest, txn *tablepb.Transaction, idx []*tablepb.IndexMetadata) ([]byte, error) {
+// and the footer. It sets m's section positions and returns the file and the
+// manifest's position in it.
+func encodeManifestFile(m *tablepb.Manifest, txn *tablepb.Transaction, idx []*tablepb.IndexMetadata) ([]byte, uint64, error) {
 	var out []byte
 	mo := proto.MarshalOptions{Deterministic: true}
 	section := func(msg proto.Message) (uint64, error) {
@@ -423,23 +462,23 @@ func encodeManifestFile(m *tablepb.Manifest, txn *tablepb.Transaction, idx []*ta
 	if len(idx) > 0 {
 		pos, err := section(&tablepb.IndexSection{Indices: idx})
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		m.IndexSection = &pos
 	}
 	pos, err := section(txn)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	m.TransactionSection = &pos
 	mpos, err := section(m)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	out = binary.LittleEndian.AppendUint64(out, mpos)
 	out = binary.LittleEndian.AppendUint16(out, 0)
 	out = binary.LittleEndian.AppendUint16(out, 2)
-	return append(out, manifestMagic...), nil
+	return append(out, manifestMagic...), mpos, nil
 }
 
 // readIndices returns the indices recorded in a manifest's IndexSection.

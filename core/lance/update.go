@@ -65,9 +65,13 @@ func (d *Dataset) Update(ctx context.Context, req UpdateRequest, opts WriteOptio
 			up.RemovedFragmentIds = append(up.RemovedFragmentIds, dt.GetDelete().GetDeletedFragmentIds()...)
 		}
 	}
+	var files []string
 	if req.New != nil {
-		frags, err := writeFragments(ctx, d.st, d.k, d.schema, req.New, opts)
+		frags, stored, err := writeFragments(ctx, d.st, d.k, d.schema, req.New, opts)
 		if err != nil {
+			return nil, err
+		}
+		if files, err = stored(); err != nil {
 			return nil, err
 		}
 		up.NewFragments = frags
@@ -77,5 +81,5 @@ func (d *Dataset) Update(ctx context.Context, req UpdateRequest, opts WriteOptio
 	}
 	txn := newTransaction(d.Version())
 	txn.Operation = &tablepb.Transaction_Update_{Update: up}
-	return commit(ctx, commitReq{st: d.st, k: d.k, naming: d.Naming(), base: d, txn: txn, opts: opts.Commit})
+	return commit(ctx, commitReq{st: d.st, k: d.k, naming: d.Naming(), base: d, txn: txn, unsynced: files, opts: opts.Commit})
 }

@@ -99,7 +99,7 @@ func overwrite(ctx context.Context, st store.Store, k keys, base *Dataset, schem
 	if err != nil {
 		return nil, err
 	}
-	frags, err := writeFragments(ctx, st, k, ls, batches, opts)
+	frags, files, err := writeFragments(ctx, st, k, ls, batches, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +111,7 @@ func overwrite(ctx context.Context, st store.Store, k keys, base *Dataset, schem
 	txn := newTransaction(readVersion)
 	txn.Operation = &tablepb.Transaction_Overwrite_{Overwrite: &tablepb.Transaction_Overwrite{
 		Fragments: frags, Schema: fields, SchemaMetadata: md}}
-	return commit(ctx, commitReq{st: st, k: k, naming: naming, base: base, txn: txn, opts: opts.Commit, createOnly: create})
+	return commit(ctx, commitReq{st: st, k: k, naming: naming, base: base, txn: txn, files: files, opts: opts.Commit, createOnly: create})
 }
 
 // Append adds the batches to the dataset as new fragments (at most
@@ -127,16 +127,17 @@ func (d *Dataset) Append(ctx context.Context, batches RecordReader, opts WriteOp
 	if err := d.checkAppendable(); err != nil {
 		return nil, err
 	}
-	frags, err := writeFragments(ctx, d.st, d.k, d.schema, batches, opts)
+	frags, files, err := writeFragments(ctx, d.st, d.k, d.schema, batches, opts)
 	if err != nil {
 		return nil, err
 	}
 	if len(frags) == 0 {
-		return d, nil
+		_, err := files()
+		return d, err
 	}
 	txn := newTransaction(d.Version())
 	txn.Operation = &tablepb.Transaction_Append_{Append: &tablepb.Transaction_Append{Fragments: frags}}
-	return commit(ctx, commitReq{st: d.st, k: d.k, naming: d.Naming(), base: d, txn: txn, opts: opts.Commit})
+	return commit(ctx, commitReq{st: d.st, k: d.k, naming: d.Naming(), base: d, txn: txn, files: files, opts: opts.Commit})
 }
 
 // checkAppendable refuses datasets kv0 cannot add 2.1 data files to.
@@ -192,9 +193,14 @@ func conform(ls *lancefile.Schema, want *arrow.Schema, rec arrow.RecordBatch) (a
 
 // writeFragments writes the batches as 2.1 data files of at most
 // MaxRowsPerFile rows, one fragment each (ids unassigned), storing each
-// file as soon as it is complete while the next one is encoded. On error the
-// files already stored are deleted (best effort; cleanup removes any left).
-func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.Schema, batches RecordReader, opts WriteOptions) ([]*tablepb.DataFragment, error) {
+// file as soon as it is complete while the next one is encoded. Files are
+// stored with store.PutNoSync, the last one possibly still being stored when
+// writeFragments returns: the caller must call stored, which waits for the
+// puts and returns the keys (to pass to the commit as commitReq.unsynced,
+// which makes them durable before the manifest that references them) or the
+// first error. On error the files already stored are deleted (best effort;
+// cleanup removes any left).
+func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.Schema, batches RecordReader, opts WriteOptions) (frags []*tablepb.DataFragment, stored func() ([]string, error), err error) {
 	maxRows := opts.MaxRowsPerFile
 	if maxRows <= 0 {
 		maxRows = DefaultMaxRowsPerFile
@@ -205,8 +211,7 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 	}
 	want := ls.Arrow()
 	var (
-		frags   []*tablepb.DataFragment
-		stored  []string
+		keys    []string
 		mu      sync.Mutex
 		wg      sync.WaitGroup
 		putErr  error
@@ -214,13 +219,27 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 		w       *lancefile.Writer
 		written int64
 	)
-	fail := func(err error) ([]*tablepb.DataFragment, error) {
+	clean := func() {
 		wg.Wait()
-		for _, key := range stored {
+		for _, key := range keys {
 			_ = st.Delete(context.WithoutCancel(ctx), key)
 		}
-		return nil, err
 	}
+	fail := func(err error) ([]*tablepb.DataFragment, func() ([]string, error), error) {
+		clean()
+		return nil, nil, err
+	}
+	put := func(key string, data []byte) {
+		err := store.PutNoSync(ctx, st, key, data)
+		mu.Lock()
+		defer mu.Unlock()
+		keys = append(keys, key)
+		if err != nil && putErr == nil {
+			putErr = fmt.Errorf("lance: storing data file %s: %w", key, err)
+		}
+	}
+	// finish completes the current file and stores it in the background
+	// (at most two puts at a time).
 	finish := func() error {
 		data, err := w.Finish()
 		if err != nil {
@@ -238,13 +257,7 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			err := st.Put(ctx, key, data)
-			mu.Lock()
-			defer mu.Unlock()
-			stored = append(stored, key)
-			if err != nil && putErr == nil {
-				putErr = fmt.Errorf("lance: storing data file %s: %w", key, err)
-			}
+			put(key, data)
 		}()
 		return nil
 	}
@@ -302,9 +315,12 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 			return fail(err)
 		}
 	}
-	wg.Wait()
-	if putErr != nil {
-		return fail(putErr)
-	}
-	return frags, nil
+	return frags, func() ([]string, error) {
+		wg.Wait()
+		if putErr != nil {
+			clean()
+			return nil, putErr
+		}
+		return keys, nil
+	}, nil
 }

@@ -6,7 +6,10 @@
 // creating files). Writes go to a temporary file in the target folder first,
 // so readers never observe a partially written object: Put renames it into
 // place, PutIfAbsent hard-links it (link(2) fails when the target exists,
-// which is what makes Lance commits atomic on local disk).
+// which is what makes Lance commits atomic on local disk). Both sync the
+// file before it gets its name and the folder after, so the object is
+// durable when they return; PutNoSync (store.Syncer) defers both to a later
+// Sync of many keys at once.
 package fsstore
 
 import (
@@ -21,6 +24,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/kv0/kv0/core/store"
 )
@@ -36,7 +40,10 @@ type Store struct {
 	NoSync bool
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store  = (*Store)(nil)
+	_ store.Syncer = (*Store)(nil)
+)
 
 // Open returns a store rooted at dir, creating the folder if needed.
 func Open(dir string) (*Store, error) {
@@ -211,10 +218,10 @@ func (s *Store) walk(ctx context.Context, dir string, fn func(key string, size i
 }
 
 // writeTemp writes data to a new temporary file in the folder of name and
-// returns its path. The file is synced unless NoSync is set.
-func (s *Store) writeTemp(name string, data []byte) (string, error) {
+// returns its path. The file is synced when durable is set (and NoSync is not).
+func (s *Store) writeTemp(name string, data []byte, durable bool) (string, error) {
 	dir := filepath.Dir(name)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := s.ensureDir(dir); err != nil {
 		return "", err
 	}
 	var rnd [8]byte
@@ -225,7 +232,7 @@ func (s *Store) writeTemp(name string, data []byte) (string, error) {
 		return "", err
 	}
 	_, err = f.Write(data)
-	if err == nil && !s.NoSync {
+	if err == nil && durable && !s.NoSync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -238,29 +245,91 @@ func (s *Store) writeTemp(name string, data []byte) (string, error) {
 	return tmp, nil
 }
 
+// ensureDir creates dir and its missing parents. Unless NoSync is set, the
+// folder that gained each new entry is synced at once, so that a folder
+// whose files are later synced is itself durable.
+func (s *Store) ensureDir(dir string) error {
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return nil
+	}
+	// The deepest ancestor that exists, below or at the root.
+	base := dir
+	for base != s.root && base != filepath.Dir(base) {
+		if _, err := os.Stat(filepath.Dir(base)); err == nil {
+			break
+		}
+		base = filepath.Dir(base)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if s.NoSync {
+		return nil
+	}
+	// base is the first folder created: sync its parent and every created
+	// folder but the last (each gained one entry).
+	for d := dir; ; d = filepath.Dir(d) {
+		parent := filepath.Dir(d)
+		if err := s.syncDir(parent); err != nil {
+			return err
+		}
+		if d == base || parent == d {
+			return nil
+		}
+	}
+}
+
 // PutIfAbsent implements store.Store with link(2), which fails atomically
 // when the target exists.
 func (s *Store) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	return s.PutIfAbsentAfterSync(ctx, key, data)
+}
+
+// PutIfAbsentAfterSync implements store.Syncer: it writes data to a
+// temporary file, syncs it together with the objects at synced and their
+// folders (concurrently), links it at key and syncs key's folder.
+func (s *Store) PutIfAbsentAfterSync(ctx context.Context, key string, data []byte, synced ...string) error {
 	name, err := s.path(key)
+	if err != nil {
+		return err
+	}
+	paths, err := s.syncPaths(synced)
 	if err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	tmp, err := s.writeTemp(name, data)
+	tmp, err := s.writeTemp(name, data, false)
 	if err != nil {
 		return mapErr("create", key, err)
 	}
 	defer os.Remove(tmp)
+	if !s.NoSync {
+		if err := syncAll(append(paths, tmp)); err != nil {
+			return fmt.Errorf("create %s: %w", key, err)
+		}
+	}
 	if err := os.Link(tmp, name); err != nil {
 		return mapErr("create", key, err)
 	}
 	return s.syncDir(filepath.Dir(name))
 }
 
-// Put implements store.Store with rename(2).
+// Put implements store.Store with rename(2). The object is durable when Put
+// returns.
 func (s *Store) Put(ctx context.Context, key string, data []byte) error {
+	return s.put(ctx, key, data, true)
+}
+
+// PutNoSync implements store.Syncer: Put without syncing the file or its
+// folder. Readers see the whole object or none of it, but after a crash the
+// name may be missing or the content empty until Sync has returned.
+func (s *Store) PutNoSync(ctx context.Context, key string, data []byte) error {
+	return s.put(ctx, key, data, false)
+}
+
+func (s *Store) put(ctx context.Context, key string, data []byte, durable bool) error {
 	name, err := s.path(key)
 	if err != nil {
 		return err
@@ -268,7 +337,7 @@ func (s *Store) Put(ctx context.Context, key string, data []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	tmp, err := s.writeTemp(name, data)
+	tmp, err := s.writeTemp(name, data, durable)
 	if err != nil {
 		return mapErr("put", key, err)
 	}
@@ -276,7 +345,82 @@ func (s *Store) Put(ctx context.Context, key string, data []byte) error {
 		os.Remove(tmp)
 		return mapErr("put", key, err)
 	}
+	if !durable {
+		return nil
+	}
 	return s.syncDir(filepath.Dir(name))
+}
+
+// Sync implements store.Syncer: it syncs each file and each distinct folder
+// holding one, all concurrently, and returns when all are durable.
+func (s *Store) Sync(ctx context.Context, keys ...string) error {
+	paths, err := s.syncPaths(keys)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.NoSync {
+		return nil
+	}
+	return syncAll(paths)
+}
+
+// syncPaths returns the files of keys and the distinct folders holding them.
+func (s *Store) syncPaths(keys []string) ([]string, error) {
+	var paths, dirs []string
+	seen := map[string]bool{}
+	for _, key := range keys {
+		name, err := s.path(key)
+		if err != nil {
+			return nil, err
+		}
+		paths = append(paths, name)
+		if d := filepath.Dir(name); !seen[d] {
+			seen[d] = true
+			dirs = append(dirs, d)
+		}
+	}
+	return append(paths, dirs...), nil
+}
+
+// syncAll fsyncs the files and folders at paths concurrently.
+func syncAll(paths []string) error {
+	if len(paths) == 0 {
+		return nil
+	}
+	errs := make([]error, len(paths))
+	var wg sync.WaitGroup
+	for i, p := range paths[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i+1] = syncPath(p)
+		}()
+	}
+	errs[0] = syncPath(paths[0])
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// syncPath fsyncs the file or folder at p.
+func syncPath(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("sync %s: %w", p, store.ErrNotFound)
+		}
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", p, err)
+	}
+	return nil
 }
 
 // Delete implements store.Store.

@@ -61,3 +61,51 @@ func TestListSkipsTemporaryFiles(t *testing.T) {
 		t.Fatalf("List = %v, %v; want only v/a", got, err)
 	}
 }
+
+func TestPutNoSyncThenSync(t *testing.T) {
+	dir := t.TempDir()
+	s, err := fsstore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var sy store.Syncer = s
+	keys := []string{"a/b/1", "a/b/2", "c/3"}
+	for i, k := range keys {
+		if err := sy.PutNoSync(ctx, k, []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Visible at once, before Sync.
+	for i, k := range keys {
+		p := make([]byte, 1)
+		if err := s.ReadAt(ctx, k, p, 0); err != nil || p[0] != byte(i) {
+			t.Fatalf("%s: %v %v", k, p, err)
+		}
+	}
+	if err := sy.Sync(ctx, keys...); err != nil {
+		t.Fatal(err)
+	}
+	if err := sy.Sync(ctx); err != nil {
+		t.Fatalf("Sync of no key: %v", err)
+	}
+	if err := sy.Sync(ctx, "a/b/1", "a/missing"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Sync of a missing key: %v, want ErrNotFound", err)
+	}
+	if err := sy.Sync(ctx, "../x"); !errors.Is(err, store.ErrInvalidKey) {
+		t.Fatalf("Sync of an invalid key: %v, want ErrInvalidKey", err)
+	}
+	// No temporary file is left behind.
+	got, err := s.List(ctx, store.ListOptions{})
+	if err != nil || len(got) != 3 {
+		t.Fatalf("List = %v, %v", got, err)
+	}
+	for _, d := range []string{"a/b", "c"} {
+		ents, _ := os.ReadDir(filepath.Join(dir, d))
+		for _, e := range ents {
+			if e.Name()[0] == '.' {
+				t.Fatalf("left %s/%s", d, e.Name())
+			}
+		}
+	}
+}
