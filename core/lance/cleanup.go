@@ -28,6 +28,10 @@ type CleanupOptions struct {
 	// DeleteUnverified removes files no manifest references whatever their
 	// age. Only safe when no other writer is committing.
 	DeleteUnverified bool
+	// UnverifiedOlderThan is the age past which a file no manifest
+	// references is presumed abandoned rather than part of a commit in
+	// flight (default: olderThan). Automatic cleanup uses 7 days, as Lance.
+	UnverifiedOlderThan time.Duration
 	// Now is the current time (tests); nil means time.Now.
 	Now func() time.Time
 	// Progress, when set, is called with the files examined so far and the
@@ -51,9 +55,10 @@ type CleanupStats struct {
 // version needs: data files, deletion files, transaction files and index
 // directories. A file a removed version referenced is removed at once; a
 // file no manifest references (left by a failed commit, or by one in flight)
-// is removed only when the store reports it older than olderThan (see
-// ModTimeStore) or DeleteUnverified is set. Manifests go first, so a crash
-// midway leaves only unreferenced files. It needs a store that can list.
+// is removed only when the store reports it older than olderThan (or
+// UnverifiedOlderThan; see ModTimeStore) or DeleteUnverified is set.
+// Manifests go first, so a crash midway leaves only unreferenced files. It
+// needs a store that can list.
 func CleanupOldVersions(ctx context.Context, st store.Store, root string, olderThan time.Duration, opts CleanupOptions) (CleanupStats, error) {
 	var stats CleanupStats
 	k := keys{root}
@@ -62,6 +67,10 @@ func CleanupOldVersions(ctx context.Context, st store.Store, root string, olderT
 		now = opts.Now()
 	}
 	cutoff := now.Add(-olderThan)
+	unverifiedCutoff := cutoff
+	if opts.UnverifiedOlderThan > 0 {
+		unverifiedCutoff = now.Add(-opts.UnverifiedOlderThan)
+	}
 	refs, err := ListVersions(ctx, st, root)
 	if err != nil {
 		return stats, err
@@ -157,7 +166,7 @@ func CleanupOldVersions(ctx context.Context, st store.Store, root string, olderT
 			if err != nil {
 				return err
 			}
-			if !t.Before(cutoff) {
+			if !t.Before(unverifiedCutoff) {
 				return nil
 			}
 		}

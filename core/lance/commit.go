@@ -23,6 +23,16 @@ type CommitOptions struct {
 	// n-th retry sleeps a uniformly random time in [0, min(MaxBackoff,
 	// MinBackoff·2ⁿ⁻¹)], the first retry none (defaults 1ms and 100ms).
 	MinBackoff, MaxBackoff time.Duration
+	// SkipAutoCleanup disables the automatic cleanup a successful commit
+	// runs when the table config asks for it (lance.auto_cleanup.*: when
+	// the new version is a multiple of the interval, old versions are
+	// removed before the commit returns, as Lance does).
+	SkipAutoCleanup bool
+	// OnAutoCleanup, when set, receives the outcome of each automatic
+	// cleanup; its failures never fail the commit.
+	OnAutoCleanup AutoCleanupFunc
+
+	now func() time.Time // the clock (tests); nil means time.Now
 }
 
 // Default commit settings.
@@ -95,6 +105,9 @@ type commitReq struct {
 // commit reads the version back to learn whether the put took effect.
 func commit(ctx context.Context, r commitReq) (*Dataset, error) {
 	opts := r.opts.withDefaults()
+	if r.now == nil {
+		r.now = opts.now
+	}
 	cur := r.base
 	txn := r.txn
 	written := ""
@@ -154,6 +167,9 @@ func commit(ctx context.Context, r commitReq) (*Dataset, error) {
 			// losing it in a crash, loses nothing (readers confirm by
 			// listing or probing), so it is never synced.
 			_ = store.PutNoSync(ctx, r.st, r.k.hint(), fmt.Appendf(nil, `{"version":%d}`, v))
+			if !opts.SkipAutoCleanup {
+				autoCleanup(ctx, d, r.now, opts.OnAutoCleanup)
+			}
 			return d, nil
 		}
 		// Lost the race for version v.
