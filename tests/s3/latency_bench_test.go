@@ -2,6 +2,7 @@ package s3
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -29,25 +30,56 @@ type slowStore struct {
 	store.Store
 	requests, bytes atomic.Int64
 	noList          bool
+
+	mu       sync.Mutex
+	inFlight int
+	waves    int // requests that started while none was in flight
+	trace    []string
+	tracing  bool
 }
 
-func (s *slowStore) wait() { s.requests.Add(1); time.Sleep(latency) }
+func (s *slowStore) wait(op, key string, n int) {
+	s.requests.Add(1)
+	s.mu.Lock()
+	if s.inFlight == 0 {
+		s.waves++
+	}
+	if s.tracing {
+		s.trace = append(s.trace, fmt.Sprintf("wave %d: %s %s %d", s.waves, op, keyKind(key), n))
+	}
+	s.inFlight++
+	s.mu.Unlock()
+	time.Sleep(latency)
+	s.mu.Lock()
+	s.inFlight--
+	s.mu.Unlock()
+}
+
+// sequential is the number of request waves: a wave starts with a request
+// issued while no other is in flight, so requests issued together count
+// once. Unlike elapsed time it does not grow with the CPU time spent
+// between requests.
+func (s *slowStore) sequential() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.waves
+}
 
 func (s *slowStore) ReadAt(ctx context.Context, key string, p []byte, off int64) error {
-	s.wait()
+	s.wait("read", key, len(p))
 	s.bytes.Add(int64(len(p)))
 	return s.Store.ReadAt(ctx, key, p, off)
 }
 
 func (s *slowStore) ReadTail(ctx context.Context, key string, n int) ([]byte, int64, error) {
-	s.wait()
+	s.wait("tail", key, n)
 	b, size, err := store.ReadTail(ctx, s.Store, key, n)
 	s.bytes.Add(int64(len(b)))
 	return b, size, err
 }
 
 func (s *slowStore) Stat(ctx context.Context, key string) (store.ObjectInfo, error) {
-	s.wait()
+	s.wait("stat", key, 0)
 	return s.Store.Stat(ctx, key)
 }
 
@@ -55,7 +87,7 @@ func (s *slowStore) List(ctx context.Context, o store.ListOptions) ([]store.Obje
 	if s.noList {
 		return nil, store.ErrNotSupported
 	}
-	s.wait()
+	s.wait("list", o.Prefix, 0)
 	return s.Store.List(ctx, o)
 }
 
