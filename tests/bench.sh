@@ -2,8 +2,9 @@
 # make bench: kv0 and lancedb side by side on the same data, in one run.
 # Prints a markdown table; docs/benchmarks.md records the results.
 #
-#   KV0_BENCH_DIR   where the lancedb-written data lives (default out/bench)
-#   KV0_BENCH_ROWS  rows of the metrics table (default 10,000,000)
+#   KV0_BENCH_DIR         where the lancedb-written data lives (default out/bench)
+#   KV0_BENCH_ROWS        rows of the metrics table (default 10,000,000)
+#   KV0_BENCH_WRITE_RUNS  write runs of each side, the best counts (default 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${KV0_BENCH_DIR:-out/bench}
@@ -13,25 +14,58 @@ dir=$(cd "$dir" && pwd)
 if [ -d "$dir/metrics.lance" ] && [ "$(cat "$dir/rows" 2>/dev/null)" != "$rows" ]; then rm -rf "$dir"/*; fi
 echo "$rows" > "$dir/rows"
 
+writeruns=${KV0_BENCH_WRITE_RUNS:-1}
+export KV0_BENCH_ROWS=$rows KV0_BENCH_WRITE_RUNS=$writeruns
+
 echo "== lancedb 0.31 (node): write and scan $rows rows" >&2
 lance_json=$(cd tests/interop && node bench.mjs "$dir" "$rows")
 echo "$lance_json" >&2
-[ -f "$dir/lancedb-write.json" ] || echo "$lance_json" > "$dir/lancedb-write.json"
+
+# The Go writer is given the same rows: TestMetricsMatchLancedb checks the
+# generator against the table lancedb wrote before the write is timed.
+echo "== kv0 (Go): write $rows rows" >&2
+go_write=$(KV0_BENCH_DIR="$dir" go test -run='^TestMetricsMatchLancedb$' -bench='^BenchmarkWriteMetrics$' \
+	-benchtime="${writeruns}x" -count=1 -v ./tests/bench/ | grep -v '^=== ')
+echo "$go_write" >&2
 
 echo "== kv0 (Go): scan" >&2
 go_out=$(KV0_BENCH_DIR="$dir" go test -run='^$' -bench='^BenchmarkScanMetrics$' -benchtime=3x -count=1 ./tests/bench/)
 echo "$go_out" >&2
 
+echo "== kv0 (Go): commits of one-row appends on local disk" >&2
+go_commit=$(go test -run='^$' -bench='^BenchmarkCommitAppend$' -benchtime=3s -count=1 ./core/lance/)
+echo "$go_commit" >&2
+
 field() { echo "$1" | sed -n "s/.*\"$2\":\([0-9.e+]*\).*/\1/p"; }
-metric() { echo "$go_out" | awk -v m="$2" -v b="$1" '$1 ~ b { for (i = 2; i < NF; i++) if ($(i+1) == m) print $i }'; }
+metric() { echo "${3:-$go_out}" | awk -v m="$2" -v b="$1" '$1 ~ b { for (i = 2; i < NF; i++) if ($(i+1) == m) print $i }'; }
 toarrow=$(field "$lance_json" toarrow_rows_per_s)
 native=$(field "$lance_json" native_rows_per_s)
 goscan=$(metric BenchmarkScanMetrics rows/s)
 gorss=$(metric BenchmarkScanMetrics peak-RSS-MiB)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f×", a / b; else print "n/a" }'; }
 mrows() { awk -v a="$1" 'BEGIN { printf "%.1fM", a / 1e6 }'; }
+num() { awk -v a="$1" -v d="${2:-1}" 'BEGIN { printf "%.*f", d, a }'; }
+mb() { awk -v a="$1" 'BEGIN { printf "%.1f MB", a / 1e6 }'; }
+perrow() { awk -v a="$1" -v r="$rows" 'BEGIN { printf "%.2f", a / r }'; }
+
+lwrite=$(field "$lance_json" write_rows_per_s)
+lwritemb=$(field "$lance_json" write_mb_per_s)
+lbytes=$(field "$lance_json" write_bytes_on_disk)
+gwrite=$(metric BenchmarkWriteMetrics rows/s "$go_write")
+gwritemb=$(metric BenchmarkWriteMetrics MB/s "$go_write")
+gbytes=$(metric BenchmarkWriteMetrics bytes-on-disk "$go_write")
+commits=$(metric BenchmarkCommitAppend commits/s "$go_commit")
 
 cat <<TABLE
+
+Write of the metrics table ($rows rows in 1M-row batches, 32 bytes of input a row, local disk, best of $writeruns)
+
+| writer | rows/s | MB/s of input | bytes on disk | bytes/row | rows/s ÷ lancedb | bytes ÷ lancedb |
+|---|---|---|---|---|---|---|
+| kv0 Go writer (\`lance.Create\`, fsstore) | $(mrows "$gwrite") | $(num "$gwritemb") | $(mb "$gbytes") | $(perrow "$gbytes") | $(ratio "$gwrite" "$lwrite") | $(ratio "$gbytes" "$lbytes") |
+| lancedb \`createTable\` + \`add\` | $(mrows "$lwrite") | $(num "$lwritemb") | $(mb "$lbytes") | $(perrow "$lbytes") | 1.00× | 1.00× |
+
+Commits of one-row appends on local disk (fsync; kv0, one writer): $(num "$commits" 0) commits/s
 
 Full scan of the metrics table ($rows rows, 4 columns, written by lancedb with its defaults)
 

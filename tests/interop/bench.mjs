@@ -2,8 +2,12 @@
 // measures lancedb's own scan rates on it. Prints one JSON object.
 //
 // usage: node bench.mjs DIR [ROWS]
-//   DIR   connection root; the table is DIR/metrics.lance (reused when present)
+//   DIR   connection root; the scan table is DIR/metrics.lance (reused when
+//         present); every run also times writing the table (createTable with
+//         the first batch, then add) into a fresh folder under DIR
 //   ROWS  rows to write (default 10,000,000), in batches of 1,000,000
+//   KV0_BENCH_WRITE_RUNS  write runs, the best is reported (default 1)
+//   KV0_BENCH_RUNS        scan runs, the best is reported (default 3)
 import * as lancedb from "@lancedb/lancedb";
 import { createRequire } from "node:module";
 import fs from "node:fs";
@@ -76,21 +80,35 @@ async function timed(fn) {
 }
 
 const out = { rows };
-const db = await lancedb.connect(dir);
 const tablePath = path.join(dir, "metrics.lance");
-if (!fs.existsSync(tablePath)) {
+{
+  // The write measurement: every run, into a fresh folder (best of
+  // KV0_BENCH_WRITE_RUNS). The first written table becomes the scan table
+  // when there is none yet.
   const rnd = mulberry32(42);
   const batches = [];
   for (let start = 0; start < rows; start += BATCH) batches.push(makeBatch(start, Math.min(BATCH, rows - start), rnd));
   const inputBytes = batches.reduce((a, b) => a + b.numRows * 32, 0);
-  const [, secs] = await timed(async () => {
-    const t = await db.createTable("metrics", new arrow.Table(schema, batches[0]));
-    for (const b of batches.slice(1)) await t.add(new arrow.Table(schema, b));
-  });
-  out.write_seconds = secs;
-  out.write_rows_per_s = rows / secs;
-  out.write_mb_per_s = inputBytes / secs / 1e6;
+  const writeRuns = Number(process.env.KV0_BENCH_WRITE_RUNS || 1);
+  let best = Infinity;
+  for (let run = 0; run < writeRuns; run++) {
+    const root = path.join(dir, `write-${process.pid}-${run}`);
+    fs.rmSync(root, { recursive: true, force: true });
+    const wdb = await lancedb.connect(root);
+    const [, secs] = await timed(async () => {
+      const t = await wdb.createTable("metrics", new arrow.Table(schema, batches[0]));
+      for (const b of batches.slice(1)) await t.add(new arrow.Table(schema, b));
+    });
+    best = Math.min(best, secs);
+    out.write_bytes_on_disk = duBytes(path.join(root, "metrics.lance"));
+    if (!fs.existsSync(tablePath)) fs.renameSync(path.join(root, "metrics.lance"), tablePath);
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+  out.write_seconds = best;
+  out.write_rows_per_s = rows / best;
+  out.write_mb_per_s = inputBytes / best / 1e6;
 }
+const db = await lancedb.connect(dir);
 out.bytes_on_disk = duBytes(tablePath);
 const tbl = await db.openTable("metrics");
 const runs = Number(process.env.KV0_BENCH_RUNS || 3);
