@@ -85,7 +85,7 @@ func BenchmarkViewScan(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		n := 0
-		v.tree.Ascend(func(e entry) bool { n += len(entryPayload(e)); return true })
+		v.ascend(nil, func(e entry) bool { n += len(entryPayload(e)); return true })
 	}
 	b.ReportMetric(float64(b.N)*benchKeys/b.Elapsed().Seconds(), "entries/s")
 }

@@ -82,7 +82,7 @@ func Open(ctx context.Context, log OpLog, o *Options) (*DB, error) {
 		snaps:    opts.Snapshots,
 		clock:    clock{now: opts.Now},
 		cache:    newValueCache(opts.ValueCacheSize),
-		v:        newView(),
+		v:        newViewAlloc(opts.Blocks),
 		seen:     map[uint64]FragmentInfo{},
 	}
 	if !d.readOnly {
@@ -131,6 +131,7 @@ func (d *db) load(ctx context.Context, version uint64) error {
 		return ioErr("list fragments", err)
 	}
 	if s := d.loadSnapshot(frags); s != nil {
+		d.v.release()
 		d.v = s.view
 		for _, f := range s.frags {
 			d.seen[f.ID] = f
@@ -166,8 +167,12 @@ func (d *db) loadSnapshot(frags []FragmentInfo) *snapshot {
 	if err != nil || data == nil {
 		return nil
 	}
-	s, err := decodeSnapshot(data, "snapshot", true)
-	if err != nil || s.threshold != uint64(int64(d.opts.LazyValueThreshold)) {
+	s, err := decodeSnapshotAlloc(data, "snapshot", d.v.alloc)
+	if err != nil {
+		return nil
+	}
+	if s.threshold != uint64(int64(d.opts.LazyValueThreshold)) {
+		s.view.release()
 		return nil
 	}
 	have := make(map[uint64]FragmentInfo, len(frags))
@@ -176,6 +181,7 @@ func (d *db) loadSnapshot(frags []FragmentInfo) *snapshot {
 	}
 	for _, f := range s.frags {
 		if g, ok := have[f.ID]; !ok || g != f {
+			s.view.release()
 			return nil
 		}
 	}
@@ -395,6 +401,10 @@ func (db *DB) Get(ctx context.Context, key []byte) ([]byte, error) {
 		return nil, ErrClosed
 	}
 	d.mu.RLock()
+	if d.closed.Load() {
+		d.mu.RUnlock()
+		return nil, ErrClosed
+	}
 	e := d.v.lookup(key)
 	if e == nil || entryKind(e) == kindTombstone {
 		d.mu.RUnlock()
@@ -431,6 +441,10 @@ func (db *DB) MultiGet(ctx context.Context, keys [][]byte) ([][]byte, error) {
 	var locs []lazyLoc
 	var idx []int
 	d.mu.RLock()
+	if d.closed.Load() {
+		d.mu.RUnlock()
+		return nil, ErrClosed
+	}
 	for i, k := range keys {
 		e := d.v.lookup(k)
 		if e == nil {
@@ -776,7 +790,7 @@ func (d *db) maybeCompact(ctx context.Context, force bool) error {
 	var snap *view
 	var remove []uint64
 	if force || rows > 2*uint64(live)+1024 {
-		snap = &view{tree: d.v.tree.Clone(), dels: d.v.dels.Clone(), marks: maps(d.v.marks)}
+		snap = d.v.frozen()
 		for id := range d.seen {
 			remove = append(remove, id)
 		}
@@ -787,6 +801,7 @@ func (d *db) maybeCompact(ctx context.Context, force bool) error {
 	if snap == nil {
 		return d.compactFiles(ctx)
 	}
+	defer snap.release()
 	if !force && nfrag <= d.opts.MaxFragments {
 		return nil
 	}
@@ -801,7 +816,7 @@ func (d *db) materialize(ctx context.Context, readVersion uint64, snap *view, re
 	var writtenIdx []int
 	n := 0
 	rows := func(yield func(Row) bool) {
-		snap.tree.Ascend(func(e entry) bool {
+		snap.ascend(nil, func(e entry) bool {
 			r := Row{Seq: entrySeq(e), Key: entryKey(e)}
 			switch entryKind(e) {
 			case kindTombstone:
@@ -957,7 +972,7 @@ func (d *db) close(ctx context.Context) error {
 	d.wmu.Unlock()
 	if clean && !d.pinned && d.snaps != nil {
 		d.mu.RLock()
-		if d.dirty && d.opts.SnapshotMinEntries >= 0 && d.v.tree.Len() >= d.opts.SnapshotMinEntries && d.version == d.synced {
+		if d.dirty && d.opts.SnapshotMinEntries >= 0 && d.v.atLeast(d.opts.SnapshotMinEntries) && d.version == d.synced {
 			frags := make([]FragmentInfo, 0, len(d.seen))
 			for _, f := range d.seen {
 				frags = append(frags, f)
@@ -985,6 +1000,14 @@ func (d *db) close(ctx context.Context) error {
 			err = ioErr("wal close", werr)
 		}
 	}
+	// Give the view's memory back now rather than when the DB becomes
+	// unreachable. Readers check closed under the lock, so none sees the
+	// empty view.
+	d.mu.Lock()
+	old := d.v
+	d.v = newViewAlloc(old.alloc)
+	d.mu.Unlock()
+	old.release()
 	return err
 }
 

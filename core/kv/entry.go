@@ -22,6 +22,9 @@ const (
 	kindPut       byte = 0
 	kindTombstone byte = 1
 	kindLazy      byte = 2
+	// kindAbsent exists only in a view's delta: the key has no entry, even
+	// if the base holds one.
+	kindAbsent byte = 3
 
 	entryHeader = 9 // seq + flags
 )
@@ -78,6 +81,11 @@ func newEntry(seq uint64, kind byte, key []byte, plen int) (entry, []byte) {
 func newPut(seq uint64, key, value []byte) entry {
 	e, p := newEntry(seq, kindPut, key, len(value))
 	copy(p, value)
+	return e
+}
+
+func newAbsent(key []byte) entry {
+	e, _ := newEntry(0, kindAbsent, key, 0)
 	return e
 }
 

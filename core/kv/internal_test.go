@@ -77,7 +77,7 @@ func applyAll(rows []Row) *view {
 
 func dump(v *view) string {
 	var b bytes.Buffer
-	v.tree.Ascend(func(e entry) bool {
+	v.ascend(nil, func(e entry) bool {
 		if entryKind(e) != kindTombstone {
 			b.WriteString(string(entryKey(e)) + "=" + string(entryPayload(e)) + " ")
 		}

@@ -235,6 +235,11 @@ func (it *Iterator) fillForward(from []byte, inclusive bool) bool {
 	from = it.setFrom(from)
 	// it.buf may alias from only through it.from, which begin left alone.
 	d.mu.RLock()
+	if d.closed.Load() {
+		d.mu.RUnlock()
+		it.err, it.state = ErrClosed, iterUnpositioned
+		return false
+	}
 	visit := func(e entry) bool {
 		k := entryKey(e)
 		if !inclusive && from != nil && bytes.Equal(k, from) {
@@ -248,13 +253,7 @@ func (it *Iterator) fillForward(from []byte, inclusive bool) bool {
 		}
 		return len(it.items) < iterChunk
 	}
-	if from == nil {
-		d.v.tree.Ascend(visit)
-	} else {
-		p := getProbe(from)
-		d.v.tree.AscendGreaterOrEqual(*p, visit)
-		putProbe(p)
-	}
+	d.v.ascend(from, visit)
 	d.mu.RUnlock()
 	return it.finish(true)
 }
@@ -266,6 +265,11 @@ func (it *Iterator) fillBackward(from []byte, inclusive bool) bool {
 	}
 	from = it.setFrom(from)
 	d.mu.RLock()
+	if d.closed.Load() {
+		d.mu.RUnlock()
+		it.err, it.state = ErrClosed, iterUnpositioned
+		return false
+	}
 	visit := func(e entry) bool {
 		k := entryKey(e)
 		if !inclusive && from != nil && bytes.Equal(k, from) {
@@ -279,13 +283,7 @@ func (it *Iterator) fillBackward(from []byte, inclusive bool) bool {
 		}
 		return len(it.items) < iterChunk
 	}
-	if from == nil {
-		d.v.tree.Descend(visit)
-	} else {
-		p := getProbe(from)
-		d.v.tree.DescendLessOrEqual(*p, visit)
-		putProbe(p)
-	}
+	d.v.descend(from, visit)
 	d.mu.RUnlock()
 	slices.Reverse(it.items)
 	return it.finish(false)

@@ -30,6 +30,10 @@ type Options struct {
 	// Snapshots keeps the snapshot file used for fast reopen; nil disables
 	// snapshots.
 	Snapshots SnapshotStore
+	// Blocks allocates the large blocks holding most of the in-memory view
+	// (nil: the Go heap). Package native/kvdb passes one that maps memory
+	// outside the Go heap.
+	Blocks BlockAllocator
 	// SnapshotMinEntries is the view size from which Close saves a
 	// snapshot (default 100 000; negative: never).
 	SnapshotMinEntries int

@@ -103,7 +103,8 @@ func (db *DB) Purge(ctx context.Context, force bool) error {
 // deletedKeyAt returns a key that has a value at version and none in the
 // handle's view now, or nil when there is none.
 func (d *db) deletedKeyAt(ctx context.Context, version uint64) ([]byte, error) {
-	old := newView()
+	old := newViewAlloc(d.opts.Blocks)
+	defer old.release()
 	// Threshold 0 keeps every value as a location: only keys matter here.
 	err := d.log.ScanFragments(ctx, version, nil, func(batch []Row) error {
 		for i := range batch {
@@ -116,7 +117,7 @@ func (d *db) deletedKeyAt(ctx context.Context, version uint64) ([]byte, error) {
 	}
 	var found []byte
 	d.mu.RLock()
-	old.tree.Ascend(func(e entry) bool {
+	old.ascend(nil, func(e entry) bool {
 		if entryKind(e) == kindTombstone {
 			return true
 		}

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/zeebo/xxh3"
 )
@@ -58,8 +59,15 @@ func encodeSnapshot(dst []byte, threshold, version uint64, frags []FragmentInfo,
 		dst = appendBytes(dst, []byte(w))
 		dst = binary.AppendUvarint(dst, s)
 	}
-	dst = binary.AppendUvarint(dst, uint64(v.tree.Len()))
-	v.tree.Ascend(func(e entry) bool {
+	n, size := 0, 0
+	v.ascend(nil, func(e entry) bool {
+		n++
+		size += uvarintLen(uint64(len(e))) + len(e)
+		return true
+	})
+	dst = slices.Grow(dst, size+binary.MaxVarintLen64+8)
+	dst = binary.AppendUvarint(dst, uint64(n))
+	v.ascend(nil, func(e entry) bool {
 		dst = appendBytes(dst, e)
 		return true
 	})
@@ -89,9 +97,21 @@ func ValidateSnapshot(data []byte) error {
 	return err
 }
 
-// decodeSnapshot parses data; with build set it also rebuilds the view.
-// It never panics on arbitrary input.
+// decodeSnapshot parses data; with build set it also rebuilds the view,
+// on the Go heap. It never panics on arbitrary input.
 func decodeSnapshot(data []byte, name string, build bool) (*snapshot, error) {
+	var alloc BlockAllocator
+	if build {
+		alloc = heapBlocks{}
+	}
+	return decodeSnapshotAlloc(data, name, alloc)
+}
+
+// decodeSnapshotAlloc parses data and, when alloc is not nil, rebuilds the
+// view with its base run in blocks from alloc. Entries must be sorted by
+// key, each key once.
+func decodeSnapshotAlloc(data []byte, name string, alloc BlockAllocator) (s *snapshot, err error) {
+	build := alloc != nil
 	fail := func(off int, why string) error {
 		return &CorruptionError{File: name, Offset: int64(off), Reason: why}
 	}
@@ -104,7 +124,7 @@ func decodeSnapshot(data []byte, name string, build bool) (*snapshot, error) {
 	}
 	d := decoder{p: body, off: len(snapMagic)}
 	d.p = d.p[len(snapMagic):]
-	s := &snapshot{marks: map[string]uint64{}}
+	s = &snapshot{marks: map[string]uint64{}}
 	s.threshold = d.uvarint()
 	s.version = d.uvarint()
 	s.maxSeq = d.uvarint()
@@ -123,11 +143,26 @@ func decodeSnapshot(data []byte, name string, build bool) (*snapshot, error) {
 		s.marks[w] = d.uvarint()
 	}
 	if build {
-		s.view = newView()
+		s.view = newViewAlloc(alloc)
 		s.view.max = s.maxSeq
 		for w, m := range s.marks {
 			s.view.marks[w] = m
 		}
+		built := s.view
+		defer func() {
+			if err != nil {
+				built.release()
+			}
+		}()
+	}
+	// The entries become the view's base run as they are: checked, copied
+	// in order, no tree to build.
+	var bb *baseBuilder
+	if build {
+		bb = newBaseBuilder(alloc)
+		s.view.base = bb.run
+	} else {
+		bb = &baseBuilder{run: &baseRun{}}
 	}
 	n = d.count(entryHeader + 2)
 	for i := 0; i < n && d.err == nil; i++ {
@@ -139,9 +174,20 @@ func decodeSnapshot(data []byte, name string, build bool) (*snapshot, error) {
 		if !validEntry(e) {
 			return nil, fail(off, "bad entry")
 		}
-		if build {
-			s.view.set(clone(e))
+		k := entryKey(e)
+		if !bb.sorted(k) {
+			return nil, fail(off, "entries out of order")
 		}
+		if build {
+			bb.add(e)
+		} else {
+			bb.last = k
+			bb.run.n++
+		}
+	}
+	if build {
+		s.view.live = s.view.base.live
+		s.view.mergeAt = max(mergeMinEntries, s.view.base.n/mergeDiv)
 	}
 	n = d.count(3)
 	for i := 0; i < n && d.err == nil; i++ {

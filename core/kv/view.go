@@ -7,20 +7,29 @@ import (
 )
 
 // view is the in-memory ordered view of a database: point entries (puts,
-// lazy puts and point tombstones) in a B-tree ordered by key, range
-// tombstones in a second B-tree of disjoint spans, and the WAL marks seen.
+// lazy puts and point tombstones) in two layers, range tombstones in a
+// B-tree of disjoint spans, and the WAL marks seen.
+//
+// The point entries live in an immutable sorted base run (see baseRun) and
+// a B-tree of newer changes, the delta, whose entries shadow the base's
+// (an absent entry in the delta hides a base entry the view dropped). When
+// the delta grows past a fraction of the base, merge folds it into a new
+// base. Reads look in the delta, then the base; ordered walks merge both.
 //
 // Applying rows is idempotent and order-independent: a row loses to an
 // entry with a newer seq, and to a covering range tombstone with a newer or
 // equal seq. At equal seqs a tombstone beats a put. The view is not safe for
 // concurrent use; DB guards it with its mutex.
 type view struct {
-	tree  *btree.BTreeG[entry]
-	dels  *btree.BTreeG[*span]
-	live  int               // put entries (live keys)
-	marks map[string]uint64 // writer id -> highest committed seq
-	max   uint64            // highest seq seen
-	bytes int64             // bytes held by entries (approximate)
+	base    *baseRun
+	tree    *btree.BTreeG[entry] // the delta
+	dels    *btree.BTreeG[*span]
+	live    int               // put entries (live keys), approximate between merges
+	marks   map[string]uint64 // writer id -> highest committed seq
+	max     uint64            // highest seq seen
+	bytes   int64             // bytes held by delta entries (approximate)
+	alloc   BlockAllocator
+	mergeAt int // delta size that triggers a merge
 }
 
 // span is a fragment of the range-tombstone set: [start, end) deleted at
@@ -34,11 +43,26 @@ func spanLess(a, b *span) bool { return bytes.Compare(a.start, b.start) < 0 }
 
 const btreeDegree = 32
 
-func newView() *view {
+// mergeMinEntries is the smallest delta that is merged into the base;
+// mergeDiv makes the delta merge once it holds base/mergeDiv entries.
+// Tests lower mergeMinEntries to exercise the base.
+var (
+	mergeMinEntries = 1 << 16
+	mergeDiv        = 4
+)
+
+func newView() *view { return newViewAlloc(nil) }
+
+func newViewAlloc(a BlockAllocator) *view {
+	if a == nil {
+		a = heapBlocks{}
+	}
 	return &view{
-		tree:  btree.NewG[entry](btreeDegree, entryLess),
-		dels:  btree.NewG[*span](8, spanLess),
-		marks: make(map[string]uint64),
+		tree:    btree.NewG[entry](btreeDegree, entryLess),
+		dels:    btree.NewG[*span](8, spanLess),
+		marks:   make(map[string]uint64),
+		alloc:   a,
+		mergeAt: mergeMinEntries,
 	}
 }
 
@@ -50,10 +74,136 @@ func (v *view) observe(seq uint64) {
 
 // lookup returns the entry for key, or nil.
 func (v *view) lookup(key []byte) entry {
-	p := getProbe(key)
-	e, _ := v.tree.Get(*p)
-	putProbe(p)
-	return e
+	if v.tree.Len() > 0 {
+		p := getProbe(key)
+		e, ok := v.tree.Get(*p)
+		putProbe(p)
+		if ok {
+			if entryKind(e) == kindAbsent {
+				return nil
+			}
+			return e
+		}
+	}
+	return v.base.get(key)
+}
+
+// atLeast reports whether the view holds at least n entries (tombstones
+// included).
+func (v *view) atLeast(n int) bool {
+	c := 0
+	v.ascend(nil, func(entry) bool { c++; return c < n })
+	return c >= n
+}
+
+// ascend calls fn on the entries with keys >= from (every entry when from
+// is nil) in ascending order until fn returns false.
+func (v *view) ascend(from []byte, fn func(entry) bool) {
+	var c baseCursor
+	if from == nil {
+		c = v.base.first()
+	} else {
+		c = v.base.seekGE(from)
+	}
+	stop := false
+	visit := func(d entry) bool {
+		dk := entryKey(d)
+		for c.valid() {
+			be := c.entry()
+			cmp := bytes.Compare(entryKey(be), dk)
+			if cmp > 0 {
+				break
+			}
+			c.next()
+			if cmp == 0 {
+				break
+			}
+			if !fn(be) {
+				stop = true
+				return false
+			}
+		}
+		if entryKind(d) == kindAbsent {
+			return true
+		}
+		if !fn(d) {
+			stop = true
+			return false
+		}
+		return true
+	}
+	if v.tree.Len() > 0 {
+		if from == nil {
+			v.tree.Ascend(visit)
+		} else {
+			p := getProbe(from)
+			v.tree.AscendGreaterOrEqual(*p, visit)
+			putProbe(p)
+		}
+	}
+	if stop {
+		return
+	}
+	for ; c.valid(); c.next() {
+		if !fn(c.entry()) {
+			return
+		}
+	}
+}
+
+// descend calls fn on the entries with keys <= from (every entry when from
+// is nil) in descending order until fn returns false.
+func (v *view) descend(from []byte, fn func(entry) bool) {
+	var c baseCursor
+	if from == nil {
+		c = v.base.last()
+	} else {
+		c = v.base.seekLE(from)
+	}
+	stop := false
+	visit := func(d entry) bool {
+		dk := entryKey(d)
+		for c.valid() {
+			be := c.entry()
+			cmp := bytes.Compare(entryKey(be), dk)
+			if cmp < 0 {
+				break
+			}
+			c.prev()
+			if cmp == 0 {
+				break
+			}
+			if !fn(be) {
+				stop = true
+				return false
+			}
+		}
+		if entryKind(d) == kindAbsent {
+			return true
+		}
+		if !fn(d) {
+			stop = true
+			return false
+		}
+		return true
+	}
+	if v.tree.Len() > 0 {
+		if from == nil {
+			v.tree.Descend(visit)
+		} else {
+			p := getProbe(from)
+			v.tree.DescendLessOrEqual(*p, visit)
+			putProbe(p)
+		}
+	}
+	if stop {
+		return
+	}
+	for ; c.valid(); c.prev() {
+		if !fn(c.entry()) {
+			return
+		}
+	}
 }
 
 // covered returns the seq of the range tombstone covering key, or 0.
@@ -71,8 +221,19 @@ func (v *view) covered(key []byte) uint64 {
 	return seq
 }
 
-// set stores e, replacing any entry with its key, and keeps the counters.
+// set stores e in the delta, replacing any entry with its key, keeps the
+// counters and merges the delta into the base when it has grown enough.
 func (v *view) set(e entry) {
+	old, had := v.tree.ReplaceOrInsert(e)
+	if had {
+		v.account(old, -1)
+	}
+	v.account(e, 1)
+	v.maybeMerge()
+}
+
+// setNoMerge is set without the merge, for callers holding base entries.
+func (v *view) setNoMerge(e entry) {
 	old, had := v.tree.ReplaceOrInsert(e)
 	if had {
 		v.account(old, -1)
@@ -80,11 +241,86 @@ func (v *view) set(e entry) {
 	v.account(e, 1)
 }
 
+func (v *view) maybeMerge() {
+	if v.tree.Len() >= v.mergeAt {
+		v.merge(nil)
+	}
+}
+
 func (v *view) account(e entry, sign int) {
-	if entryKind(e) != kindTombstone {
+	if k := entryKind(e); k != kindTombstone && k != kindAbsent {
 		v.live += sign
 	}
 	v.bytes += int64(sign) * int64(len(e)+48)
+}
+
+// merge folds the delta into a new base run, leaving out the entries drop
+// reports (when drop is not nil). The caller holds the DB's write lock: no
+// reader holds an entry of the old base, except frozen copies, which keep
+// it alive through their reference.
+func (v *view) merge(drop func(entry) bool) {
+	old := v.base
+	own := old != nil && old.refs.Load() == 1
+	bb := newBaseBuilder(v.alloc)
+	c := old.first()
+	emit := func(e entry) {
+		if entryKind(e) == kindAbsent || (drop != nil && drop(e)) {
+			return
+		}
+		bb.add(e)
+	}
+	advance := func() {
+		ci := c.ci
+		c.next()
+		if own && c.ci != ci {
+			old.blocks.free(ci) // consumed: give the memory back at once
+		}
+	}
+	v.tree.Ascend(func(d entry) bool {
+		dk := entryKey(d)
+		for c.valid() {
+			be := c.entry()
+			cmp := bytes.Compare(entryKey(be), dk)
+			if cmp > 0 {
+				break
+			}
+			if cmp < 0 {
+				emit(be)
+			}
+			advance()
+			if cmp == 0 {
+				break
+			}
+		}
+		emit(d)
+		return true
+	})
+	for c.valid() {
+		emit(c.entry())
+		advance()
+	}
+	nb := bb.finish()
+	old.unref()
+	v.base = nb
+	v.tree = btree.NewG[entry](btreeDegree, entryLess)
+	v.live, v.bytes = nb.live, 0
+	v.mergeAt = max(mergeMinEntries, nb.n/mergeDiv)
+}
+
+// frozen returns a copy of v that later changes to v do not affect, for
+// reading without the lock. Release it when done.
+func (v *view) frozen() *view {
+	if v.base != nil {
+		v.base.refs.Add(1)
+	}
+	return &view{base: v.base, tree: v.tree.Clone(), dels: v.dels.Clone(), marks: maps(v.marks), max: v.max, alloc: v.alloc}
+}
+
+// release drops the view's reference to its base run.
+func (v *view) release() {
+	v.base.unref()
+	v.base = nil
+	v.tree = btree.NewG[entry](btreeDegree, entryLess)
 }
 
 // wins reports whether an incoming row (seq, kind) beats the existing
@@ -100,7 +336,17 @@ func wins(seq uint64, tomb bool, e entry) bool {
 // applyPut applies a put row. loc is non-nil for a committed value kept in
 // the log. It reports whether the view changed.
 func (v *view) applyPut(seq uint64, key, value []byte, loc *lazyLoc) bool {
-	v.observe(seq)
+	if seq > v.max {
+		// Newer than every entry and range tombstone: it wins without a
+		// lookup (the usual case for local writes).
+		v.max = seq
+		if loc != nil {
+			v.set(newLazy(seq, key, *loc))
+		} else {
+			v.set(newPut(seq, key, value))
+		}
+		return true
+	}
 	if c := v.covered(key); c != 0 && c >= seq {
 		return false
 	}
@@ -129,7 +375,11 @@ func (v *view) applyPut(seq uint64, key, value []byte, loc *lazyLoc) bool {
 
 // applyDelete applies a point tombstone.
 func (v *view) applyDelete(seq uint64, key []byte) bool {
-	v.observe(seq)
+	if seq > v.max {
+		v.max = seq
+		v.set(newTombstone(seq, key))
+		return true
+	}
 	if c := v.covered(key); c != 0 && c >= seq {
 		return false
 	}
@@ -147,10 +397,10 @@ func (v *view) applyDeleteRange(seq uint64, start, end []byte) bool {
 		return false
 	}
 	v.addSpan(start, end, seq)
-	// Drop the entries the tombstone shadows.
+	// Drop the entries the tombstone shadows: from the delta, and from the
+	// base by an absent entry.
 	var drop []entry
-	p := getProbe(start)
-	v.tree.AscendGreaterOrEqual(*p, func(e entry) bool {
+	v.ascend(start, func(e entry) bool {
 		if bytes.Compare(entryKey(e), end) >= 0 {
 			return false
 		}
@@ -159,12 +409,15 @@ func (v *view) applyDeleteRange(seq uint64, start, end []byte) bool {
 		}
 		return true
 	})
-	putProbe(p)
 	for _, e := range drop {
-		if old, ok := v.tree.Delete(e); ok {
+		k := entryKey(e)
+		if v.base.get(k) != nil {
+			v.setNoMerge(newAbsent(k))
+		} else if old, ok := v.tree.Delete(e); ok {
 			v.account(old, -1)
 		}
 	}
+	v.maybeMerge()
 	return true
 }
 
@@ -256,18 +509,7 @@ func (v *view) applyRow(r *Row, version uint64, threshold int) {
 
 // gc drops point and range tombstones older than cutoff.
 func (v *view) gc(cutoff uint64) {
-	var drop []entry
-	v.tree.Ascend(func(e entry) bool {
-		if entryKind(e) == kindTombstone && entrySeq(e) < cutoff {
-			drop = append(drop, e)
-		}
-		return true
-	})
-	for _, e := range drop {
-		if old, ok := v.tree.Delete(e); ok {
-			v.account(old, -1)
-		}
-	}
+	v.merge(func(e entry) bool { return entryKind(e) == kindTombstone && entrySeq(e) < cutoff })
 	var sd []*span
 	v.dels.Ascend(func(s *span) bool {
 		if s.seq < cutoff {

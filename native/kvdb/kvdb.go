@@ -97,6 +97,9 @@ func Open(ctx context.Context, loc string, opts Options) (*kv.DB, error) {
 		}
 		o.WAL = w
 	}
+	if o.Blocks == nil {
+		o.Blocks = defaultBlocks()
+	}
 	db, err := kv.Open(ctx, log, &o)
 	if err != nil {
 		return nil, fmt.Errorf("kvdb: open %s: %w", loc, err)

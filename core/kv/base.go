@@ -1,0 +1,257 @@
+package kv
+
+import (
+	"bytes"
+	"runtime"
+	"sort"
+	"sync/atomic"
+)
+
+// BlockAllocator hands out the large pointer-free blocks that hold the
+// view's base run (see view). Blocks are returned with Free exactly once,
+// when no reader can touch them any more. Package native/kvdb supplies one
+// that maps memory outside the Go heap, so the base run neither counts
+// towards the garbage collector's heap goal nor waits for a collection to
+// be reused; the default allocates from the Go heap.
+//
+// Implementations must be safe for concurrent use.
+type BlockAllocator interface {
+	// Alloc returns a zeroed block of n bytes.
+	Alloc(n int) []byte
+	// Free releases a block returned by Alloc.
+	Free(b []byte)
+}
+
+type heapBlocks struct{}
+
+func (heapBlocks) Alloc(n int) []byte { return make([]byte, n) }
+func (heapBlocks) Free([]byte)        {}
+
+// baseChunkSize is the size of one block of a base run.
+const baseChunkSize = 1 << 20
+
+// A baseRun is the immutable part of a view: every entry, sorted by key
+// with unique keys, stored back to back in a few large blocks (one
+// allocation per MiB instead of one per entry, and nothing for the garbage
+// collector to scan):
+//
+//	chunk := entry entry ... entry (see entry.go), offs[i] = start of entry i,
+//	         offs[n] = end of the last entry
+//
+// A base run is shared by the view and the frozen copies compaction reads
+// (refs counts them); its blocks are freed when the last one lets go. It is
+// read under the DB's lock or through a reference, never written after
+// it is built.
+type baseRun struct {
+	chunks []baseChunk
+	n      int // entries
+	live   int // put and lazy entries
+	size   int64
+	blocks *blockSet
+	refs   atomic.Int32
+}
+
+type baseChunk struct {
+	data  []byte // the block, cut to its used length
+	offs  []uint32
+	first []byte // key of the first entry
+}
+
+func (c *baseChunk) entry(i int) entry {
+	return c.data[c.offs[i]:c.offs[i+1]:c.offs[i+1]]
+}
+
+func (c *baseChunk) key(i int) []byte {
+	return entryKey(c.data[c.offs[i]:c.offs[i+1]])
+}
+
+func (c *baseChunk) len() int { return len(c.offs) - 1 }
+
+// blockSet owns the blocks of one base run. It is kept apart from the run
+// so that a cleanup can free the blocks of a run nobody released.
+type blockSet struct {
+	alloc  BlockAllocator
+	blocks [][]byte // nil once freed
+}
+
+func (s *blockSet) free(i int) {
+	if b := s.blocks[i]; b != nil {
+		s.blocks[i] = nil
+		s.alloc.Free(b)
+	}
+}
+
+func (s *blockSet) freeAll() {
+	for i := range s.blocks {
+		s.free(i)
+	}
+}
+
+// unref drops one reference; the last frees the blocks.
+func (b *baseRun) unref() {
+	if b == nil {
+		return
+	}
+	if b.refs.Add(-1) == 0 {
+		b.blocks.freeAll()
+		b.chunks = nil
+	}
+}
+
+// baseBuilder appends sorted entries into a new base run.
+type baseBuilder struct {
+	run  *baseRun
+	last []byte // key of the previous entry
+}
+
+func newBaseBuilder(alloc BlockAllocator) *baseBuilder {
+	if alloc == nil {
+		alloc = heapBlocks{}
+	}
+	r := &baseRun{blocks: &blockSet{alloc: alloc}}
+	r.refs.Store(1)
+	runtime.AddCleanup(r, func(s *blockSet) { s.freeAll() }, r.blocks)
+	return &baseBuilder{run: r}
+}
+
+// add appends a copy of e, whose key must sort after the previous one's.
+func (bb *baseBuilder) add(e entry) {
+	r := bb.run
+	n := len(r.chunks)
+	if n == 0 || len(r.chunks[n-1].data)+len(e) > cap(r.chunks[n-1].data) || len(r.chunks[n-1].data)+len(e) > 1<<31 {
+		size := max(baseChunkSize, len(e))
+		blk := r.blocks.alloc.Alloc(size)
+		r.blocks.blocks = append(r.blocks.blocks, blk)
+		offs := make([]uint32, 1, size/128+1)
+		r.chunks = append(r.chunks, baseChunk{data: blk[:0], offs: offs})
+		n++
+	}
+	c := &r.chunks[n-1]
+	start := len(c.data)
+	c.data = append(c.data, e...)
+	c.offs = append(c.offs, uint32(len(c.data)))
+	if start == 0 {
+		c.first = entryKey(c.data)
+	}
+	r.n++
+	if entryKind(e) != kindTombstone {
+		r.live++
+	}
+	r.size += int64(len(e))
+	bb.last = entryKey(c.data[start:])
+}
+
+// sorted reports whether key sorts strictly after the previous entry's.
+func (bb *baseBuilder) sorted(key []byte) bool {
+	return bb.run.n == 0 || bytes.Compare(bb.last, key) < 0
+}
+
+func (bb *baseBuilder) finish() *baseRun { return bb.run }
+
+// baseCursor is a position in a base run: chunk ci, entry ei.
+type baseCursor struct {
+	b      *baseRun
+	ci, ei int
+}
+
+func (c *baseCursor) valid() bool { return c.b != nil && c.ci >= 0 && c.ci < len(c.b.chunks) }
+
+func (c *baseCursor) entry() entry { return c.b.chunks[c.ci].entry(c.ei) }
+
+func (c *baseCursor) next() {
+	c.ei++
+	if c.ei >= c.b.chunks[c.ci].len() {
+		c.ci++
+		c.ei = 0
+	}
+}
+
+func (c *baseCursor) prev() {
+	c.ei--
+	if c.ei < 0 {
+		c.ci--
+		if c.ci >= 0 {
+			c.ei = c.b.chunks[c.ci].len() - 1
+		}
+	}
+}
+
+// first returns a cursor at the first entry.
+func (b *baseRun) first() baseCursor { return baseCursor{b: b} }
+
+// last returns a cursor at the last entry.
+func (b *baseRun) last() baseCursor {
+	if b == nil || len(b.chunks) == 0 {
+		return baseCursor{b: b, ci: -1}
+	}
+	ci := len(b.chunks) - 1
+	return baseCursor{b: b, ci: ci, ei: b.chunks[ci].len() - 1}
+}
+
+// seekGE returns a cursor at the first entry whose key is >= key.
+func (b *baseRun) seekGE(key []byte) baseCursor {
+	if b == nil {
+		return baseCursor{}
+	}
+	// The last chunk whose first key is <= key.
+	ci := sort.Search(len(b.chunks), func(i int) bool { return bytes.Compare(b.chunks[i].first, key) > 0 }) - 1
+	if ci < 0 {
+		return baseCursor{b: b}
+	}
+	c := &b.chunks[ci]
+	ei := sort.Search(c.len(), func(i int) bool { return bytes.Compare(c.key(i), key) >= 0 })
+	cur := baseCursor{b: b, ci: ci, ei: ei}
+	if ei >= c.len() {
+		cur.ci, cur.ei = ci+1, 0
+	}
+	return cur
+}
+
+// seekLE returns a cursor at the last entry whose key is <= key.
+func (b *baseRun) seekLE(key []byte) baseCursor {
+	if b == nil {
+		return baseCursor{ci: -1}
+	}
+	cur := b.seekGE(key)
+	if cur.valid() && bytes.Equal(entryKey(cur.entry()), key) {
+		return cur
+	}
+	if !cur.valid() {
+		return b.last()
+	}
+	cur.prev()
+	return cur
+}
+
+// get returns the entry for key, or nil.
+func (b *baseRun) get(key []byte) entry {
+	if b == nil || len(b.chunks) == 0 {
+		return nil
+	}
+	lo, hi := 0, len(b.chunks)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if bytes.Compare(b.chunks[m].first, key) <= 0 {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 {
+		return nil
+	}
+	c := &b.chunks[lo-1]
+	i, j := 0, c.len()
+	for i < j {
+		m := int(uint(i+j) >> 1)
+		switch bytes.Compare(c.key(m), key) {
+		case 0:
+			return c.entry(m)
+		case -1:
+			i = m + 1
+		default:
+			j = m
+		}
+	}
+	return nil
+}
