@@ -211,6 +211,9 @@ func parseBitmapDeletions(data []byte, phys uint64) (*roaring.Bitmap, error) {
 			if len(data)-p < 2 {
 				return nil, errAt(p, "truncated run container %d", i)
 			}
+			if u16(p) == 0 {
+				return nil, errAt(p, "run container %d holds no runs", i)
+			}
 			n = 2 + 4*u16(p)
 		case card <= 4096:
 			n = 2 * card
@@ -226,13 +229,31 @@ func parseBitmapDeletions(data []byte, phys uint64) (*roaring.Bitmap, error) {
 	if err := safeRoaring(bm, data); err != nil {
 		return nil, err
 	}
-	if bm.IsEmpty() {
+	if phys == 0 {
 		return bm, nil
 	}
-	if limit := phys; limit > 0 && uint64(bm.Maximum()) >= limit {
-		return nil, errAt(-1, "deleted offset %d in a fragment of %d rows", bm.Maximum(), limit)
+	max, empty, err := safeMaximum(bm)
+	if err != nil {
+		return nil, err
+	}
+	if !empty && uint64(max) >= phys {
+		return nil, errAt(-1, "deleted offset %d in a fragment of %d rows", max, phys)
 	}
 	return bm, nil
+}
+
+// safeMaximum returns the largest member of bm, guarding against decoder
+// panics on containers the structural check let through.
+func safeMaximum(bm *roaring.Bitmap) (max uint32, empty bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = errAt(0, "roaring bitmap: %v", r)
+		}
+	}()
+	if bm.IsEmpty() {
+		return 0, true, nil
+	}
+	return bm.Maximum(), false, nil
 }
 
 // safeRoaring runs the Roaring decoder, turning any panic on malformed input
