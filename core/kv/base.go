@@ -3,7 +3,6 @@ package kv
 import (
 	"bytes"
 	"runtime"
-	"sort"
 	"sync/atomic"
 )
 
@@ -54,7 +53,39 @@ type baseRun struct {
 type baseChunk struct {
 	data  []byte // the block, cut to its used length
 	offs  []uint32
-	first []byte // key of the first entry
+	pfx   []uint64 // keyPrefix of each entry's key
+	first []byte   // key of the first entry
+}
+
+// search returns the index of the first entry whose key is >= key, and
+// whether that key equals key.
+func (c *baseChunk) search(kp uint64, key []byte) (int, bool) {
+	i, j := 0, len(c.pfx)
+	for i < j {
+		m := int(uint(i+j) >> 1)
+		if p := c.pfx[m]; p < kp || (p == kp && bytes.Compare(c.key(m), key) < 0) {
+			i = m + 1
+		} else {
+			j = m
+		}
+	}
+	return i, i < len(c.pfx) && c.pfx[i] == kp && bytes.Equal(c.key(i), key)
+}
+
+// chunkFor returns the index of the last chunk whose first key is <= key,
+// or -1.
+func (b *baseRun) chunkFor(kp uint64, key []byte) int {
+	lo, hi := 0, len(b.chunks)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		c := &b.chunks[m]
+		if p := c.pfx[0]; p < kp || (p == kp && bytes.Compare(c.first, key) <= 0) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo - 1
 }
 
 func (c *baseChunk) entry(i int) entry {
@@ -123,22 +154,24 @@ func (bb *baseBuilder) add(e entry) {
 		blk := r.blocks.alloc.Alloc(size)
 		r.blocks.blocks = append(r.blocks.blocks, blk)
 		offs := make([]uint32, 1, size/128+1)
-		r.chunks = append(r.chunks, baseChunk{data: blk[:0], offs: offs})
+		r.chunks = append(r.chunks, baseChunk{data: blk[:0], offs: offs, pfx: make([]uint64, 0, size/128)})
 		n++
 	}
 	c := &r.chunks[n-1]
 	start := len(c.data)
 	c.data = append(c.data, e...)
 	c.offs = append(c.offs, uint32(len(c.data)))
+	k := entryKey(c.data[start:])
+	c.pfx = append(c.pfx, keyPrefix(k))
 	if start == 0 {
-		c.first = entryKey(c.data)
+		c.first = k
 	}
 	r.n++
 	if entryKind(e) != kindTombstone {
 		r.live++
 	}
 	r.size += int64(len(e))
-	bb.last = entryKey(c.data[start:])
+	bb.last = k
 }
 
 // sorted reports whether key sorts strictly after the previous entry's.
@@ -193,13 +226,13 @@ func (b *baseRun) seekGE(key []byte) baseCursor {
 	if b == nil {
 		return baseCursor{}
 	}
-	// The last chunk whose first key is <= key.
-	ci := sort.Search(len(b.chunks), func(i int) bool { return bytes.Compare(b.chunks[i].first, key) > 0 }) - 1
+	kp := keyPrefix(key)
+	ci := b.chunkFor(kp, key)
 	if ci < 0 {
 		return baseCursor{b: b}
 	}
 	c := &b.chunks[ci]
-	ei := sort.Search(c.len(), func(i int) bool { return bytes.Compare(c.key(i), key) >= 0 })
+	ei, _ := c.search(kp, key)
 	cur := baseCursor{b: b, ci: ci, ei: ei}
 	if ei >= c.len() {
 		cur.ci, cur.ei = ci+1, 0
@@ -228,30 +261,14 @@ func (b *baseRun) get(key []byte) entry {
 	if b == nil || len(b.chunks) == 0 {
 		return nil
 	}
-	lo, hi := 0, len(b.chunks)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if bytes.Compare(b.chunks[m].first, key) <= 0 {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	if lo == 0 {
+	kp := keyPrefix(key)
+	ci := b.chunkFor(kp, key)
+	if ci < 0 {
 		return nil
 	}
-	c := &b.chunks[lo-1]
-	i, j := 0, c.len()
-	for i < j {
-		m := int(uint(i+j) >> 1)
-		switch bytes.Compare(c.key(m), key) {
-		case 0:
-			return c.entry(m)
-		case -1:
-			i = m + 1
-		default:
-			j = m
-		}
+	c := &b.chunks[ci]
+	if i, ok := c.search(kp, key); ok {
+		return c.entry(i)
 	}
 	return nil
 }

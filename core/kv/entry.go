@@ -154,6 +154,32 @@ func validEntry(e []byte) bool {
 
 func entryLess(a, b entry) bool { return bytes.Compare(entryKey(a), entryKey(b)) < 0 }
 
+// item is an entry in a view's delta B-tree with the first 8 bytes of its
+// key (big-endian, zero-padded), which decide most comparisons without
+// touching the entry.
+type item struct {
+	pfx uint64
+	e   entry
+}
+
+func itemLess(a, b item) bool {
+	if a.pfx != b.pfx {
+		return a.pfx < b.pfx
+	}
+	return bytes.Compare(entryKey(a.e), entryKey(b.e)) < 0
+}
+
+// keyPrefix returns the first 8 bytes of key as a big-endian number,
+// zero-padded: prefixes order like the keys, ties aside.
+func keyPrefix(key []byte) uint64 {
+	if len(key) >= 8 {
+		return binary.BigEndian.Uint64(key)
+	}
+	var b [8]byte
+	copy(b[:], key)
+	return binary.BigEndian.Uint64(b[:])
+}
+
 // probePool recycles the buffers used to look keys up in the tree, so reads
 // do not allocate.
 var probePool = sync.Pool{New: func() any { b := make([]byte, 0, 64); return &b }}

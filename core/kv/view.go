@@ -22,7 +22,7 @@ import (
 // concurrent use; DB guards it with its mutex.
 type view struct {
 	base    *baseRun
-	tree    *btree.BTreeG[entry] // the delta
+	tree    *btree.BTreeG[item] // the delta
 	dels    *btree.BTreeG[*span]
 	live    int               // put entries (live keys), approximate between merges
 	marks   map[string]uint64 // writer id -> highest committed seq
@@ -58,7 +58,7 @@ func newViewAlloc(a BlockAllocator) *view {
 		a = heapBlocks{}
 	}
 	return &view{
-		tree:    btree.NewG[entry](btreeDegree, entryLess),
+		tree:    btree.NewG[item](btreeDegree, itemLess),
 		dels:    btree.NewG[*span](8, spanLess),
 		marks:   make(map[string]uint64),
 		alloc:   a,
@@ -76,13 +76,13 @@ func (v *view) observe(seq uint64) {
 func (v *view) lookup(key []byte) entry {
 	if v.tree.Len() > 0 {
 		p := getProbe(key)
-		e, ok := v.tree.Get(*p)
+		it, ok := v.tree.Get(item{keyPrefix(key), *p})
 		putProbe(p)
 		if ok {
-			if entryKind(e) == kindAbsent {
+			if entryKind(it.e) == kindAbsent {
 				return nil
 			}
-			return e
+			return it.e
 		}
 	}
 	return v.base.get(key)
@@ -106,7 +106,8 @@ func (v *view) ascend(from []byte, fn func(entry) bool) {
 		c = v.base.seekGE(from)
 	}
 	stop := false
-	visit := func(d entry) bool {
+	visit := func(it item) bool {
+		d := it.e
 		dk := entryKey(d)
 		for c.valid() {
 			be := c.entry()
@@ -137,7 +138,7 @@ func (v *view) ascend(from []byte, fn func(entry) bool) {
 			v.tree.Ascend(visit)
 		} else {
 			p := getProbe(from)
-			v.tree.AscendGreaterOrEqual(*p, visit)
+			v.tree.AscendGreaterOrEqual(item{keyPrefix(from), *p}, visit)
 			putProbe(p)
 		}
 	}
@@ -161,7 +162,8 @@ func (v *view) descend(from []byte, fn func(entry) bool) {
 		c = v.base.seekLE(from)
 	}
 	stop := false
-	visit := func(d entry) bool {
+	visit := func(it item) bool {
+		d := it.e
 		dk := entryKey(d)
 		for c.valid() {
 			be := c.entry()
@@ -192,7 +194,7 @@ func (v *view) descend(from []byte, fn func(entry) bool) {
 			v.tree.Descend(visit)
 		} else {
 			p := getProbe(from)
-			v.tree.DescendLessOrEqual(*p, visit)
+			v.tree.DescendLessOrEqual(item{keyPrefix(from), *p}, visit)
 			putProbe(p)
 		}
 	}
@@ -224,9 +226,9 @@ func (v *view) covered(key []byte) uint64 {
 // set stores e in the delta, replacing any entry with its key, keeps the
 // counters and merges the delta into the base when it has grown enough.
 func (v *view) set(e entry) {
-	old, had := v.tree.ReplaceOrInsert(e)
+	old, had := v.tree.ReplaceOrInsert(item{keyPrefix(entryKey(e)), e})
 	if had {
-		v.account(old, -1)
+		v.account(old.e, -1)
 	}
 	v.account(e, 1)
 	v.maybeMerge()
@@ -234,9 +236,9 @@ func (v *view) set(e entry) {
 
 // setNoMerge is set without the merge, for callers holding base entries.
 func (v *view) setNoMerge(e entry) {
-	old, had := v.tree.ReplaceOrInsert(e)
+	old, had := v.tree.ReplaceOrInsert(item{keyPrefix(entryKey(e)), e})
 	if had {
-		v.account(old, -1)
+		v.account(old.e, -1)
 	}
 	v.account(e, 1)
 }
@@ -276,7 +278,8 @@ func (v *view) merge(drop func(entry) bool) {
 			old.blocks.free(ci) // consumed: give the memory back at once
 		}
 	}
-	v.tree.Ascend(func(d entry) bool {
+	v.tree.Ascend(func(it item) bool {
+		d := it.e
 		dk := entryKey(d)
 		for c.valid() {
 			be := c.entry()
@@ -302,7 +305,7 @@ func (v *view) merge(drop func(entry) bool) {
 	nb := bb.finish()
 	old.unref()
 	v.base = nb
-	v.tree = btree.NewG[entry](btreeDegree, entryLess)
+	v.tree = btree.NewG[item](btreeDegree, itemLess)
 	v.live, v.bytes = nb.live, 0
 	v.mergeAt = max(mergeMinEntries, nb.n/mergeDiv)
 }
@@ -320,7 +323,7 @@ func (v *view) frozen() *view {
 func (v *view) release() {
 	v.base.unref()
 	v.base = nil
-	v.tree = btree.NewG[entry](btreeDegree, entryLess)
+	v.tree = btree.NewG[item](btreeDegree, itemLess)
 }
 
 // wins reports whether an incoming row (seq, kind) beats the existing
@@ -413,8 +416,8 @@ func (v *view) applyDeleteRange(seq uint64, start, end []byte) bool {
 		k := entryKey(e)
 		if v.base.get(k) != nil {
 			v.setNoMerge(newAbsent(k))
-		} else if old, ok := v.tree.Delete(e); ok {
-			v.account(old, -1)
+		} else if old, ok := v.tree.Delete(item{keyPrefix(k), e}); ok {
+			v.account(old.e, -1)
 		}
 	}
 	v.maybeMerge()
