@@ -2,6 +2,7 @@ package kv
 
 import (
 	"bytes"
+	"encoding/binary"
 	"runtime"
 	"sync/atomic"
 )
@@ -32,10 +33,13 @@ const baseChunkSize = 1 << 20
 // A baseRun is the immutable part of a view: every entry, sorted by key
 // with unique keys, stored back to back in a few large blocks (one
 // allocation per MiB instead of one per entry, and nothing for the garbage
-// collector to scan):
+// collector to scan). Each block holds its entries from the front and an
+// index from the back, slot i at the i-th 12 bytes from the end:
 //
-//	chunk := entry entry ... entry (see entry.go), offs[i] = start of entry i,
-//	         offs[n] = end of the last entry
+//	+---------+---------+-----+-----------+-----+--------+--------+
+//	| entry 0 | entry 1 | ... |  (free)   | ... | slot 1 | slot 0 |
+//	+---------+---------+-----+-----------+-----+--------+--------+
+//	slot := keyPrefix u64 LE | offset of the entry u32 LE
 //
 // A base run is shared by the view and the frozen copies compaction reads
 // (refs counts them); its blocks are freed when the last one lets go. It is
@@ -50,26 +54,52 @@ type baseRun struct {
 	refs   atomic.Int32
 }
 
+const slotSize = 12
+
 type baseChunk struct {
-	data  []byte // the block, cut to its used length
-	offs  []uint32
-	pfx   []uint64 // keyPrefix of each entry's key
-	first []byte   // key of the first entry
+	data  []byte // the whole block
+	used  int    // bytes of entries
+	n     int    // entries
+	p0    uint64 // prefix of the first key
+	first []byte // key of the first entry
 }
+
+func (c *baseChunk) slot(i int) []byte {
+	end := len(c.data) - i*slotSize
+	return c.data[end-slotSize : end]
+}
+
+func (c *baseChunk) prefix(i int) uint64 { return binary.LittleEndian.Uint64(c.slot(i)) }
+
+func (c *baseChunk) start(i int) int {
+	return int(binary.LittleEndian.Uint32(c.slot(i)[8:]))
+}
+
+func (c *baseChunk) entry(i int) entry {
+	s, e := c.start(i), c.used
+	if i+1 < c.n {
+		e = c.start(i + 1)
+	}
+	return c.data[s:e:e]
+}
+
+func (c *baseChunk) key(i int) []byte { return entryKey(c.data[c.start(i):c.used]) }
+
+func (c *baseChunk) len() int { return c.n }
 
 // search returns the index of the first entry whose key is >= key, and
 // whether that key equals key.
 func (c *baseChunk) search(kp uint64, key []byte) (int, bool) {
-	i, j := 0, len(c.pfx)
+	i, j := 0, c.n
 	for i < j {
 		m := int(uint(i+j) >> 1)
-		if p := c.pfx[m]; p < kp || (p == kp && bytes.Compare(c.key(m), key) < 0) {
+		if p := c.prefix(m); p < kp || (p == kp && bytes.Compare(c.key(m), key) < 0) {
 			i = m + 1
 		} else {
 			j = m
 		}
 	}
-	return i, i < len(c.pfx) && c.pfx[i] == kp && bytes.Equal(c.key(i), key)
+	return i, i < c.n && c.prefix(i) == kp && bytes.Equal(c.key(i), key)
 }
 
 // chunkFor returns the index of the last chunk whose first key is <= key,
@@ -79,7 +109,7 @@ func (b *baseRun) chunkFor(kp uint64, key []byte) int {
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
 		c := &b.chunks[m]
-		if p := c.pfx[0]; p < kp || (p == kp && bytes.Compare(c.first, key) <= 0) {
+		if p := c.p0; p < kp || (p == kp && bytes.Compare(c.first, key) <= 0) {
 			lo = m + 1
 		} else {
 			hi = m
@@ -87,16 +117,6 @@ func (b *baseRun) chunkFor(kp uint64, key []byte) int {
 	}
 	return lo - 1
 }
-
-func (c *baseChunk) entry(i int) entry {
-	return c.data[c.offs[i]:c.offs[i+1]:c.offs[i+1]]
-}
-
-func (c *baseChunk) key(i int) []byte {
-	return entryKey(c.data[c.offs[i]:c.offs[i+1]])
-}
-
-func (c *baseChunk) len() int { return len(c.offs) - 1 }
 
 // blockSet owns the blocks of one base run. It is kept apart from the run
 // so that a cleanup can free the blocks of a run nobody released.
@@ -149,23 +169,25 @@ func newBaseBuilder(alloc BlockAllocator) *baseBuilder {
 func (bb *baseBuilder) add(e entry) {
 	r := bb.run
 	n := len(r.chunks)
-	if n == 0 || len(r.chunks[n-1].data)+len(e) > cap(r.chunks[n-1].data) || len(r.chunks[n-1].data)+len(e) > 1<<31 {
-		size := max(baseChunkSize, len(e))
+	if n == 0 || r.chunks[n-1].used+len(e)+(r.chunks[n-1].n+1)*slotSize > len(r.chunks[n-1].data) {
+		size := max(baseChunkSize, len(e)+slotSize)
 		blk := r.blocks.alloc.Alloc(size)
 		r.blocks.blocks = append(r.blocks.blocks, blk)
-		offs := make([]uint32, 1, size/128+1)
-		r.chunks = append(r.chunks, baseChunk{data: blk[:0], offs: offs, pfx: make([]uint64, 0, size/128)})
+		r.chunks = append(r.chunks, baseChunk{data: blk})
 		n++
 	}
 	c := &r.chunks[n-1]
-	start := len(c.data)
-	c.data = append(c.data, e...)
-	c.offs = append(c.offs, uint32(len(c.data)))
-	k := entryKey(c.data[start:])
-	c.pfx = append(c.pfx, keyPrefix(k))
-	if start == 0 {
-		c.first = k
+	start := c.used
+	c.used += copy(c.data[start:], e)
+	k := entryKey(c.data[start:c.used])
+	kp := keyPrefix(k)
+	sl := c.slot(c.n)
+	binary.LittleEndian.PutUint64(sl, kp)
+	binary.LittleEndian.PutUint32(sl[8:], uint32(start))
+	if c.n == 0 {
+		c.first, c.p0 = k, kp
 	}
+	c.n++
 	r.n++
 	if entryKind(e) != kindTombstone {
 		r.live++

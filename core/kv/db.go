@@ -62,6 +62,7 @@ type db struct {
 	lastFlush   atomic.Int64 // unix ns
 	lastRefresh atomic.Int64
 	closed      atomic.Bool
+	flushing    atomic.Bool // a commit of a full buffer is under way
 }
 
 type pendingRec struct {
@@ -327,18 +328,47 @@ func (d *db) write(ctx context.Context, rec []byte, count int, o *WriteOptions) 
 	d.applyRecord(rec)
 	d.pending = append(d.pending, pendingRec{rec: rec, logged: logged})
 	d.pendingBytes += len(rec)
-	full := d.pendingBytes >= d.opts.WriteBufferSize
+	pendingBytes := d.pendingBytes
+	full := pendingBytes >= d.opts.WriteBufferSize
 	d.wmu.Unlock()
 	if wo.Sync {
 		return d.flush(ctx)
 	}
-	if full && d.flushMu.TryLock() {
-		// The write is acknowledged either way: a failed commit keeps the
-		// operations pending for the next flush.
-		_ = d.flushLocked(ctx)
-		d.flushMu.Unlock()
+	if full {
+		d.flushFull(pendingBytes)
 	}
 	return nil
+}
+
+// flushFull commits a full buffer. The write that filled it is acknowledged
+// either way (a failed commit keeps the operations pending for the next
+// flush), so the commit runs on its own goroutine and the writer goes on,
+// in parallel with the encoding and the I/O; only a writer that gets two
+// buffers ahead of the commits waits for one.
+func (d *db) flushFull(pending int) {
+	if pending >= 2*d.opts.WriteBufferSize {
+		if d.flushMu.TryLock() {
+			_ = d.flushLocked(context.Background())
+			d.flushMu.Unlock()
+			return
+		}
+		// A commit is running: wait for it rather than let the buffer grow.
+		d.flushMu.Lock()
+		d.flushMu.Unlock()
+		return
+	}
+	if !d.flushing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer d.flushing.Store(false)
+		if d.flushMu.TryLock() {
+			if !d.closed.Load() {
+				_ = d.flushLocked(context.Background())
+			}
+			d.flushMu.Unlock()
+		}
+	}()
 }
 
 func newRecord(count int, size int) []byte {

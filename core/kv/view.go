@@ -48,7 +48,7 @@ const btreeDegree = 32
 // Tests lower mergeMinEntries to exercise the base.
 var (
 	mergeMinEntries = 1 << 16
-	mergeDiv        = 4
+	mergeDiv        = 8
 )
 
 func newView() *view { return newViewAlloc(nil) }
