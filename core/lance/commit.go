@@ -163,10 +163,11 @@ func commit(ctx context.Context, r commitReq) (*Dataset, error) {
 			if derr != nil {
 				return nil, derr
 			}
-			// The hint is an optimisation; a failure to update it, or
-			// losing it in a crash, loses nothing (readers confirm by
-			// listing or probing), so it is never synced.
-			_ = store.PutNoSync(ctx, r.st, r.k.hint(), fmt.Appendf(nil, `{"version":%d}`, v))
+			// The hint is an optimisation; a failure to update it, a torn
+			// read of it, or losing it in a crash, loses nothing (readers
+			// confirm it by listing or probing), so it is overwritten in
+			// place where the store can (no new file) and never synced.
+			_ = store.Overwrite(ctx, r.st, r.k.hint(), fmt.Appendf(nil, `{"version":%d}`, v))
 			if !opts.SkipAutoCleanup {
 				autoCleanup(ctx, d, r.now, opts.OnAutoCleanup)
 			}
@@ -278,7 +279,7 @@ func committedByUs(ctx context.Context, r commitReq, v uint64, txn *tablepb.Tran
 	if err != nil {
 		return nil, false
 	}
-	_ = store.PutNoSync(ctx, r.st, r.k.hint(), fmt.Appendf(nil, `{"version":%d}`, v))
+	_ = store.Overwrite(ctx, r.st, r.k.hint(), fmt.Appendf(nil, `{"version":%d}`, v))
 	return d, true
 }
 

@@ -171,7 +171,9 @@ func latestByHint(ctx context.Context, st store.Store, k keys) (*manifestFile, e
 		if json.Unmarshal(b, &h) == nil && h.Version > 0 {
 			start = h.Version
 		}
-	} else if !errors.Is(err, store.ErrNotFound) {
+	} else if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, ErrCorrupt) {
+		// A hint whose size changed while it was read (it is overwritten
+		// in place) is as good as none.
 		return nil, err
 	}
 	if start > 0 {

@@ -59,3 +59,24 @@ func PutIfAbsentAfterSync(ctx context.Context, s Store, key string, data []byte,
 	}
 	return s.PutIfAbsent(ctx, key, data)
 }
+
+// Overwriter is an optional interface for stores that can replace a small
+// object in place rather than by a new one (on a filesystem: no new file,
+// whose allocation costs far more than the write). A reader racing the write
+// may see the old bytes, the new ones or, rarely, a mix of the two (or of
+// their sizes), and nothing is synced: use it only for advisory objects
+// whose readers check what they read, such as Lance's version hint.
+type Overwriter interface {
+	// Overwrite replaces the content of key with data, creating key (as
+	// PutNoSync) when it does not exist.
+	Overwrite(ctx context.Context, key string, data []byte) error
+}
+
+// Overwrite replaces key's content with s.Overwrite when s is an
+// Overwriter, with PutNoSync otherwise.
+func Overwrite(ctx context.Context, s Store, key string, data []byte) error {
+	if o, ok := s.(Overwriter); ok {
+		return o.Overwrite(ctx, key, data)
+	}
+	return PutNoSync(ctx, s, key, data)
+}

@@ -41,8 +41,9 @@ type Store struct {
 }
 
 var (
-	_ store.Store  = (*Store)(nil)
-	_ store.Syncer = (*Store)(nil)
+	_ store.Store      = (*Store)(nil)
+	_ store.Syncer     = (*Store)(nil)
+	_ store.Overwriter = (*Store)(nil)
 )
 
 // Open returns a store rooted at dir, creating the folder if needed.
@@ -349,6 +350,38 @@ func (s *Store) put(ctx context.Context, key string, data []byte, durable bool) 
 		return nil
 	}
 	return s.syncDir(filepath.Dir(name))
+}
+
+// Overwrite implements store.Overwriter: it writes data over the existing
+// file in place (and truncates what is left of a longer one), without
+// syncing; a missing file is created as PutNoSync does.
+func (s *Store) Overwrite(ctx context.Context, key string, data []byte) error {
+	name, err := s.path(key)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(name, os.O_WRONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s.put(ctx, key, data, false)
+	}
+	if err != nil {
+		return mapErr("overwrite", key, err)
+	}
+	if fi, err := f.Stat(); err == nil && !fi.Mode().IsRegular() {
+		f.Close()
+		return fmt.Errorf("overwrite %s: not a regular file", key)
+	}
+	_, err = f.WriteAt(data, 0)
+	if err == nil {
+		err = f.Truncate(int64(len(data)))
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return mapErr("overwrite", key, err)
 }
 
 // Sync implements store.Syncer: it syncs each file and each distinct folder

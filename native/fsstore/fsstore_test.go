@@ -109,3 +109,35 @@ func TestPutNoSyncThenSync(t *testing.T) {
 		}
 	}
 }
+
+func TestOverwrite(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := fsstore.Open(dir)
+	ctx := context.Background()
+	var o store.Overwriter = s
+	// Missing: created.
+	if err := o.Overwrite(ctx, "v/h", []byte("12345")); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, "v", "h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Longer, then shorter: same file, exact content.
+	for _, want := range []string{"1234567", "12"} {
+		if err := o.Overwrite(ctx, "v/h", []byte(want)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := store.ReadAll(ctx, s, "v/h")
+		if err != nil || string(got) != want {
+			t.Fatalf("after Overwrite(%q): %q, %v", want, got, err)
+		}
+		fi2, err := os.Stat(filepath.Join(dir, "v", "h"))
+		if err != nil || !os.SameFile(fi, fi2) {
+			t.Fatalf("Overwrite replaced the file instead of writing in place: %v", err)
+		}
+	}
+	if err := o.Overwrite(ctx, "../h", nil); !errors.Is(err, store.ErrInvalidKey) {
+		t.Fatalf("Overwrite of an invalid key: %v", err)
+	}
+}
