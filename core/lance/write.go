@@ -193,10 +193,12 @@ func conform(ls *lancefile.Schema, want *arrow.Schema, rec arrow.RecordBatch) (a
 
 // writeFragments writes the batches as 2.1 data files of at most
 // MaxRowsPerFile rows, one fragment each (ids unassigned), storing each
-// file as soon as it is complete while the next one is encoded. Files are
-// stored with store.PutNoSync, the last one possibly still being stored when
-// writeFragments returns: the caller must call stored, which waits for the
-// puts and returns the keys (to pass to the commit as commitReq.unsynced,
+// file as soon as it is complete while the next one is encoded. A file
+// completed while more input follows is stored and synced in the background
+// (its sync overlaps the encoding of the next one); the last file is stored
+// with store.PutNoSync, possibly still being stored when writeFragments
+// returns: the caller must call stored, which waits for the puts and returns
+// the keys not synced yet (to pass to the commit as commitReq.unsynced,
 // which makes them durable before the manifest that references them) or the
 // first error. On error the files already stored are deleted (best effort;
 // cleanup removes any left).
@@ -211,7 +213,8 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 	}
 	want := ls.Arrow()
 	var (
-		keys    []string
+		keys    []string // every file stored
+		pending []string // the files stored but not synced
 		mu      sync.Mutex
 		wg      sync.WaitGroup
 		putErr  error
@@ -229,18 +232,24 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 		clean()
 		return nil, nil, err
 	}
-	put := func(key string, data []byte) {
+	put := func(key string, data []byte, sync bool) {
 		err := store.PutNoSync(ctx, st, key, data)
+		if err == nil && sync {
+			err = store.Sync(ctx, st, key)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		keys = append(keys, key)
+		if !sync {
+			pending = append(pending, key)
+		}
 		if err != nil && putErr == nil {
 			putErr = fmt.Errorf("lance: storing data file %s: %w", key, err)
 		}
 	}
 	// finish completes the current file and stores it in the background
-	// (at most two puts at a time).
-	finish := func() error {
+	// (at most two puts at a time), syncing it unless it is the last.
+	finish := func(last bool) error {
 		data, err := w.Finish()
 		if err != nil {
 			return err
@@ -257,7 +266,7 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			put(key, data)
+			put(key, data, !last)
 		}()
 		return nil
 	}
@@ -284,7 +293,7 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 				part.Release()
 			}
 			if err == nil && (int(w.Rows()) >= maxRows || w.EstimatedSize() >= maxBytes) {
-				err = finish()
+				err = finish(false)
 			}
 			if err != nil {
 				rec.Release()
@@ -311,7 +320,7 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 		return fail(err)
 	}
 	if w != nil && w.Rows() > 0 {
-		if err := finish(); err != nil {
+		if err := finish(true); err != nil {
 			return fail(err)
 		}
 	}
@@ -321,6 +330,6 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 			clean()
 			return nil, putErr
 		}
-		return keys, nil
+		return pending, nil
 	}, nil
 }
