@@ -3,6 +3,9 @@ package kv
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
+	maps2 "maps"
+	"slices"
 	"testing"
 
 	"github.com/zeebo/xxh3"
@@ -160,4 +163,79 @@ func newRecordForTest(b *Batch) []byte {
 	rec[0] = RecordKind
 	rec = binary.AppendUvarint(rec, uint64(b.count))
 	return append(rec, b.repr...)
+}
+
+// A snapshot whose entries are out of key order is corrupt: the base run
+// it loads into is searched by binary search.
+func TestSnapshotEntriesOutOfOrder(t *testing.T) {
+	body := []byte(snapMagic)
+	body = binary.AppendUvarint(body, 16) // threshold
+	body = binary.AppendUvarint(body, 1)  // version
+	body = binary.AppendUvarint(body, 9)  // max seq
+	body = binary.AppendUvarint(body, 0)  // fragments
+	body = binary.AppendUvarint(body, 0)  // marks
+	body = binary.AppendUvarint(body, 2)  // entries
+	body = appendBytes(body, newPut(1, []byte("b"), []byte("1")))
+	body = appendBytes(body, newPut(2, []byte("a"), []byte("2")))
+	body = binary.AppendUvarint(body, 0) // spans
+	data := binary.LittleEndian.AppendUint64(body, xxh3Hash(body))
+	if err := ValidateSnapshot(data); err == nil {
+		t.Fatal("out-of-order entries accepted")
+	}
+}
+
+// The base run and the delta together: point reads, walks both ways from
+// every position, range deletes over both layers, merges.
+func TestViewLayers(t *testing.T) {
+	v := newView()
+	want := map[string]string{}
+	for i := range 200 {
+		k := fmt.Sprintf("k%03d", (i*37)%200)
+		v.applyPut(uint64(i+1), []byte(k), []byte(k), nil)
+		want[k] = k
+	}
+	v.merge(nil)
+	for i := range 50 {
+		k := fmt.Sprintf("k%03d", i*3)
+		v.applyPut(uint64(1000+i), []byte(k), []byte("new"), nil)
+		want[k] = "new"
+	}
+	v.applyDeleteRange(2000, []byte("k050"), []byte("k100"))
+	for i := 50; i < 100; i++ {
+		delete(want, fmt.Sprintf("k%03d", i))
+	}
+	keys := slices.Sorted(maps2.Keys(want))
+	var got []string
+	v.ascend(nil, func(e entry) bool {
+		if entryKind(e) != kindTombstone {
+			got = append(got, string(entryKey(e)))
+		}
+		return true
+	})
+	if !slices.Equal(got, keys) {
+		t.Fatalf("ascend %v\nwant %v", got, keys)
+	}
+	got = got[:0]
+	v.descend([]byte("k150"), func(e entry) bool {
+		got = append(got, string(entryKey(e)))
+		return true
+	})
+	var wantDesc []string
+	for i := len(keys) - 1; i >= 0; i-- {
+		if keys[i] <= "k150" {
+			wantDesc = append(wantDesc, keys[i])
+		}
+	}
+	if !slices.Equal(got, wantDesc) {
+		t.Fatalf("descend %v\nwant %v", got, wantDesc)
+	}
+	for i := range 210 {
+		k := fmt.Sprintf("k%03d", i)
+		e := v.lookup([]byte(k))
+		w, ok := want[k]
+		if ok != (e != nil) || (ok && string(entryPayload(e)) != w) {
+			t.Fatalf("lookup %s = %q, want %q (%v)", k, e, w, ok)
+		}
+	}
+	v.release()
 }
