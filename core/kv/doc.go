@@ -13,13 +13,17 @@
 //
 // # Reads
 //
-// A DB loads the log into an in-memory view (a google/btree of entries, one
-// allocation each, plus a set of range tombstones) and serves every read
-// from it. Applying rows is idempotent and order-independent, so handles
+// A DB loads the log into an in-memory view and serves every read from it:
+// an immutable sorted base run of entries packed into large blocks (from
+// Options.Blocks; native/kvdb maps them outside the Go heap), a
+// google/btree delta of newer entries, one allocation each, that is merged
+// into a new base once it holds an eighth of the base, and a set of range
+// tombstones. Applying rows is idempotent and order-independent, so handles
 // refresh by applying only the fragments they have not seen. Committed
 // values longer than Options.LazyValueThreshold stay in the log and are
 // read through a byte-bounded cache. A snapshot of the view (see
-// SnapshotStore) makes reopening a large database cheap.
+// SnapshotStore), whose sorted entries load straight into the base run,
+// makes reopening a large database cheap.
 //
 // # Writes
 //
