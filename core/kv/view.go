@@ -283,7 +283,16 @@ func (v *view) merge(drop func(entry) bool) {
 		dk := entryKey(d)
 		for c.valid() {
 			be := c.entry()
-			cmp := bytes.Compare(entryKey(be), dk)
+			// Prefixes decide most comparisons without decoding the key.
+			var cmp int
+			if bp := c.b.chunks[c.ci].prefix(c.ei); bp != it.pfx {
+				cmp = -1
+				if bp > it.pfx {
+					cmp = 1
+				}
+			} else {
+				cmp = bytes.Compare(entryKey(be), dk)
+			}
 			if cmp > 0 {
 				break
 			}
