@@ -232,8 +232,8 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 		clean()
 		return nil, nil, err
 	}
-	put := func(key string, data []byte, sync bool) {
-		err := store.PutNoSync(ctx, st, key, data)
+	put := func(key string, data [][]byte, sync bool) {
+		err := store.PutPartsNoSync(ctx, st, key, data)
 		if err == nil && sync {
 			err = store.Sync(ctx, st, key)
 		}
@@ -250,7 +250,7 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 	// finish completes the current file and stores it in the background
 	// (at most two puts at a time), syncing it unless it is the last.
 	finish := func(last bool) error {
-		data, err := w.Finish()
+		data, size, err := w.FinishParts()
 		if err != nil {
 			return err
 		}
@@ -258,7 +258,7 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 		frags = append(frags, &tablepb.DataFragment{
 			PhysicalRows: w.Rows(),
 			Files: []*tablepb.DataFile{{Path: name, Fields: w.FieldIDs(), ColumnIndices: w.ColumnIndices(),
-				FileMajorVersion: fileMajor, FileMinorVersion: fileMinor, FileSizeBytes: uint64(len(data))}},
+				FileMajorVersion: fileMajor, FileMinorVersion: fileMinor, FileSizeBytes: uint64(size)}},
 		})
 		w = nil
 		key := k.data(name)

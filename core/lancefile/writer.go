@@ -249,8 +249,25 @@ func (w *Writer) ColumnIndices() []int32 {
 // Finish flushes the open pages and returns the complete file. The Writer
 // cannot be used afterwards.
 func (w *Writer) Finish() ([]byte, error) {
+	parts, size, err := w.FinishParts()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, size)
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out, nil
+}
+
+// FinishParts is Finish without joining the file: the file is the
+// concatenation of parts (the page buffers, then the metadata), size bytes
+// in all. The parts are the Writer's own memory, never the caller's Arrow
+// buffers, and are not modified afterwards. The Writer cannot be used
+// afterwards.
+func (w *Writer) FinishParts() (parts [][]byte, size int64, err error) {
 	if w.done {
-		return nil, errors.New("lancefile: Finish called twice")
+		return nil, 0, errors.New("lancefile: Finish called twice")
 	}
 	w.done = true
 	errs := make([]error, len(w.cols))
@@ -260,34 +277,37 @@ func (w *Writer) Finish() ([]byte, error) {
 		}
 	})
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	w.placePending()
 
 	// Global buffer 0: the FileDescriptor.
 	fd, err := proto.MarshalOptions{Deterministic: true}.Marshal(&filepb.FileDescriptor{Schema: schemaProto(w.schema), Length: w.rows})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	metaSize := len(fd) + 64 + 40 + 32*len(w.cols)
 	for _, c := range w.cols {
 		metaSize += 64 + 128*len(c.pages)
 	}
-	out := make([]byte, 0, w.size+metaSize)
-	for _, s := range w.segs {
-		out = append(out, s...)
+	// The metadata follows the page buffers, 64-byte aligned (placePending
+	// pads each buffer); its positions are relative to the file.
+	if pad := -w.size & 63; pad > 0 {
+		w.segs = append(w.segs, padding[:pad])
+		w.size += pad
 	}
-	w.segs = nil
-	gboPos := uint64(len(out))
+	base := uint64(w.size)
+	out := make([]byte, 0, metaSize)
+	gboPos := base + uint64(len(out))
 	out = append(out, fd...)
 	out = padBuffer(out)
 
 	colEnc, err := marshalAny("/lance.encodings.ColumnEncoding", &enc20pb.ColumnEncoding{
 		ColumnEncoding: &enc20pb.ColumnEncoding_Values{Values: &emptypb.Empty{}}})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	colMetaStart := uint64(len(out))
+	colMetaStart := base + uint64(len(out))
 	type span struct{ pos, size uint64 }
 	cmo := make([]span, len(w.cols))
 	for i, c := range w.cols {
@@ -305,17 +325,17 @@ func (w *Writer) Finish() ([]byte, error) {
 		}
 		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(cm)
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
-		cmo[i] = span{uint64(len(out)), uint64(len(b))}
+		cmo[i] = span{base + uint64(len(out)), uint64(len(b))}
 		out = append(out, b...)
 	}
-	cmoStart := uint64(len(out))
+	cmoStart := base + uint64(len(out))
 	for _, s := range cmo {
 		out = binary.LittleEndian.AppendUint64(out, s.pos)
 		out = binary.LittleEndian.AppendUint64(out, s.size)
 	}
-	gboStart := uint64(len(out))
+	gboStart := base + uint64(len(out))
 	out = binary.LittleEndian.AppendUint64(out, gboPos)
 	out = binary.LittleEndian.AppendUint64(out, uint64(len(fd)))
 	out = binary.LittleEndian.AppendUint64(out, colMetaStart)
@@ -326,7 +346,9 @@ func (w *Writer) Finish() ([]byte, error) {
 	out = binary.LittleEndian.AppendUint16(out, 2)
 	out = binary.LittleEndian.AppendUint16(out, 1)
 	out = append(out, magic...)
-	return out, nil
+	parts = append(w.segs, out)
+	w.segs = nil
+	return parts, int64(base) + int64(len(out)), nil
 }
 
 // pendingPage is an encoded page waiting to be placed in the file.

@@ -80,3 +80,33 @@ func Overwrite(ctx context.Context, s Store, key string, data []byte) error {
 	}
 	return PutNoSync(ctx, s, key, data)
 }
+
+// PartsPutter is an optional interface for stores that can store an object
+// given as consecutive parts without joining them in memory first (a
+// filesystem writes them one after the other).
+type PartsPutter interface {
+	// PutPartsNoSync is PutNoSync of the concatenation of parts.
+	PutPartsNoSync(ctx context.Context, key string, parts [][]byte) error
+}
+
+// PutPartsNoSync stores the concatenation of parts at key, as PutNoSync:
+// without joining them on a PartsPutter.
+func PutPartsNoSync(ctx context.Context, s Store, key string, parts [][]byte) error {
+	if pp, ok := s.(PartsPutter); ok {
+		return pp.PutPartsNoSync(ctx, key, parts)
+	}
+	var data []byte
+	if len(parts) == 1 {
+		data = parts[0]
+	} else {
+		n := 0
+		for _, p := range parts {
+			n += len(p)
+		}
+		data = make([]byte, 0, n)
+		for _, p := range parts {
+			data = append(data, p...)
+		}
+	}
+	return PutNoSync(ctx, s, key, data)
+}

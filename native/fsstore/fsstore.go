@@ -41,9 +41,10 @@ type Store struct {
 }
 
 var (
-	_ store.Store      = (*Store)(nil)
-	_ store.Syncer     = (*Store)(nil)
-	_ store.Overwriter = (*Store)(nil)
+	_ store.Store       = (*Store)(nil)
+	_ store.Syncer      = (*Store)(nil)
+	_ store.Overwriter  = (*Store)(nil)
+	_ store.PartsPutter = (*Store)(nil)
 )
 
 // Open returns a store rooted at dir, creating the folder if needed.
@@ -218,9 +219,9 @@ func (s *Store) walk(ctx context.Context, dir string, fn func(key string, size i
 	return nil
 }
 
-// writeTemp writes data to a new temporary file in the folder of name and
+// writeTemp writes parts to a new temporary file in the folder of name and
 // returns its path. The file is synced when durable is set (and NoSync is not).
-func (s *Store) writeTemp(name string, data []byte, durable bool) (string, error) {
+func (s *Store) writeTemp(name string, parts [][]byte, durable bool) (string, error) {
 	dir := filepath.Dir(name)
 	if err := s.ensureDir(dir); err != nil {
 		return "", err
@@ -232,7 +233,11 @@ func (s *Store) writeTemp(name string, data []byte, durable bool) (string, error
 	if err != nil {
 		return "", err
 	}
-	_, err = f.Write(data)
+	for _, p := range parts {
+		if _, err = f.Write(p); err != nil {
+			break
+		}
+	}
 	if err == nil && durable && !s.NoSync {
 		err = f.Sync()
 	}
@@ -301,7 +306,7 @@ func (s *Store) PutIfAbsentAfterSync(ctx context.Context, key string, data []byt
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	tmp, err := s.writeTemp(name, data, false)
+	tmp, err := s.writeTemp(name, [][]byte{data}, false)
 	if err != nil {
 		return mapErr("create", key, err)
 	}
@@ -320,17 +325,23 @@ func (s *Store) PutIfAbsentAfterSync(ctx context.Context, key string, data []byt
 // Put implements store.Store with rename(2). The object is durable when Put
 // returns.
 func (s *Store) Put(ctx context.Context, key string, data []byte) error {
-	return s.put(ctx, key, data, true)
+	return s.put(ctx, key, [][]byte{data}, true)
 }
 
 // PutNoSync implements store.Syncer: Put without syncing the file or its
 // folder. Readers see the whole object or none of it, but after a crash the
 // name may be missing or the content empty until Sync has returned.
 func (s *Store) PutNoSync(ctx context.Context, key string, data []byte) error {
-	return s.put(ctx, key, data, false)
+	return s.put(ctx, key, [][]byte{data}, false)
 }
 
-func (s *Store) put(ctx context.Context, key string, data []byte, durable bool) error {
+// PutPartsNoSync implements store.PartsPutter: PutNoSync of the
+// concatenation of parts, written one after the other.
+func (s *Store) PutPartsNoSync(ctx context.Context, key string, parts [][]byte) error {
+	return s.put(ctx, key, parts, false)
+}
+
+func (s *Store) put(ctx context.Context, key string, parts [][]byte, durable bool) error {
 	name, err := s.path(key)
 	if err != nil {
 		return err
@@ -338,7 +349,7 @@ func (s *Store) put(ctx context.Context, key string, data []byte, durable bool) 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	tmp, err := s.writeTemp(name, data, durable)
+	tmp, err := s.writeTemp(name, parts, durable)
 	if err != nil {
 		return mapErr("put", key, err)
 	}
@@ -365,7 +376,7 @@ func (s *Store) Overwrite(ctx context.Context, key string, data []byte) error {
 	}
 	f, err := os.OpenFile(name, os.O_WRONLY, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return s.put(ctx, key, data, false)
+		return s.put(ctx, key, [][]byte{data}, false)
 	}
 	if err != nil {
 		return mapErr("overwrite", key, err)

@@ -141,3 +141,27 @@ func TestOverwrite(t *testing.T) {
 		t.Fatalf("Overwrite of an invalid key: %v", err)
 	}
 }
+
+func TestPutPartsNoSync(t *testing.T) {
+	s, _ := fsstore.Open(t.TempDir())
+	ctx := context.Background()
+	var pp store.PartsPutter = s
+	if err := pp.PutPartsNoSync(ctx, "d/f", [][]byte{[]byte("ab"), nil, []byte("cde")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Sync(ctx, "d/f"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.ReadAll(ctx, s, "d/f")
+	if err != nil || string(got) != "abcde" {
+		t.Fatalf("%q, %v", got, err)
+	}
+	// The generic helper joins the parts on stores without the interface.
+	m := store.NewMemory()
+	if err := store.PutPartsNoSync(ctx, m, "k", [][]byte{[]byte("x"), []byte("yz")}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := store.ReadAll(ctx, m, "k"); string(got) != "xyz" {
+		t.Fatalf("memory: %q", got)
+	}
+}
