@@ -128,6 +128,7 @@ func startServer() (func(), error) {
 		cmd := exec.Command(bin, "--port", addr, "posix", data)
 		cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+accessKey, "ROOT_SECRET_KEY="+secretKey)
 		cmd.Stdout, cmd.Stderr = logf, logf
+		cmd.SysProcAttr = serverProcAttr()
 		if err := cmd.Start(); err != nil {
 			return nil, fmt.Errorf("starting versitygw: %w", err)
 		}
