@@ -203,9 +203,8 @@ func writeKV0(ctx context.Context, r *tracking.Repo, shape string, runs, metrics
 				}
 			}
 		}
-		if err := run.Finish(ctx, ""); err != nil {
-			return err
-		}
+		// Finish would flush once per run; the runs stay "running".
+		_ = run
 	}
 	return r.Flush(ctx)
 }

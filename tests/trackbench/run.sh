@@ -12,7 +12,7 @@ STEPS_B=${STEPS_B:-1000}
 BENCHTIME=${BENCHTIME:-1s}
 args="-trackbench.steps-a $STEPS_A -trackbench.steps-b $STEPS_B"
 [ -n "${DIR:-}" ] && args="$args -trackbench.dir $DIR"
-cmd="go test ./tests/trackbench -run '^\$' -bench . -benchtime $BENCHTIME -timeout 3h $args"
+cmd="go test -v ./tests/trackbench -run '^\$' -bench . -benchtime $BENCHTIME -timeout 3h $args"
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 eval "$cmd" | tee "$out" >&2
@@ -38,7 +38,7 @@ function num(line,   i, n, f) {
 	for (i = 3; i < n; i++) if (f[i+1] == "ns/op") return f[i]
 	return 0
 }
-/^Benchmark/ {
+/^Benchmark.*ns\/op/ {
 	name = $1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
 	store = name; sub(/.*\//, "", store); op = name; sub(/\/[^\/]*$/, "", op)
 	if (!(op in seen)) { seen[op] = 1; order[++k] = op }
