@@ -2,7 +2,7 @@
 #
 #   make run     build kv0 and run its main job on a local sample
 #   make test    install test dependencies, vet, test, build for wasm, fuzz briefly, interop
-#   make bench   benchmarks side by side with lancedb (see docs/benchmarks.md)
+#   make bench   benchmarks side by side with lancedb, Pebble and SQLite (docs/benchmarks.md)
 #   make fuzz    every fuzz target for FUZZTIME (default 60s)
 #   make proto   regenerate the protobuf code from core/internal/lancepb/proto
 
@@ -14,7 +14,7 @@ FUZZTIME  ?= 60s
 APT_PACKAGES := protobuf-compiler nodejs npm
 PROTOC_GEN_GO_VERSION := v1.36.12
 
-.PHONY: all build run test vet unit wasm fuzz fuzz-short interop-deps bench proto clean
+.PHONY: all build run test vet unit wasm fuzz fuzz-short interop-deps bench bench-lance bench-kv bench-tracking bench-s3 proto clean
 
 all: build
 
@@ -68,8 +68,24 @@ interop-deps:
 		echo "warning: node/npm not found: the interop suite will skip"; \
 	fi
 
-bench: build interop-deps
+# Benchmarks, each side by side with its peer in one run (docs/benchmarks.md):
+#   bench-lance     Lance reader and writer vs lancedb 0.31, commit rate
+#   bench-kv        key-value layer vs Pebble
+#   bench-tracking  tracking layer vs MLflow's SQLite shape
+#   bench-s3        round trips and bytes with 50 ms injected latency; commits against versitygw
+bench: bench-lance bench-kv bench-tracking bench-s3
+
+bench-lance: build interop-deps
 	bash tests/bench.sh
+
+bench-kv:
+	bash tests/kvbench/run.sh
+
+bench-tracking:
+	bash tests/trackbench/run.sh
+
+bench-s3:
+	$(GO) test ./tests/s3 -run '^$$' -bench 'BenchmarkLatency|BenchmarkTrackingLatency|BenchmarkCommit' -benchtime 3x
 
 proto:
 	@command -v protoc >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq protobuf-compiler; }
