@@ -1,6 +1,6 @@
 # kv0 — build, test and benchmark entry points.
 #
-#   make run     build kv0 and run its main job on a local sample
+#   make run     build kv0, write the tracking demo to out/demo and print its runs and metrics
 #   make test    install test dependencies, vet, test, build for wasm, fuzz briefly, interop
 #   make bench   benchmarks side by side with lancedb, Pebble and SQLite (docs/benchmarks.md)
 #   make fuzz    every fuzz target for FUZZTIME (default 60s)
