@@ -165,3 +165,32 @@ func TestPutPartsNoSync(t *testing.T) {
 		t.Fatalf("memory: %q", got)
 	}
 }
+
+func TestPutIfAbsentAfterSync(t *testing.T) {
+	s, _ := fsstore.Open(t.TempDir())
+	ctx := context.Background()
+	if err := s.PutNoSync(ctx, "d/a", []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutIfAbsentAfterSync(ctx, "v/1", []byte("m"), "d/a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutIfAbsentAfterSync(ctx, "v/1", []byte("n"), "d/a"); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("second create: %v, want ErrExists", err)
+	}
+	// A key that cannot be synced stops the create: nothing is linked.
+	if err := s.PutIfAbsentAfterSync(ctx, "v/2", []byte("m"), "d/missing"); err == nil {
+		t.Fatal("create after a failed sync succeeded")
+	}
+	if _, err := s.Stat(ctx, "v/2"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("v/2 exists after a failed sync: %v", err)
+	}
+	got, err := s.List(ctx, store.ListOptions{Prefix: "v/"})
+	if err != nil || len(got) != 1 {
+		t.Fatalf("List = %v, %v (temporary files left?)", got, err)
+	}
+	ents, _ := os.ReadDir(filepath.Join(s.Root(), "v"))
+	if len(ents) != 1 {
+		t.Fatalf("%d entries in v/, want 1 (no temporary file left)", len(ents))
+	}
+}
