@@ -11,17 +11,59 @@ import (
 )
 
 // DefaultBatchRows is the batch size of a scan when ScanOptions.BatchRows is
-// zero (Lance's scanner uses the same default).
+// zero and a projected column has variable width (strings, binary, lists):
+// Lance's scanner uses the same default.
 const DefaultBatchRows = 8192
 
+// Scans of fixed-width columns only use larger batches by default, up to
+// maxFixedBatchRows rows or fixedBatchBytes bytes of values a batch: fewer,
+// larger batches cost less per row, and the memory a batch needs is known.
+const (
+	maxFixedBatchRows = 64 << 10
+	fixedBatchBytes   = 4 << 20
+)
+
+// defaultBatchRows picks the batch size of a scan of fields.
+func defaultBatchRows(fields []*lancefile.Field) int {
+	rowBytes := 0
+	for _, f := range fields {
+		w := fixedWidth(f.Type)
+		if w <= 0 {
+			return DefaultBatchRows
+		}
+		rowBytes += w
+	}
+	if rowBytes == 0 {
+		return DefaultBatchRows
+	}
+	return min(maxFixedBatchRows, max(DefaultBatchRows, fixedBatchBytes/rowBytes))
+}
+
+// fixedWidth returns the bytes a value of t takes, or 0 for variable-width
+// and nested types.
+func fixedWidth(t arrow.DataType) int {
+	switch t := t.(type) {
+	case arrow.FixedWidthDataType:
+		if t.ID() == arrow.BOOL {
+			return 1
+		}
+		return max(t.BitWidth()/8, 1)
+	case *arrow.FixedSizeListType:
+		return int(t.Len()) * fixedWidth(t.Elem())
+	}
+	return 0
+}
+
 // ScanOptions tune a scan. The zero value scans every column of every
-// fragment in DefaultBatchRows batches.
+// fragment in batches of a default size (see BatchRows).
 type ScanOptions struct {
 	// Columns are the top-level columns to read, in output order; empty
 	// means all columns in schema order.
 	Columns []string
 	// BatchRows caps the rows of each record batch (before deleted rows are
 	// dropped, so batches may be smaller). Memory use is proportional to it.
+	// Zero picks DefaultBatchRows when a column has variable width, else
+	// up to 64Ki rows (4 MiB of values) a batch.
 	BatchRows int
 	// Limit stops the scan after this many rows; 0 means no limit.
 	Limit int64
@@ -93,7 +135,7 @@ func (d *Dataset) Scan(ctx context.Context, opts ScanOptions) (*Scanner, error) 
 	}
 	s := &Scanner{d: d, fields: proj.Fields, schema: proj.Arrow(), batch: opts.BatchRows, limit: opts.Limit, frags: frags}
 	if s.batch == 0 {
-		s.batch = DefaultBatchRows
+		s.batch = defaultBatchRows(proj.Fields)
 	}
 	s.ctx, s.cancel = context.WithCancel(ctx)
 	return s, nil

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"syscall"
 	"testing"
 
@@ -54,7 +55,7 @@ func BenchmarkScanMetrics(b *testing.B) {
 	b.ResetTimer()
 	var rows int64
 	for b.Loop() {
-		sc, err := ds.Scan(ctx, lance.ScanOptions{})
+		sc, err := ds.Scan(ctx, lance.ScanOptions{BatchRows: batchRows()})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -73,4 +74,11 @@ func BenchmarkScanMetrics(b *testing.B) {
 	}
 	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
 	b.ReportMetric(peakRSS()/(1<<20), "peak-RSS-MiB")
+}
+
+// batchRows is the scan batch size: KV0_BENCH_BATCH_ROWS, else the
+// dataset reader's default.
+func batchRows() int {
+	n, _ := strconv.Atoi(os.Getenv("KV0_BENCH_BATCH_ROWS"))
+	return n
 }
