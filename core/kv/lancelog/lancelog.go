@@ -25,8 +25,7 @@
 //
 // New datasets get Lance's automatic cleanup configuration
 // (lance.auto_cleanup.interval = 20, older_than = Options.VersionRetention),
-// which lance honours when it commits; this package applies the same rule
-// after its own commits.
+// which core/lance (like lance itself) applies after its commits.
 package lancelog
 
 import (
@@ -480,7 +479,6 @@ func (l *Log) Append(ctx context.Context, rows []kv.Row) (kv.CommitResult, error
 	if err != nil {
 		return res, err
 	}
-	l.autoCleanup(ctx, nd)
 	return res, nil
 }
 
@@ -507,24 +505,6 @@ func tailResult(d *lance.Dataset, n int, removed []uint64) (kv.CommitResult, err
 		}
 	}
 	return res, nil
-}
-
-// autoCleanup applies the dataset's automatic cleanup configuration after a
-// commit of d, as lance does: when the version is a multiple of the
-// interval, versions older than older_than go. Failures are ignored (the
-// next interval retries).
-func (l *Log) autoCleanup(ctx context.Context, d *lance.Dataset) {
-	cfg := d.Config()
-	every, err := strconv.ParseUint(cfg[lance.ConfigAutoCleanupInterval], 10, 64)
-	if err != nil || every == 0 || d.Version()%every != 0 {
-		return
-	}
-	age, err := lance.ParseDuration(cfg[lance.ConfigAutoCleanupOlderThan])
-	if err != nil {
-		return
-	}
-	retain, _ := strconv.Atoi(cfg[lance.ConfigAutoCleanupRetainVersions])
-	_, _ = lance.CleanupOldVersions(ctx, l.st, l.root, age, lance.CleanupOptions{RetainVersions: retain})
 }
 
 // Materialize implements kv.OpLog: one Update commit built on readVersion
@@ -577,7 +557,6 @@ func (l *Log) Materialize(ctx context.Context, readVersion uint64, rows func(yie
 	if err != nil {
 		return res, err
 	}
-	l.autoCleanup(ctx, nd)
 	return res, nil
 }
 
@@ -723,7 +702,6 @@ func (l *Log) CompactFiles(ctx context.Context) (kv.CommitResult, error) {
 	for id := range before {
 		res.Removed = append(res.Removed, id)
 	}
-	l.autoCleanup(ctx, nd)
 	return res, nil
 }
 
