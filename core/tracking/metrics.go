@@ -21,25 +21,65 @@ type sidRange struct {
 	lo, hi uint32
 }
 
-func parseSorted(s string) map[uint64]bool {
-	out := map[uint64]bool{}
+// sidSpan is the smallest and largest series id a sorted fragment holds;
+// known is false for entries written without one.
+type sidSpan struct {
+	lo, hi uint64
+	known  bool
+}
+
+// holdsAny reports whether the fragment may hold one of the sorted ids.
+func (sp sidSpan) holdsAny(ids []uint64) bool {
+	if !sp.known {
+		return true
+	}
+	i := sort.Search(len(ids), func(i int) bool { return ids[i] >= sp.lo })
+	return i < len(ids) && ids[i] <= sp.hi
+}
+
+// parseSortedSpans reads ConfigSortedFragments: comma-separated entries
+// "id" or "id:lo:hi" (the fragment's smallest and largest series id).
+func parseSortedSpans(s string) map[uint64]sidSpan {
+	out := map[uint64]sidSpan{}
 	for _, f := range strings.Split(s, ",") {
-		if id, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64); err == nil {
-			out[id] = true
+		parts := strings.Split(strings.TrimSpace(f), ":")
+		id, err := strconv.ParseUint(parts[0], 10, 64)
+		if err != nil {
+			continue
 		}
+		var sp sidSpan
+		if len(parts) == 3 {
+			lo, err1 := strconv.ParseUint(parts[1], 10, 64)
+			hi, err2 := strconv.ParseUint(parts[2], 10, 64)
+			if err1 == nil && err2 == nil && lo <= hi {
+				sp = sidSpan{lo: lo, hi: hi, known: true}
+			}
+		}
+		out[id] = sp
 	}
 	return out
 }
 
-func formatSorted(ids map[uint64]bool) string {
-	l := make([]uint64, 0, len(ids))
-	for id := range ids {
+func parseSorted(s string) map[uint64]bool {
+	out := map[uint64]bool{}
+	for id := range parseSortedSpans(s) {
+		out[id] = true
+	}
+	return out
+}
+
+func formatSorted(spans map[uint64]sidSpan) string {
+	l := make([]uint64, 0, len(spans))
+	for id := range spans {
 		l = append(l, id)
 	}
 	slices.Sort(l)
 	parts := make([]string, len(l))
 	for i, id := range l {
 		parts[i] = strconv.FormatUint(id, 10)
+		if sp := spans[id]; sp.known {
+			parts[i] += ":" + strconv.FormatUint(sp.lo, 10) + ":" + strconv.FormatUint(sp.hi, 10)
+		}
 	}
 	return strings.Join(parts, ",")
 }
@@ -91,6 +131,7 @@ func (r *Repo) fragRanges(ctx context.Context, d *lance.Dataset, f lance.Fragmen
 // of their points are older than any point of an unsorted fragment.
 type metricsPlan struct {
 	ranged  []lance.Fragment
+	spans   map[uint64]sidSpan // of the ranged fragments
 	scanned []lance.Fragment
 }
 
@@ -99,13 +140,15 @@ func planMetrics(d *lance.Dataset) metricsPlan {
 	if d == nil {
 		return p
 	}
-	sorted := parseSorted(d.Config()[ConfigSortedFragments])
+	spans := parseSortedSpans(d.Config()[ConfigSortedFragments])
+	p.spans = spans
 	var sortedDel, rest []lance.Fragment
 	for _, f := range d.Fragments() {
+		_, sorted := spans[f.ID]
 		switch {
-		case sorted[f.ID] && f.DeletionFile == "":
+		case sorted && f.DeletionFile == "":
 			p.ranged = append(p.ranged, f)
-		case sorted[f.ID]:
+		case sorted:
 			sortedDel = append(sortedDel, f)
 		default:
 			rest = append(rest, f)
@@ -131,6 +174,9 @@ func (r *Repo) visitPlan(ctx context.Context, d *lance.Dataset, p metricsPlan, s
 	slices.Sort(want)
 	want = slices.Compact(want)
 	for _, f := range p.ranged {
+		if !p.spans[f.ID].holdsAny(want) {
+			continue // its series ids lie elsewhere: no need to read its series_id column
+		}
 		rs, err := r.fragRanges(ctx, d, f)
 		if err != nil {
 			return err

@@ -542,26 +542,34 @@ func (r *Repo) optimizeMetrics(ctx context.Context, explicit bool) (metricsStats
 		req.New = lance.Batches(rec...)
 	}
 	nd, err := d.Update(ctx, req, lance.WriteOptions{})
-	for _, b := range rec {
-		b.Release()
-	}
+	defer func() {
+		for _, b := range rec {
+			b.Release()
+		}
+	}()
 	if err != nil {
 		return ms, err
 	}
-	// Our fragments are the last ones of the version we committed.
-	newSorted := map[uint64]bool{}
+	// Our fragments are the last ones of the version we committed, in the
+	// order their rows were written.
+	newSorted := map[uint64]sidSpan{}
 	if !full {
-		for id := range sorted {
+		for id, sp := range parseSortedSpans(d.Config()[ConfigSortedFragments]) {
 			if present[id] {
-				newSorted[id] = true
+				newSorted[id] = sp
 			}
 		}
 	}
 	frags := nd.Fragments()
+	first := len(frags)
 	var sum uint64
-	for i := len(frags) - 1; i >= 0 && sum < uint64(n); i-- {
-		newSorted[frags[i].ID] = true
-		sum += frags[i].PhysicalRows
+	for first > 0 && sum < uint64(n) {
+		first--
+		sum += frags[first].PhysicalRows
+	}
+	spans := fragmentSpans(rec, frags[first:])
+	for i, f := range frags[first:] {
+		newSorted[f.ID] = spans[i]
 	}
 	cfg := map[string]string{ConfigSortedFragments: formatSorted(newSorted)}
 	if nd, err = nd.UpdateConfig(ctx, cfg, nil); err != nil {
@@ -570,6 +578,39 @@ func (r *Repo) optimizeMetrics(ctx context.Context, explicit bool) (metricsStats
 	r.tables.metrics = nd
 	_ = explicit
 	return metricsStats{rows: n, full: full}, nil
+}
+
+// fragmentSpans returns the smallest and largest series id of each of frags,
+// which hold the rows of recs in order (PhysicalRows rows each). Rows are
+// sorted by series id, so a fragment's span runs from its first row's id to
+// its last's. A span is unknown when the counts do not line up.
+func fragmentSpans(recs []arrow.RecordBatch, frags []lance.Fragment) []sidSpan {
+	var sids []uint64
+	for _, rec := range recs {
+		idx := rec.Schema().FieldIndices("series_id")
+		if len(idx) != 1 {
+			return make([]sidSpan, len(frags))
+		}
+		col, ok := rec.Column(idx[0]).(*array.Uint64)
+		if !ok {
+			return make([]sidSpan, len(frags))
+		}
+		sids = append(sids, col.Uint64Values()...)
+	}
+	out := make([]sidSpan, len(frags))
+	pos := uint64(0)
+	for i, f := range frags {
+		end := pos + f.PhysicalRows
+		if f.PhysicalRows == 0 || end > uint64(len(sids)) {
+			return make([]sidSpan, len(frags))
+		}
+		out[i] = sidSpan{lo: sids[pos], hi: sids[end-1], known: true}
+		pos = end
+	}
+	if pos != uint64(len(sids)) {
+		return make([]sidSpan, len(frags))
+	}
+	return out
 }
 
 // buildSorted sorts rows by (series_id, step), keeps the last row read of

@@ -16,7 +16,8 @@ const (
 // Table config keys kv0 keeps in the metrics dataset's manifest.
 const (
 	// ConfigSortedFragments lists the metrics fragments Optimize wrote
-	// sorted by (series_id, step), as comma-separated decimal ids.
+	// sorted by (series_id, step): comma-separated entries "id:lo:hi" (the
+	// fragment id and its smallest and largest series id) or "id".
 	ConfigSortedFragments = "kv0.sorted_fragments"
 )
 
