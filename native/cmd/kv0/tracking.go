@@ -206,20 +206,31 @@ func runArgs(name string, args []string, stderr io.Writer) (*flag.FlagSet, *bool
 	return fs, asJSON, pos, nil
 }
 
-func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	_, asJSON, pos, err := runArgs("run", args, stderr)
+// openRunArgs parses `kv0 NAME REPO ID [--json]`, opens the repository
+// read-only and resolves the run. The caller closes the repository.
+func openRunArgs(ctx context.Context, name string, args []string, stderr io.Writer) (*tracking.Repo, tracking.RunInfo, *bool, error) {
+	_, asJSON, pos, err := runArgs(name, args, stderr)
 	if err != nil {
-		return err
+		return nil, tracking.RunInfo{}, nil, err
 	}
 	r, err := openRepo(ctx, pos[0], false, false)
+	if err != nil {
+		return nil, tracking.RunInfo{}, nil, err
+	}
+	in, err := resolveRun(ctx, r, pos[1])
+	if err != nil {
+		r.Close()
+		return nil, tracking.RunInfo{}, nil, err
+	}
+	return r, in, asJSON, nil
+}
+
+func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	r, in, asJSON, err := openRunArgs(ctx, "run", args, stderr)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	in, err := resolveRun(ctx, r, pos[1])
-	if err != nil {
-		return err
-	}
 	if *asJSON {
 		return writeJSON(stdout, in)
 	}
@@ -234,19 +245,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 }
 
 func cmdParams(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	_, asJSON, pos, err := runArgs("params", args, stderr)
-	if err != nil {
-		return err
-	}
-	r, err := openRepo(ctx, pos[0], false, false)
+	r, in, asJSON, err := openRunArgs(ctx, "params", args, stderr)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	in, err := resolveRun(ctx, r, pos[1])
-	if err != nil {
-		return err
-	}
 	ps, err := r.AllParams(ctx, in.ID)
 	if err != nil {
 		return err
@@ -272,19 +275,11 @@ func cmdParams(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func cmdSeries(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	_, asJSON, pos, err := runArgs("series", args, stderr)
-	if err != nil {
-		return err
-	}
-	r, err := openRepo(ctx, pos[0], false, false)
+	r, in, asJSON, err := openRunArgs(ctx, "series", args, stderr)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	in, err := resolveRun(ctx, r, pos[1])
-	if err != nil {
-		return err
-	}
 	return printSeries(ctx, r, in, *asJSON, stdout)
 }
 
