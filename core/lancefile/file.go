@@ -1,6 +1,7 @@
 package lancefile
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -71,6 +72,11 @@ type File struct {
 	schema  *Schema
 	columns []column
 	global  []bufRange
+	// globals holds the bytes of global buffers 1 and up that the tail read
+	// covered (nil for the others); whole is the entire file when the tail
+	// read covered it, so page reads of small files cost no request.
+	globals [][]byte
+	whole   []byte
 }
 
 type bufRange struct{ off, size uint64 }
@@ -163,6 +169,15 @@ func Open(ctx context.Context, st store.Store, key string, size int64) (*File, e
 			return nil, f.corruptf(int64(gboStart)+16*int64(i), "global buffer %d out of bounds", i)
 		}
 	}
+	f.globals = make([][]byte, numGlobal)
+	for i := 1; i < len(f.global); i++ {
+		if g := f.global[i]; int64(g.off) >= tailStart {
+			f.globals[i] = bytes.Clone(tail[int64(g.off)-tailStart:][:g.size])
+		}
+	}
+	if tailStart == 0 {
+		f.whole = tail
+	}
 	f.columns = make([]column, numCols)
 	for i := range f.columns {
 		b := at(cmoStart + 16*uint64(i))
@@ -242,6 +257,27 @@ func (f *File) ranges(offs, sizes []uint64) ([]bufRange, error) {
 		out[i] = bufRange{offs[i], sizes[i]}
 	}
 	return out, nil
+}
+
+// NumGlobalBuffers returns the number of global buffers in the file. Buffer
+// 0 is the FileDescriptor (schema and row count); writers may add others,
+// which Lance readers ignore.
+func (f *File) NumGlobalBuffers() int { return len(f.global) }
+
+// GlobalBuffer returns the bytes of global buffer i. Buffers that Open's
+// tail read covered cost no request. The caller must not modify the result.
+func (f *File) GlobalBuffer(ctx context.Context, i int) ([]byte, error) {
+	if i < 0 || i >= len(f.global) {
+		return nil, fmt.Errorf("lancefile: %s: global buffer %d of %d", f.key, i, len(f.global))
+	}
+	if i < len(f.globals) && f.globals[i] != nil {
+		return f.globals[i], nil
+	}
+	out := make([][]byte, 1)
+	if err := f.readRanges(ctx, f.global[i:i+1], out); err != nil {
+		return nil, &FormatError{File: f.key, Column: -1, Page: -1, Offset: int64(f.global[i].off), Err: err}
+	}
+	return out[0], nil
 }
 
 // Key returns the store key of the file.

@@ -2,6 +2,7 @@ package lancefile
 
 import (
 	"context"
+	"sort"
 	"sync"
 )
 
@@ -51,7 +52,9 @@ func (f *File) readRanges(ctx context.Context, ranges []bufRange, out [][]byte) 
 	}
 	read := func(s span) error {
 		buf := make([]byte, s.end-s.off)
-		if err := f.st.ReadAt(ctx, f.key, buf, int64(s.off)); err != nil {
+		if f.whole != nil && s.end <= uint64(len(f.whole)) {
+			copy(buf, f.whole[s.off:s.end]) // a copy: decoders own their buffers
+		} else if err := f.st.ReadAt(ctx, f.key, buf, int64(s.off)); err != nil {
 			return err
 		}
 		for _, i := range s.members {
@@ -92,6 +95,7 @@ type pageStream struct {
 	ahead  []*pending
 	issued int // index of the next page to start reading
 	budget int64
+	ranges []RowRange // when set, only pages overlapping them are read ahead
 }
 
 type pending struct {
@@ -99,16 +103,29 @@ type pending struct {
 	p    *page
 	err  error
 	size int64
+	lazy bool // not read ahead: read when (if ever) asked for
+}
+
+// wanted reports whether page idx overlaps the stream's row ranges.
+func (s *pageStream) wanted(idx int) bool {
+	if s.ranges == nil {
+		return true
+	}
+	pi := &s.f.columns[s.col].pages[idx]
+	lo, hi := pi.firstRow, pi.firstRow+pi.rows
+	i := sort.Search(len(s.ranges), func(i int) bool { return s.ranges[i].End > lo })
+	return i < len(s.ranges) && s.ranges[i].Start < hi
 }
 
 // defaultReadahead is the number of bytes a page stream keeps in flight.
 const defaultReadahead = 8 << 20
 
-func (f *File) pageStream(col, first int, readahead int64) *pageStream {
+func (f *File) pageStream(col, first int, opts ReadOptions) *pageStream {
+	readahead := opts.Readahead
 	if readahead <= 0 {
 		readahead = defaultReadahead
 	}
-	return &pageStream{f: f, col: col, next: first, issued: first, budget: readahead}
+	return &pageStream{f: f, col: col, next: first, issued: first, budget: readahead, ranges: opts.Ranges}
 }
 
 // numPages returns the number of pages in the column.
@@ -143,6 +160,9 @@ func (s *pageStream) nextPage(ctx context.Context) (*page, error) {
 	pd := s.ahead[0]
 	s.ahead = s.ahead[1:]
 	s.next++
+	if pd.lazy {
+		return s.f.readPage(ctx, s.col, s.next-1)
+	}
 	select {
 	case <-pd.done:
 	case <-ctx.Done():
@@ -161,6 +181,11 @@ func (s *pageStream) fill(ctx context.Context) {
 	pages := s.f.columns[s.col].pages
 	for s.issued < len(pages) && (len(s.ahead) == 0 || inflight < s.budget) {
 		idx := s.issued
+		if !s.wanted(idx) {
+			s.ahead = append(s.ahead, &pending{lazy: true})
+			s.issued++
+			continue
+		}
 		var size int64
 		for _, b := range pages[idx].bufs {
 			size += int64(b.size)

@@ -23,7 +23,14 @@ type ReadOptions struct {
 	// Readahead is the number of bytes each column keeps in flight
 	// (default 8 MiB).
 	Readahead int64
+	// Ranges, when set, are the rows the caller will read (sorted,
+	// disjoint; Skip the rows between them): pages outside them are not
+	// read ahead, so a range read fetches only the pages it decodes.
+	Ranges []RowRange
 }
+
+// RowRange is the rows [Start, End) of a file.
+type RowRange struct{ Start, End uint64 }
 
 // Reader streams rows of some top-level fields of a file as Arrow arrays.
 // It is not safe for concurrent use.
@@ -114,8 +121,24 @@ func (r *Reader) Skip(ctx context.Context, n int) error {
 	if n <= 0 {
 		return nil
 	}
-	for i, d := range r.decoders {
-		if err := d.skip(ctx, n); err != nil {
+	// A skip that ends inside a page reads that page: skip the fields
+	// concurrently so their reads share one round trip.
+	errs := make([]error, len(r.decoders))
+	if len(r.decoders) == 1 {
+		errs[0] = r.decoders[0].skip(ctx, n)
+	} else {
+		var wg sync.WaitGroup
+		for i, d := range r.decoders {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = d.skip(ctx, n)
+			}()
+		}
+		wg.Wait()
+	}
+	for i, err := range errs {
+		if err != nil {
 			return fmt.Errorf("column %q: %w", r.fields[i].Name, err)
 		}
 	}

@@ -172,7 +172,7 @@ type column20 struct {
 }
 
 func newColumn20(f *File, col int, opts ReadOptions) *column20 {
-	return &column20{f: f, col: col, stream: f.pageStream(col, 0, opts.Readahead), page: -1}
+	return &column20{f: f, col: col, stream: f.pageStream(col, 0, opts), page: -1}
 }
 
 // peek returns the next non-empty page's metadata without reading it, or

@@ -57,7 +57,7 @@ func newDecoder21(f *File, fld *Field, columnOf map[int32]int, opts ReadOptions)
 			}
 			lr := &leafReader{f: f, info: li}
 			if col >= 0 {
-				lr.stream = f.pageStream(col, 0, opts.Readahead)
+				lr.stream = f.pageStream(col, 0, opts)
 			}
 			idx := len(d.leaves)
 			d.leaves = append(d.leaves, lr)

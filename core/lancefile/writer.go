@@ -46,6 +46,7 @@ const parallelRows = 16 << 10
 //	+---------------------------+ 0
 //	| page buffers              |  each padded with 0x48 to 64 bytes
 //	+---------------------------+
+//	| extra global buffers      |  1, 2, ...: AddGlobalBuffer, if any
 //	| FileDescriptor            |  global buffer 0: schema and row count
 //	+---------------------------+
 //	| ColumnMetadata × columns  |
@@ -60,7 +61,18 @@ type Writer struct {
 	rows   uint64
 	segs   [][]byte // page buffers placed so far, with their padding
 	size   int      // total bytes of segs
+	extra  [][]byte // global buffers 1, 2, ... (AddGlobalBuffer)
 	done   bool
+}
+
+// AddGlobalBuffer stores b in the file as global buffer 1 + the number of
+// buffers added before, placed in the metadata region just before the
+// FileDescriptor, so a reader's tail read usually covers it. Lance readers
+// ignore global buffers other than 0; kv0 uses them for per-file indexes.
+// It returns the buffer's index. b must not be modified until Finish.
+func (w *Writer) AddGlobalBuffer(b []byte) int {
+	w.extra = append(w.extra, b)
+	return len(w.extra)
 }
 
 // NewWriter returns a Writer for schema, whose fields carry their dataset
@@ -155,6 +167,27 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 		return err
 	}
 	w.rows += uint64(n)
+	w.placePending()
+	return nil
+}
+
+// BreakPages closes every column's open page, so that the next row written
+// starts a new page in every column. A reader of rows that begin and end at
+// page breaks decodes (and fetches) nothing else. Pages cost metadata, so
+// break only around rows that are read on their own.
+func (w *Writer) BreakPages() error {
+	if w.done {
+		return errors.New("lancefile: BreakPages after Finish")
+	}
+	errs := make([]error, len(w.cols))
+	w.parallel(parallelRows, func(i int) {
+		if w.cols[i].rows > 0 {
+			errs[i] = w.cols[i].flush()
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
 	w.placePending()
 	return nil
 }
@@ -286,7 +319,10 @@ func (w *Writer) FinishParts() (parts [][]byte, size int64, err error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	metaSize := len(fd) + 64 + 40 + 32*len(w.cols)
+	metaSize := len(fd) + 64 + 40 + 32*len(w.cols) + 16*len(w.extra)
+	for _, b := range w.extra {
+		metaSize += len(b) + 64
+	}
 	for _, c := range w.cols {
 		metaSize += 64 + 128*len(c.pages)
 	}
@@ -298,6 +334,15 @@ func (w *Writer) FinishParts() (parts [][]byte, size int64, err error) {
 	}
 	base := uint64(w.size)
 	out := make([]byte, 0, metaSize)
+	// Extra global buffers first, so that a large one does not push the
+	// FileDescriptor out of a reader's tail read.
+	type span struct{ pos, size uint64 }
+	extra := make([]span, len(w.extra))
+	for i, b := range w.extra {
+		extra[i] = span{base + uint64(len(out)), uint64(len(b))}
+		out = append(out, b...)
+		out = padBuffer(out)
+	}
 	gboPos := base + uint64(len(out))
 	out = append(out, fd...)
 	out = padBuffer(out)
@@ -308,7 +353,6 @@ func (w *Writer) FinishParts() (parts [][]byte, size int64, err error) {
 		return nil, 0, err
 	}
 	colMetaStart := base + uint64(len(out))
-	type span struct{ pos, size uint64 }
 	cmo := make([]span, len(w.cols))
 	for i, c := range w.cols {
 		cm := &file2pb.ColumnMetadata{Encoding: &file2pb.Encoding{Location: &file2pb.Encoding_Direct{
@@ -338,10 +382,14 @@ func (w *Writer) FinishParts() (parts [][]byte, size int64, err error) {
 	gboStart := base + uint64(len(out))
 	out = binary.LittleEndian.AppendUint64(out, gboPos)
 	out = binary.LittleEndian.AppendUint64(out, uint64(len(fd)))
+	for _, e := range extra {
+		out = binary.LittleEndian.AppendUint64(out, e.pos)
+		out = binary.LittleEndian.AppendUint64(out, e.size)
+	}
 	out = binary.LittleEndian.AppendUint64(out, colMetaStart)
 	out = binary.LittleEndian.AppendUint64(out, cmoStart)
 	out = binary.LittleEndian.AppendUint64(out, gboStart)
-	out = binary.LittleEndian.AppendUint32(out, 1)
+	out = binary.LittleEndian.AppendUint32(out, uint32(1+len(w.extra)))
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(w.cols)))
 	out = binary.LittleEndian.AppendUint16(out, 2)
 	out = binary.LittleEndian.AppendUint16(out, 1)

@@ -1,0 +1,195 @@
+package lancefile
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/kv0/kv0/core/store"
+)
+
+// int64File writes n rows of two int64 columns (a = i, b = -i) in pages of
+// pageRows rows, with the given extra global buffers.
+func int64File(t *testing.T, n, pageRows int, extra ...[]byte) (*Schema, []byte) {
+	t.Helper()
+	as := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64}, {Name: "b", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	s := mustSchema(t, as)
+	ab := array.NewInt64Builder(memory.DefaultAllocator)
+	bb := array.NewInt64Builder(memory.DefaultAllocator)
+	for i := range n {
+		ab.Append(int64(i))
+		bb.Append(-int64(i))
+	}
+	a, b := ab.NewArray(), bb.NewArray()
+	rec := array.NewRecordBatch(as, []arrow.Array{a, b}, int64(n))
+	defer rec.Release()
+	a.Release()
+	b.Release()
+	w, err := NewWriter(s, WriterOptions{MaxPageRows: pageRows})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range extra {
+		if got := w.AddGlobalBuffer(e); got != i+1 {
+			t.Fatalf("AddGlobalBuffer returned %d, want %d", got, i+1)
+		}
+	}
+	file, err := w.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, file
+}
+
+func openBytes(t *testing.T, file []byte) (*store.Memory, *File) {
+	t.Helper()
+	ctx := context.Background()
+	st := store.NewMemory()
+	if err := st.Put(ctx, "f.lance", file); err != nil {
+		t.Fatal(err)
+	}
+	st.ResetCounters()
+	f, err := Open(ctx, st, "f.lance", int64(len(file)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, f
+}
+
+func TestGlobalBuffers(t *testing.T) {
+	ctx := context.Background()
+	small := []byte("kv0 extra buffer")
+	big := bytes.Repeat([]byte{7, 1, 9}, 50_000) // 150 KB: past the tail read
+	for _, tc := range []struct {
+		name  string
+		extra [][]byte
+		reads int64 // requests GlobalBuffer may make in all
+	}{
+		{"none", nil, 0},
+		{"small", [][]byte{small}, 0},
+		{"two", [][]byte{small, {}}, 0},
+		{"big", [][]byte{big, small}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, file := int64File(t, 200_000, 50_000, tc.extra...)
+			st, f := openBytes(t, file)
+			if got, want := f.NumGlobalBuffers(), 1+len(tc.extra); got != want {
+				t.Fatalf("NumGlobalBuffers = %d, want %d", got, want)
+			}
+			before := st.Counters()
+			for i, want := range tc.extra {
+				got, err := f.GlobalBuffer(ctx, i+1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(got, want) {
+					t.Fatalf("global buffer %d: %d bytes differ from the %d written", i+1, len(got), len(want))
+				}
+			}
+			if d := st.Counters().Sub(before).Reads; d != tc.reads {
+				t.Fatalf("GlobalBuffer made %d reads, want %d", d, tc.reads)
+			}
+			if _, err := f.GlobalBuffer(ctx, f.NumGlobalBuffers()); err == nil {
+				t.Fatal("GlobalBuffer past the last buffer succeeded")
+			}
+			// The file still reads back whole, and its schema buffer is intact.
+			if f.Schema() == nil || f.NumRows() != 200_000 {
+				t.Fatalf("schema %v, rows %d", f.Schema(), f.NumRows())
+			}
+			arrs, err := readBack(t, s, file, 65_536)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := arrs[0].(*array.Int64)
+			for i := 0; i < a.Len(); i += 997 {
+				if a.Value(i) != int64(i) {
+					t.Fatalf("row %d = %d", i, a.Value(i))
+				}
+			}
+		})
+	}
+}
+
+// A file smaller than the tail read is read by Open in full: its pages cost
+// no further request.
+func TestSmallFileServedFromTail(t *testing.T) {
+	ctx := context.Background()
+	s, file := int64File(t, 1000, 300)
+	if len(file) >= tailRead {
+		t.Fatalf("file of %d bytes is not small", len(file))
+	}
+	st, f := openBytes(t, file)
+	if st.Counters().Reads != 1 {
+		t.Fatalf("Open made %d reads", st.Counters().Reads)
+	}
+	r, err := f.NewReader(s.Fields, map[int32]int{s.Fields[0].ID: 0, s.Fields[1].ID: 1}, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrs, err := r.Next(ctx, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Counters().Reads != 1 {
+		t.Fatalf("reading the pages made %d more reads", st.Counters().Reads-1)
+	}
+	b := arrs[1].(*array.Int64)
+	for i := range 1000 {
+		if b.Value(i) != -int64(i) {
+			t.Fatalf("row %d = %d", i, b.Value(i))
+		}
+	}
+}
+
+// With Ranges, a reader reads only the pages its ranges touch, in one wave
+// per Next, and returns the right rows.
+func TestReaderRangesReadOnlyTheirPages(t *testing.T) {
+	ctx := context.Background()
+	const n, pageRows = 400_000, 10_000
+	s, file := int64File(t, n, pageRows)
+	for _, rs := range [][]RowRange{
+		{{Start: 123_456, End: 150_001}},
+		{{Start: 0, End: 5}, {Start: 395_000, End: 400_000}},
+		{{Start: 10_000, End: 20_000}, {Start: 20_000, End: 20_001}, {Start: 250_000, End: 260_500}},
+	} {
+		st, f := openBytes(t, file)
+		r, err := f.NewReader(s.Fields, map[int32]int{s.Fields[0].ID: 0, s.Fields[1].ID: 1}, ReadOptions{Ranges: rs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pos := uint64(0)
+		wantPages := map[uint64]bool{}
+		for _, rg := range rs {
+			if err := r.Skip(ctx, int(rg.Start-pos)); err != nil {
+				t.Fatal(err)
+			}
+			arrs, err := r.Next(ctx, int(rg.End-rg.Start))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, b := arrs[0].(*array.Int64), arrs[1].(*array.Int64)
+			for i := 0; i < a.Len(); i++ {
+				row := int64(rg.Start) + int64(i)
+				if a.Value(i) != row || b.Value(i) != -row {
+					t.Fatalf("range %v row %d: a=%d b=%d", rg, row, a.Value(i), b.Value(i))
+				}
+			}
+			pos = rg.End
+			for p := rg.Start / pageRows; p <= (rg.End-1)/pageRows; p++ {
+				wantPages[p] = true
+			}
+		}
+		// Each column reads exactly the pages overlapping the ranges (Open's
+		// tail read aside).
+		if got, want := st.Counters().Reads-1, int64(2*len(wantPages)); got > want {
+			t.Fatalf("ranges %v: %d page reads, want at most %d", rs, got, want)
+		}
+	}
+}
