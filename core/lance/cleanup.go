@@ -61,7 +61,7 @@ type CleanupStats struct {
 // needs a store that can list.
 func CleanupOldVersions(ctx context.Context, st store.Store, root string, olderThan time.Duration, opts CleanupOptions) (CleanupStats, error) {
 	var stats CleanupStats
-	k := keys{root}
+	k := keys{root: root}
 	now := time.Now()
 	if opts.Now != nil {
 		now = opts.Now()

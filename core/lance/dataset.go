@@ -18,6 +18,11 @@ import (
 type OpenOptions struct {
 	Version uint64 // a version number, or 0
 	Tag     string // a tag name, or ""
+	// Files caches opened data files; share one across Opens of a dataset
+	// (a reader that follows new versions) so unchanged files are not
+	// opened again. Nil gives the Dataset (and the versions committed on
+	// top of it) a cache of its own.
+	Files *FileCache
 }
 
 // Dataset is one version of a Lance dataset: its manifest, decoded. It is
@@ -65,7 +70,7 @@ type DataFileInfo struct {
 // without store.TailReader every read of an object of unknown size (the hint,
 // a tag, a manifest found by probing) costs a Stat more.
 func Open(ctx context.Context, st store.Store, root string, opts OpenOptions) (*Dataset, error) {
-	k := keys{root}
+	k := newKeys(root, opts.Files)
 	var (
 		mf  *manifestFile
 		err error
@@ -308,7 +313,7 @@ func (d *Dataset) physicalRows(ctx context.Context, f *Fragment) (uint64, error)
 		return 0, err
 	}
 	df := f.pb.GetFiles()[0]
-	lf, err := lancefile.Open(ctx, d.st, d.k.data(df.GetPath()), int64(min(df.GetFileSizeBytes(), 1<<62)))
+	lf, err := d.openDataFile(ctx, df)
 	if err != nil {
 		return 0, err
 	}

@@ -67,7 +67,7 @@ func planFiles(f *Fragment, fields []*lancefile.Field) []int {
 // openFragment opens the data files and the deletion file of f that reading
 // fields needs, all concurrently: one request per data file (its tail) plus
 // one for the deletion file, in a single round trip.
-func (d *Dataset) openFragment(ctx context.Context, f *Fragment, fields []*lancefile.Field) (*fragReader, error) {
+func (d *Dataset) openFragment(ctx context.Context, f *Fragment, fields []*lancefile.Field, ropts ...lancefile.ReadOptions) (*fragReader, error) {
 	if err := d.checkFiles(f); err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func (d *Dataset) openFragment(ctx context.Context, f *Fragment, fields []*lance
 			return err
 		}
 		df := f.pb.GetFiles()[used[i]]
-		lf, err := lancefile.Open(ctx, d.st, d.k.data(df.GetPath()), int64(min(df.GetFileSizeBytes(), 1<<62)))
+		lf, err := d.openDataFile(ctx, df)
 		opened[i] = lf
 		return err
 	})
@@ -127,7 +127,11 @@ func (d *Dataset) openFragment(ctx context.Context, f *Fragment, fields []*lance
 		if len(pfields) == 0 {
 			continue
 		}
-		r, err := lf.NewReader(pfields, columnOf, lancefile.ReadOptions{})
+		var ro lancefile.ReadOptions
+		if len(ropts) > 0 {
+			ro = ropts[0]
+		}
+		r, err := lf.NewReader(pfields, columnOf, ro)
 		if err != nil {
 			return nil, err
 		}

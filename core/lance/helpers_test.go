@@ -76,7 +76,7 @@ func putVersions(t testing.TB, st store.Store, root string, n uint64, naming Nam
 
 func writeVersions(st store.Store, root string, n uint64, naming Naming, hint uint64) error {
 	ctx := context.Background()
-	k := keys{root}
+	k := keys{root: root}
 	for v := uint64(1); v <= n; v++ {
 		txn := &tablepb.Transaction{ReadVersion: v - 1, Uuid: fmt.Sprint(v)}
 		if v == 1 {

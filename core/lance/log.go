@@ -58,7 +58,7 @@ type VersionInfo struct {
 // the section or of the _transactions/ file), issued concurrently. On a
 // store that cannot list, tags are not reported.
 func Log(ctx context.Context, st store.Store, root string) ([]VersionInfo, error) {
-	k := keys{root}
+	k := keys{root: root}
 	refs, err := ListVersions(ctx, st, root)
 	if err != nil {
 		return nil, err

@@ -18,7 +18,7 @@ func TestLogCleanupAndOverwrite(t *testing.T) {
 	ctx := t.Context()
 	mem := store.NewMemory()
 	putVersions(t, mem, "t.lance", 5, NamingV2, 5)
-	k := keys{"t.lance"}
+	k := keys{root: "t.lance"}
 	for _, v := range []uint64{1, 2} {
 		mem.Delete(ctx, k.manifest(v, NamingV2))
 	}

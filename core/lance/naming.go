@@ -88,8 +88,21 @@ func parseManifestName(name string) (v uint64, n Naming, ok bool) {
 	return u, NamingV1, true
 }
 
-// keys builds store keys under a dataset root.
-type keys struct{ root string }
+// keys builds store keys under a dataset root, and carries the cache of
+// opened data files that every Dataset derived from one Open shares.
+type keys struct {
+	root  string
+	files *FileCache
+}
+
+// newKeys returns the keys of root with files as its cache (a new one of
+// DefaultFileCacheEntries when nil).
+func newKeys(root string, files *FileCache) keys {
+	if files == nil {
+		files = NewFileCache(DefaultFileCacheEntries)
+	}
+	return keys{root: root, files: files}
+}
 
 func (k keys) versions() string { return store.Join(k.root, versionsDir) + "/" }
 func (k keys) manifest(v uint64, n Naming) string {

@@ -2,51 +2,15 @@ package lance
 
 import (
 	"context"
-	"sync"
+
+	"github.com/kv0/kv0/core/internal/par"
 )
 
 // maxParallel bounds the requests one operation keeps in flight.
 const maxParallel = 8
 
 // parallel calls fn(ctx, i) for i in [0, n) with at most maxParallel calls
-// running at once, and returns the first error. After an error the context
-// passed to the remaining calls is canceled.
+// running at once, and returns the first error (see par.Do).
 func parallel(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
-	if n == 1 {
-		return fn(ctx, 0)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-		sem   = make(chan struct{}, maxParallel)
-	)
-	for i := 0; i < n; i++ {
-		select {
-		case sem <- struct{}{}:
-		case <-ctx.Done():
-		}
-		if ctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := fn(ctx, i); err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-					cancel()
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	if first == nil {
-		first = ctx.Err()
-	}
-	return first
+	return par.Do(ctx, n, maxParallel, fn)
 }

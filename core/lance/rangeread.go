@@ -7,10 +7,12 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/kv0/kv0/core/lancefile"
 )
 
 // RowRange is the physical row offsets [Start, End) of a fragment.
-type RowRange struct{ Start, End uint64 }
+type RowRange = lancefile.RowRange
 
 // ReadRange returns the live rows of physical offsets [start, end) of one
 // fragment as one record batch of the given columns (all when empty), in
@@ -19,7 +21,7 @@ type RowRange struct{ Start, End uint64 }
 // to read a contiguous run of rows (a sorted series) that Take would
 // resolve row by row. Deleted rows are left out.
 func (d *Dataset) ReadRange(ctx context.Context, fragment, start, end uint64, columns []string) (arrow.RecordBatch, error) {
-	return d.ReadRanges(ctx, fragment, []RowRange{{start, end}}, columns)
+	return d.ReadRanges(ctx, fragment, []RowRange{{Start: start, End: end}}, columns)
 }
 
 // ReadRanges is ReadRange for several ranges of one fragment, which must be
@@ -59,7 +61,8 @@ func (d *Dataset) ReadRanges(ctx context.Context, fragment uint64, ranges []RowR
 	if total == 0 {
 		return empty()
 	}
-	fr, err := d.openFragment(ctx, f, proj.Fields)
+	// Only the pages under the ranges are read: no readahead past them.
+	fr, err := d.openFragment(ctx, f, proj.Fields, lancefile.ReadOptions{Ranges: ranges})
 	if err != nil {
 		return nil, err
 	}

@@ -61,7 +61,7 @@ func parseTag(key, name string, b []byte) (Tag, error) {
 // one List plus one read per tag, issued concurrently. On a store that
 // cannot list it returns an error matching store.ErrNotSupported.
 func ListTags(ctx context.Context, st store.Store, root string) ([]Tag, error) {
-	k := keys{root}
+	k := keys{root: root}
 	objs, err := st.List(ctx, store.ListOptions{Prefix: k.tags()})
 	if err != nil {
 		return nil, fmt.Errorf("lance: listing tags of %q: %w", root, err)

@@ -27,7 +27,7 @@ type VersionRef struct {
 // checking that older manifests still exist (cleanup may have removed
 // them): callers reading them must expect ErrNotFound.
 func ListVersions(ctx context.Context, st store.Store, root string) ([]VersionRef, error) {
-	k := keys{root}
+	k := keys{root: root}
 	refs, err := listVersions(ctx, st, k)
 	if errors.Is(err, store.ErrNotSupported) {
 		mf, err := latestByHint(ctx, st, k)
@@ -88,7 +88,7 @@ func listVersions(ctx context.Context, st store.Store, k keys) ([]VersionRef, er
 // It costs what opening the latest version costs, minus the manifest read
 // on a listing store.
 func LatestVersion(ctx context.Context, st store.Store, root string) (uint64, error) {
-	k := keys{root}
+	k := keys{root: root}
 	ref, err := latestByListing(ctx, st, k)
 	if errors.Is(err, store.ErrNotSupported) {
 		mf, err := latestByHint(ctx, st, k)

@@ -50,6 +50,16 @@ type WriteOptions struct {
 	// Progress, when set, is called after each input batch with the rows
 	// written so far; total is -1 (a stream's length is not known).
 	Progress func(done, total int64)
+	// FileBuffer, when set, is called as each data file is completed with
+	// the input rows it holds: [first, first+rows) counted over every row of
+	// the write. A non-nil result is stored in the file as global buffer 1,
+	// which Lance readers ignore and Dataset.DataFileBuffer returns (kv0's
+	// tracking layer keeps each sorted file's series row ranges there).
+	FileBuffer func(first, rows uint64) []byte
+	// PageBreaks lists input rows (counted over every row of the write,
+	// ascending) that must start a new page in every column, so a reader
+	// of the rows between two breaks reads exactly their pages.
+	PageBreaks []uint64
 }
 
 // Default write bounds.
@@ -68,7 +78,7 @@ var ErrSchemaMismatch = errors.New("lance: schema mismatch")
 // matching ErrExists when a dataset is already there. Data files are 2.1,
 // manifests get V2 names.
 func Create(ctx context.Context, st store.Store, root string, schema *arrow.Schema, batches RecordReader, opts WriteOptions) (*Dataset, error) {
-	k := keys{root}
+	k := newKeys(root, nil)
 	if _, err := LatestVersion(ctx, st, root); err == nil {
 		return nil, fmt.Errorf("%w: %q", ErrExists, root)
 	} else if !errors.Is(err, ErrNotFound) {
@@ -81,7 +91,7 @@ func Create(ctx context.Context, st store.Store, root string, schema *arrow.Sche
 // creates it) with the batches, in a new version. Earlier versions remain
 // readable until cleaned up.
 func Overwrite(ctx context.Context, st store.Store, root string, schema *arrow.Schema, batches RecordReader, opts WriteOptions) (*Dataset, error) {
-	k := keys{root}
+	k := newKeys(root, nil)
 	base, err := Open(ctx, st, root, OpenOptions{})
 	if err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, err
@@ -249,7 +259,15 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 	}
 	// finish completes the current file and stores it in the background
 	// (at most two puts at a time), syncing it unless it is the last.
+	var fileFirst uint64 // input rows stored in the files before w
+	breaks := opts.PageBreaks
 	finish := func(last bool) error {
+		if opts.FileBuffer != nil {
+			if b := opts.FileBuffer(fileFirst, w.Rows()); b != nil {
+				w.AddGlobalBuffer(b)
+			}
+		}
+		fileFirst += w.Rows()
 		data, size, err := w.FinishParts()
 		if err != nil {
 			return err
@@ -284,6 +302,19 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 				}
 			}
 			take := min(n-off, maxRows-int(w.Rows()))
+			pos := uint64(written) + uint64(off) // input row of rec's row off
+			for len(breaks) > 0 && breaks[0] <= pos {
+				if breaks[0] == pos && w.Rows() > 0 {
+					if err := w.BreakPages(); err != nil {
+						rec.Release()
+						return fail(err)
+					}
+				}
+				breaks = breaks[1:]
+			}
+			if len(breaks) > 0 && breaks[0] < pos+uint64(take) {
+				take = int(breaks[0] - pos)
+			}
 			part := rec
 			if take != n {
 				part = rec.NewSlice(int64(off), int64(off+take))
