@@ -2,6 +2,7 @@ package tracking
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -12,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/kv0/kv0/core/internal/par"
 	"github.com/kv0/kv0/core/lance"
 )
 
@@ -104,8 +106,27 @@ func (r *Repo) fragRanges(ctx context.Context, d *lance.Dataset, f lance.Fragmen
 	if ok {
 		return rs, nil
 	}
+	// Optimize stores the ranges in the data file itself (sortedindex.go);
+	// reading them costs nothing beyond opening the file. Older sorted
+	// files have no index: read their series_id column instead.
+	b, err := d.DataFileBuffer(ctx, f.ID, sidxBufferID)
+	if err != nil {
+		return nil, err
+	}
+	if b != nil {
+		var ok bool
+		if rs, ok, err = decodeSeriesIndex(b, f.PhysicalRows); err != nil {
+			return nil, fmt.Errorf("metrics fragment %d (%s): %w", f.ID, fragKey(f), err)
+		}
+		if ok {
+			r.cacheMu.Lock()
+			r.ranges[k] = rs
+			r.cacheMu.Unlock()
+			return rs, nil
+		}
+	}
 	var pos uint32
-	err := scanAll(ctx, d, lance.ScanOptions{Columns: []string{"series_id"}, Fragments: []uint64{f.ID}, BatchRows: 1 << 16}, func(rec arrow.RecordBatch) error {
+	err = scanAll(ctx, d, lance.ScanOptions{Columns: []string{"series_id"}, Fragments: []uint64{f.ID}, BatchRows: 1 << 16}, func(rec arrow.RecordBatch) error {
 		sid := rec.Column(0).(*array.Uint64).Uint64Values()
 		for _, s := range sid {
 			if n := len(rs); n > 0 && rs[n-1].sid == s {
@@ -173,37 +194,47 @@ func (r *Repo) visitPlan(ctx context.Context, d *lance.Dataset, p metricsPlan, s
 	want := slices.Clone(sids)
 	slices.Sort(want)
 	want = slices.Compact(want)
+	var holding []lance.Fragment
 	for _, f := range p.ranged {
-		if !p.spans[f.ID].holdsAny(want) {
-			continue // its series ids lie elsewhere: no need to read its series_id column
+		if p.spans[f.ID].holdsAny(want) { // else its series ids lie elsewhere
+			holding = append(holding, f)
 		}
+	}
+	// A sorted fragment holds each series contiguously: find the wanted
+	// series' rows and read those ranges, skipping the pages between them.
+	// Fragments are read concurrently (their requests share round trips)
+	// and handed to fn in plan order.
+	recs := make([]arrow.RecordBatch, len(holding))
+	defer func() {
+		for _, rec := range recs {
+			if rec != nil {
+				rec.Release()
+			}
+		}
+	}()
+	err := par.Do(ctx, len(holding), 8, func(ctx context.Context, i int) error {
+		f := holding[i]
 		rs, err := r.fragRanges(ctx, d, f)
 		if err != nil {
 			return err
 		}
-		var rows []lance.RowRange
-		for _, s := range want {
-			i := sort.Search(len(rs), func(i int) bool { return rs[i].sid >= s })
-			if i < len(rs) && rs[i].sid == s {
-				lo, hi := uint64(rs[i].lo), uint64(rs[i].hi)
-				if n := len(rows); n > 0 && rows[n-1].End == lo {
-					rows[n-1].End = hi
-				} else {
-					rows = append(rows, lance.RowRange{Start: lo, End: hi})
-				}
-			}
-		}
+		rows := wantedRows(rs, want)
 		if len(rows) == 0 {
+			return nil
+		}
+		recs[i], err = d.ReadRanges(ctx, f.ID, rows, cols)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	for i, rec := range recs {
+		if rec == nil {
 			continue
 		}
-		// A sorted fragment holds each series contiguously: read the
-		// ranges, skipping the pages between them.
-		rec, err := d.ReadRanges(ctx, f.ID, rows, cols)
-		if err != nil {
-			return err
-		}
-		err = fn(rec)
+		err := fn(rec)
 		rec.Release()
+		recs[i] = nil
 		if err != nil {
 			return err
 		}
@@ -223,6 +254,47 @@ func (r *Repo) visitPlan(ctx context.Context, d *lance.Dataset, p metricsPlan, s
 		}
 	}
 	return nil
+}
+
+// warmSeries returns a latestWarm hook that finds the rows of the series in
+// the sorted fragments of a metrics version (opening their data files).
+func (r *Repo) warmSeries(ids []SeriesID) func(context.Context, *lance.Dataset) {
+	want := make([]uint64, len(ids))
+	for i, id := range ids {
+		want[i] = uint64(id)
+	}
+	slices.Sort(want)
+	return func(ctx context.Context, d *lance.Dataset) {
+		p := planMetrics(d)
+		var holding []lance.Fragment
+		for _, f := range p.ranged {
+			if p.spans[f.ID].holdsAny(want) {
+				holding = append(holding, f)
+			}
+		}
+		_ = par.Do(ctx, len(holding), 8, func(ctx context.Context, i int) error {
+			_, err := r.fragRanges(ctx, d, holding[i])
+			return err
+		})
+	}
+}
+
+// wantedRows returns the row ranges of the wanted (sorted) series ids in a
+// sorted fragment whose series ranges are rs, adjacent ranges merged.
+func wantedRows(rs []sidRange, want []uint64) []lance.RowRange {
+	var rows []lance.RowRange
+	for _, s := range want {
+		i := sort.Search(len(rs), func(i int) bool { return rs[i].sid >= s })
+		if i < len(rs) && rs[i].sid == s {
+			lo, hi := uint64(rs[i].lo), uint64(rs[i].hi)
+			if n := len(rows); n > 0 && rows[n-1].End == lo {
+				rows[n-1].End = hi
+			} else {
+				rows = append(rows, lance.RowRange{Start: lo, End: hi})
+			}
+		}
+	}
+	return rows
 }
 
 // NoEpoch stands for a point without an epoch in MetricData.Epochs.
@@ -274,40 +346,49 @@ func (r *Repo) readPoints(ctx context.Context, d *lance.Dataset, ids []SeriesID)
 		sids[i] = uint64(id)
 		out[id] = &rawPoints{}
 	}
-	one := len(ids) == 1
 	err := r.visitMetrics(ctx, d, sids, pointCols, func(rec arrow.RecordBatch) error {
 		sid := rec.Column(0).(*array.Uint64).Uint64Values()
 		step := rec.Column(1).(*array.Int64).Int64Values()
 		ep := rec.Column(2).(*array.Int64)
 		ts := rec.Column(3).(*array.Timestamp).TimestampValues()
 		val := rec.Column(4).(*array.Float64).Float64Values()
-		var single *rawPoints
-		if one {
-			single = out[ids[0]]
-		}
-		for i, s := range sid {
-			p := single
-			if s == 0 {
-				continue
+		// Rows come in runs of one series (a whole batch, for a range read
+		// of a sorted fragment): look each run's series up once and append
+		// its columns in bulk.
+		for i := 0; i < len(sid); {
+			j := i + 1
+			for j < len(sid) && sid[j] == sid[i] {
+				j++
 			}
-			if one {
-				if SeriesID(s) != ids[0] {
-					continue
-				}
-			} else if p = out[SeriesID(s)]; p == nil {
+			p := out[SeriesID(sid[i])]
+			if sid[i] == 0 || p == nil {
+				i = j
 				continue
 			}
 			if n := len(p.step); n > 0 && step[i] <= p.step[n-1] {
 				p.unordered = true
 			}
-			p.step = append(p.step, step[i])
-			e := int64(NoEpoch)
-			if ep.IsValid(i) {
-				e = ep.Value(i)
+			for k := i + 1; k < j && !p.unordered; k++ {
+				p.unordered = step[k] <= step[k-1]
 			}
-			p.epoch = append(p.epoch, e)
-			p.ts = append(p.ts, int64(ts[i]))
-			p.val = append(p.val, val[i])
+			p.step = append(p.step, step[i:j]...)
+			p.val = append(p.val, val[i:j]...)
+			p.ts = slices.Grow(p.ts, j-i)
+			for _, t := range ts[i:j] {
+				p.ts = append(p.ts, int64(t))
+			}
+			if ep.NullN() == 0 {
+				p.epoch = append(p.epoch, ep.Int64Values()[i:j]...)
+			} else {
+				for k := i; k < j; k++ {
+					e := int64(NoEpoch)
+					if ep.IsValid(k) {
+						e = ep.Value(k)
+					}
+					p.epoch = append(p.epoch, e)
+				}
+			}
+			i = j
 		}
 		return nil
 	})
@@ -349,7 +430,7 @@ func (r *Repo) ReadMany(ctx context.Context, ids []SeriesID, opts ReadOptions) (
 	if err := r.prepareRead(ctx); err != nil {
 		return nil, err
 	}
-	d, err := r.latest(ctx, MetricsTable)
+	d, err := r.latestWarm(ctx, MetricsTable, r.warmSeries(ids))
 	if err != nil {
 		return nil, err
 	}

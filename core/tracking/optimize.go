@@ -541,7 +541,9 @@ func (r *Repo) optimizeMetrics(ctx context.Context, explicit bool) (metricsStats
 	if n > 0 {
 		req.New = lance.Batches(rec...)
 	}
-	nd, err := d.Update(ctx, req, lance.WriteOptions{})
+	// Each sorted data file carries the row ranges of its series, and large
+	// series get pages of their own.
+	nd, err := d.Update(ctx, req, sortedLayout(rec, alignRows))
 	defer func() {
 		for _, b := range rec {
 			b.Release()

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kv0/kv0/core/internal/par"
 	"github.com/kv0/kv0/core/kv"
 	"github.com/kv0/kv0/core/lance"
 	"github.com/kv0/kv0/core/store"
@@ -72,9 +73,14 @@ type Repo struct {
 	walBuf []byte  // pending WAL points record; guarded by mu
 	walN   int
 
+	files   *lance.FileCache // opened data files, shared by every table read
 	cacheMu sync.Mutex
-	ranges  map[string][]sidRange // sorted fragment key -> series ranges
+	ranges  map[string][]sidRange     // sorted fragment key -> series ranges
+	seen    map[string]*lance.Dataset // table -> newest version read so far
 }
+
+// repoFileCache is the number of opened data files a Repo keeps.
+const repoFileCache = 256
 
 type tableSet struct {
 	runs, params, series, metrics *lance.Dataset
@@ -107,16 +113,27 @@ func OpenRepo(ctx context.Context, st store.Store, root string, opts RepoOptions
 		opts.WAL = nil
 	}
 	r := &Repo{st: st, root: root, opts: opts, buf: newBufferFrom(nil, min(opts.FlushRows, 1<<20)), runs: map[string]*Run{},
-		deleted: map[string]bool{}, ranges: map[string][]sidRange{}}
+		deleted: map[string]bool{}, ranges: map[string][]sidRange{}, seen: map[string]*lance.Dataset{},
+		files: lance.NewFileCache(repoFileCache)}
 	r.full = sync.NewCond(&r.mu)
 	r.tables.records = map[string]*lance.Dataset{}
 	r.tombScan.seen = map[uint64]bool{}
 	if opts.ReadOnly {
-		if _, err := lance.LatestVersion(ctx, st, r.key(RunsTable)); err != nil {
-			if errors.Is(err, lance.ErrNotFound) {
-				return nil, fmt.Errorf("%w: no repository at %q", ErrNotFound, root)
-			}
+		// Open the four tables at once: that proves the repository exists,
+		// and a first read then only checks that its table has not moved on
+		// (one listing) while it already fetches the data it needs.
+		tables := []string{RunsTable, ParamsTable, SeriesTable, MetricsTable}
+		found := make([]*lance.Dataset, len(tables))
+		err := par.Do(ctx, len(tables), len(tables), func(ctx context.Context, i int) error {
+			var err error
+			found[i], err = r.latest(ctx, tables[i])
+			return err
+		})
+		if err != nil {
 			return nil, err
+		}
+		if found[0] == nil {
+			return nil, fmt.Errorf("%w: no repository at %q", ErrNotFound, root)
 		}
 		return r, nil
 	}
@@ -160,25 +177,75 @@ func (r *Repo) key(table string) string { return store.Join(r.root, table) }
 // openOrCreate opens the latest version of a table, creating it empty when
 // it does not exist (a concurrent creator wins harmlessly).
 func (r *Repo) openOrCreate(ctx context.Context, table string, schema *arrowSchema) (*lance.Dataset, error) {
-	d, err := lance.Open(ctx, r.st, r.key(table), lance.OpenOptions{})
+	d, err := lance.Open(ctx, r.st, r.key(table), lance.OpenOptions{Files: r.files})
 	if err == nil || !errors.Is(err, lance.ErrNotFound) {
 		return d, err
 	}
 	d, err = lance.Create(ctx, r.st, r.key(table), schema, lance.Batches(), lance.WriteOptions{})
 	if err != nil && errors.Is(err, lance.ErrExists) {
-		return lance.Open(ctx, r.st, r.key(table), lance.OpenOptions{})
+		return lance.Open(ctx, r.st, r.key(table), lance.OpenOptions{Files: r.files})
 	}
 	return d, err
 }
 
-// latest opens the newest version of a table for reading; a missing table
+// latest returns the newest version of a table for reading; a missing table
 // reads as nil (empty).
 func (r *Repo) latest(ctx context.Context, table string) (*lance.Dataset, error) {
-	d, err := lance.Open(ctx, r.st, r.key(table), lance.OpenOptions{})
+	return r.latestWarm(ctx, table, warmFiles)
+}
+
+// warmFiles is the latestWarm hook of reads that visit every fragment:
+// it opens their data files, unless there are too many to be worth it.
+func warmFiles(ctx context.Context, d *lance.Dataset) {
+	if len(d.Fragments()) <= warmFragments {
+		_ = d.OpenFiles(ctx, nil)
+	}
+}
+
+// warmFragments bounds the fragments warmFiles opens.
+const warmFragments = 64
+
+// latestWarm is latest for a read that knows what it will fetch. The
+// handle keeps the newest version it has seen of each table: confirming it
+// is still the newest costs one listing, and meanwhile warm (when set) runs
+// on it, so the reads it starts (data file footers, which never change)
+// overlap the listing instead of following it. warm's errors are ignored:
+// the read proper repeats what failed and reports it.
+func (r *Repo) latestWarm(ctx context.Context, table string, warm func(context.Context, *lance.Dataset)) (*lance.Dataset, error) {
+	r.cacheMu.Lock()
+	prev := r.seen[table]
+	r.cacheMu.Unlock()
+	var (
+		d   *lance.Dataset
+		err error
+	)
+	if prev == nil {
+		d, err = lance.Open(ctx, r.st, r.key(table), lance.OpenOptions{Files: r.files})
+	} else {
+		var wg sync.WaitGroup
+		if warm != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				warm(ctx, prev)
+			}()
+		}
+		d, err = prev.Latest(ctx)
+		wg.Wait()
+	}
+	r.cacheMu.Lock()
+	defer r.cacheMu.Unlock()
 	if errors.Is(err, lance.ErrNotFound) {
+		delete(r.seen, table)
 		return nil, nil
 	}
-	return d, err
+	if err != nil {
+		return nil, err
+	}
+	if cur := r.seen[table]; cur == nil || cur.Version() <= d.Version() {
+		r.seen[table] = d
+	}
+	return d, nil
 }
 
 // nextSeq returns a sequence number: the wall clock in nanoseconds, made
