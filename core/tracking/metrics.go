@@ -96,8 +96,11 @@ func fragKey(f lance.Fragment) string {
 	return b.String()
 }
 
-// ranges returns the series ranges of a sorted fragment without deletions,
-// reading its series_id column once per handle.
+// fragRanges returns the series ranges (physical rows) of a sorted
+// fragment: from the series index in its data file, or, for files written
+// before Optimize wrote one, from its series_id column, read once per
+// handle. That column cannot give physical rows once the fragment has
+// deletions: then it returns nil (the caller scans the fragment).
 func (r *Repo) fragRanges(ctx context.Context, d *lance.Dataset, f lance.Fragment) ([]sidRange, error) {
 	k := fragKey(f)
 	r.cacheMu.Lock()
@@ -124,6 +127,9 @@ func (r *Repo) fragRanges(ctx context.Context, d *lance.Dataset, f lance.Fragmen
 			r.cacheMu.Unlock()
 			return rs, nil
 		}
+	}
+	if f.DeletionFile != "" {
+		return nil, nil
 	}
 	var pos uint32
 	err = scanAll(ctx, d, lance.ScanOptions{Columns: []string{"series_id"}, Fragments: []uint64{f.ID}, BatchRows: 1 << 16}, func(rec arrow.RecordBatch) error {
@@ -161,21 +167,14 @@ func planMetrics(d *lance.Dataset) metricsPlan {
 	if d == nil {
 		return p
 	}
-	spans := parseSortedSpans(d.Config()[ConfigSortedFragments])
-	p.spans = spans
-	var sortedDel, rest []lance.Fragment
+	p.spans = parseSortedSpans(d.Config()[ConfigSortedFragments])
 	for _, f := range d.Fragments() {
-		_, sorted := spans[f.ID]
-		switch {
-		case sorted && f.DeletionFile == "":
+		if _, sorted := p.spans[f.ID]; sorted {
 			p.ranged = append(p.ranged, f)
-		case sorted:
-			sortedDel = append(sortedDel, f)
-		default:
-			rest = append(rest, f)
+		} else {
+			p.scanned = append(p.scanned, f)
 		}
 	}
-	p.scanned = append(sortedDel, rest...)
 	return p
 }
 
@@ -204,10 +203,11 @@ func (r *Repo) visitPlan(ctx context.Context, d *lance.Dataset, p metricsPlan, s
 	// series' rows and read those ranges, skipping the pages between them.
 	// Fragments are read concurrently (their requests share round trips)
 	// and handed to fn in plan order.
-	recs := make([]arrow.RecordBatch, len(holding))
+	recs := make([][]arrow.RecordBatch, len(holding))
+	unknown := make([]bool, len(holding))
 	defer func() {
-		for _, rec := range recs {
-			if rec != nil {
+		for _, l := range recs {
+			for _, rec := range l {
 				rec.Release()
 			}
 		}
@@ -218,25 +218,42 @@ func (r *Repo) visitPlan(ctx context.Context, d *lance.Dataset, p metricsPlan, s
 		if err != nil {
 			return err
 		}
+		if rs == nil { // rows unknown: scanned below
+			unknown[i] = true
+			return nil
+		}
 		rows := wantedRows(rs, want)
 		if len(rows) == 0 {
 			return nil
 		}
-		recs[i], err = d.ReadRanges(ctx, f.ID, rows, cols)
+		rec, err := d.ReadRanges(ctx, f.ID, rows, cols)
+		if err == nil {
+			recs[i] = []arrow.RecordBatch{rec}
+		}
 		return err
 	})
 	if err != nil {
 		return err
 	}
-	for i, rec := range recs {
-		if rec == nil {
-			continue
+	for i, l := range recs {
+		for j, rec := range l {
+			err := fn(rec)
+			rec.Release()
+			l[j] = nil
+			if err != nil {
+				recs[i] = l[j+1:]
+				return err
+			}
 		}
-		err := fn(rec)
-		rec.Release()
 		recs[i] = nil
-		if err != nil {
-			return err
+	}
+	// Sorted fragments never hold one step of a series twice, so their
+	// order among themselves does not matter.
+	for i, f := range holding {
+		if unknown[i] {
+			if err := scanAll(ctx, d, lance.ScanOptions{Columns: cols, Fragments: []uint64{f.ID}, BatchRows: 1 << 16}, fn); err != nil {
+				return err
+			}
 		}
 	}
 	if len(p.scanned) == 0 {

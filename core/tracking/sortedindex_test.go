@@ -270,3 +270,59 @@ func FuzzSeriesIndex(f *testing.F) {
 		}
 	})
 }
+
+// Deleting a run leaves deletion files on sorted fragments; the series of
+// other runs are still read by range (deleted rows dropped), not by a scan
+// of the whole fragment.
+func TestSortedReadAfterDeleteRuns(t *testing.T) {
+	ctx := context.Background()
+	st := store.NewMemory()
+	r := openTest(t, st, RepoOptions{FlushInterval: -1})
+	keep := trackSeries(t, r, map[string]int{"loss": alignRows + 100, "acc": 700})
+	gone := trackSeries(t, r, map[string]int{"loss": 3 * alignRows, "acc": 900})
+	if _, err := r.Optimize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.DeleteRuns(ctx, []string{gone}); err != nil {
+		t.Fatal(err)
+	}
+	d, err := lance.Open(ctx, st, "repo/"+MetricsTable, lance.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withDeletions := 0
+	sorted := parseSorted(d.Config()[ConfigSortedFragments])
+	for _, f := range d.Fragments() {
+		if sorted[f.ID] && f.DeletionFile != "" {
+			withDeletions++
+		}
+	}
+	if withDeletions == 0 {
+		t.Skip("DeleteRuns left no deletion file on a sorted fragment; nothing to check")
+	}
+	ro, err := OpenRepo(ctx, st, "repo", RepoOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	out, err := ro.ReadMany(ctx, []SeriesID{seriesID(gone, "loss", "{}")}, ReadOptions{})
+	if err != nil || out[0].Len() != 0 {
+		t.Fatalf("deleted run: %d points, %v", out[0].Len(), err)
+	}
+	before := st.Counters()
+	out, err = ro.ReadMany(ctx, []SeriesID{seriesID(keep, "loss", "{}")}, ReadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out[0].Len() != alignRows+100 {
+		t.Fatalf("kept run: %d points", out[0].Len())
+	}
+	for i, s := range out[0].Steps {
+		if s != int64(i) || out[0].Values[i] != float64(i)*0.5 {
+			t.Fatalf("point %d: step %d value %v", i, s, out[0].Values[i])
+		}
+	}
+	if used := st.Counters().Sub(before).ReadBytes; used > int64(5*8*(alignRows+100))+4*64<<10 {
+		t.Fatalf("read %d bytes: the fragment was scanned, not read by range", used)
+	}
+}
