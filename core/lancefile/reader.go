@@ -87,20 +87,10 @@ func (r *Reader) Next(ctx context.Context, n int) ([]arrow.Array, error) {
 		n = int(r.left)
 	}
 	out := make([]arrow.Array, len(r.decoders))
-	errs := make([]error, len(r.decoders))
-	if len(r.decoders) == 1 {
-		out[0], errs[0] = r.decoders[0].next(ctx, n)
-	} else {
-		var wg sync.WaitGroup
-		for i, d := range r.decoders {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				out[i], errs[i] = d.next(ctx, n)
-			}()
-		}
-		wg.Wait()
-	}
+	errs := r.eachField(func(i int, d fieldDecoder) (err error) {
+		out[i], err = d.next(ctx, n)
+		return err
+	})
 	for i, err := range errs {
 		if err != nil {
 			return nil, fmt.Errorf("column %q: %w", r.fields[i].Name, err)
@@ -123,20 +113,7 @@ func (r *Reader) Skip(ctx context.Context, n int) error {
 	}
 	// A skip that ends inside a page reads that page: skip the fields
 	// concurrently so their reads share one round trip.
-	errs := make([]error, len(r.decoders))
-	if len(r.decoders) == 1 {
-		errs[0] = r.decoders[0].skip(ctx, n)
-	} else {
-		var wg sync.WaitGroup
-		for i, d := range r.decoders {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = d.skip(ctx, n)
-			}()
-		}
-		wg.Wait()
-	}
+	errs := r.eachField(func(i int, d fieldDecoder) error { return d.skip(ctx, n) })
 	for i, err := range errs {
 		if err != nil {
 			return fmt.Errorf("column %q: %w", r.fields[i].Name, err)
@@ -144,4 +121,24 @@ func (r *Reader) Skip(ctx context.Context, n int) error {
 	}
 	r.left -= uint64(n)
 	return nil
+}
+
+// eachField runs fn for every field's decoder, concurrently when there are
+// several, and returns their errors by field.
+func (r *Reader) eachField(fn func(i int, d fieldDecoder) error) []error {
+	errs := make([]error, len(r.decoders))
+	if len(r.decoders) == 1 {
+		errs[0] = fn(0, r.decoders[0])
+		return errs
+	}
+	var wg sync.WaitGroup
+	for i, d := range r.decoders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = fn(i, d)
+		}()
+	}
+	wg.Wait()
+	return errs
 }
