@@ -72,6 +72,8 @@ type Repo struct {
 	walBuf []byte  // pending WAL points record; guarded by mu
 	walN   int
 
+	caches readCaches // derived results per table version (cache.go)
+
 	cacheMu sync.Mutex
 	ranges  map[string][]sidRange // sorted fragment key -> series ranges
 }
