@@ -346,15 +346,19 @@ func (r *Repo) runsView(ctx context.Context) (*runsView, error) {
 		}
 	}
 	c.f.done(a)
-	v := &runsView{}
+	order := make([]*runAcc, 0, len(c.accs))
 	for _, acc := range c.accs {
 		if acc.live() {
-			v.live = append(v.live, acc.result())
+			order = append(order, acc)
 		}
 	}
-	slices.SortFunc(v.live, func(a, b RunInfo) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+	slices.SortFunc(order, func(a, b *runAcc) int {
+		return cmp.Or(a.info.CreatedAt.Compare(b.info.CreatedAt), cmp.Compare(a.info.ID, b.info.ID))
 	})
+	v := &runsView{live: make([]RunInfo, len(order))}
+	for i, acc := range order {
+		v.live[i] = acc.result()
+	}
 	v.index = make(map[string]int, len(v.live))
 	for i := range v.live {
 		v.index[v.live[i].ID] = i

@@ -64,6 +64,9 @@ type Repo struct {
 	flushMu  sync.Mutex // one flush (or maintenance commit) at a time
 	tables   tableSet   // latest known versions; guarded by flushMu
 	tombScan tombScan   // guarded by flushMu
+	// compacting is closed when the running background compaction of
+	// metrics ends (nil: none runs); guarded by flushMu (buffer.go).
+	compacting chan struct{}
 
 	bgErr  atomic.Pointer[error]
 	stop   chan struct{}
