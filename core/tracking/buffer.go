@@ -360,7 +360,17 @@ func (r *Repo) commitBuffer(ctx context.Context, b *buffer) error {
 		if writer != "" {
 			markRow = encodeMark(writer, mark)
 		}
-		d, err := appendRecord(ctx, r.tables.metrics, buildMetrics(&b.pts, b.deltas, markRow, now))
+		// The points go as a batch sharing the buffer's columns; the
+		// statistics deltas and the mark follow in a second batch of the
+		// same fragment.
+		recs := []arrowRecord{buildMetrics(&points{}, b.deltas, markRow, now)}
+		if pr := pointsRecord(&b.pts); pr != nil {
+			recs = []arrowRecord{pr, recs[0]}
+		}
+		d, err := r.tables.metrics.Append(ctx, lance.Batches(recs...), lance.WriteOptions{})
+		for _, rec := range recs {
+			rec.Release()
+		}
 		if err != nil {
 			return fmt.Errorf("tracking: flush metrics: %w", err)
 		}
