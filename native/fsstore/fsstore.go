@@ -192,11 +192,21 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) ([]store.Objec
 	return out, nil
 }
 
+// readDirUnsorted is os.ReadDir without the sort (List sorts the keys).
+func readDirUnsorted(name string) ([]os.DirEntry, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
+}
+
 // walk calls fn with the key of every file below dir that is not a
 // temporary file (regular files and anything else but folders; List
 // checks the type when it stats the file).
 func (s *Store) walk(ctx context.Context, dir string, fn func(key string)) error {
-	entries, err := os.ReadDir(filepath.Join(s.root, filepath.FromSlash(dir)))
+	entries, err := readDirUnsorted(filepath.Join(s.root, filepath.FromSlash(dir)))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) {
 			return nil
