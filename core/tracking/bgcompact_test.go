@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kv0/kv0/core/lance"
 	"github.com/kv0/kv0/core/store"
 )
 
@@ -160,5 +161,22 @@ func TestBackgroundCompactionError(t *testing.T) {
 		if v != float64(i) {
 			t.Fatal(fmt.Sprint("point ", i, " = ", v))
 		}
+	}
+}
+
+// TestCompactable: full-size fragments never trigger a compaction, small
+// ones and ones with deletions do.
+func TestCompactable(t *testing.T) {
+	var p metricsPlan
+	for i := 0; i < 40; i++ {
+		p.scanned = append(p.scanned, lance.Fragment{ID: uint64(i), PhysicalRows: lance.DefaultMaxRowsPerFile})
+	}
+	if n := compactable(p); n != 0 {
+		t.Fatalf("%d compactable full-size fragments", n)
+	}
+	p.scanned = append(p.scanned, lance.Fragment{ID: 50, PhysicalRows: 10},
+		lance.Fragment{ID: 51, PhysicalRows: lance.DefaultMaxRowsPerFile, DeletedRows: 1})
+	if n := compactable(p); n != 2 {
+		t.Fatalf("%d compactable fragments, want 2", n)
 	}
 }

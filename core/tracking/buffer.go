@@ -525,7 +525,7 @@ func (r *Repo) autoCompact(ctx context.Context) error {
 			*p = d
 		}
 	}
-	if d := r.tables.metrics; d != nil && r.compacting == nil && len(planMetrics(d).scanned) > limit {
+	if d := r.tables.metrics; d != nil && r.compacting == nil && compactable(planMetrics(d)) > limit {
 		// Plain compaction, not the sorted rewrite: it keeps the read order
 		// and costs no sort; Optimize sorts later (a merged sorted
 		// fragment makes that a full rewrite). It runs in the background
@@ -564,4 +564,19 @@ func (r *Repo) compactMetrics(d *lance.Dataset, done chan struct{}) {
 	if err != nil && !errors.Is(err, lance.ErrConflict) {
 		r.setBgErr(fmt.Errorf("tracking: compact metrics: %w", err))
 	}
+}
+
+// compactable counts the metrics fragments outside the sorted ranges that a
+// compaction would merge: those below the target size, or with deleted
+// rows. Full-size fragments do not count: compacting cannot reduce them,
+// and counting them would make every flush recompact the newest partial
+// fragment once a long run has written more than MaxFragments of them.
+func compactable(p metricsPlan) int {
+	n := 0
+	for _, f := range p.scanned {
+		if f.PhysicalRows < lance.DefaultMaxRowsPerFile || f.DeletedRows > 0 {
+			n++
+		}
+	}
+	return n
 }
