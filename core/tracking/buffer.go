@@ -194,6 +194,9 @@ func (r *Repo) addPoint(run *Run, st *seriesState, step, epoch int64, hasEpoch b
 	ts := now.UnixMicro()
 	st.d.d.add(step, v, ts, seq)
 	if b.want > 0 {
+		// Room for a whole flush (up to 4Mi points): growing a large
+		// buffer copies it.
+		b.want = max(b.want, min(r.opts.FlushRows+1, 1<<22))
 		b.reserve()
 	}
 	b.pts.sid = append(b.pts.sid, uint64(st.id))
