@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -282,6 +283,17 @@ func (r *Repo) Runs(ctx context.Context, f RunFilter) ([]RunInfo, error) {
 	return out, nil
 }
 
+// own replaces the strings of a run decoded from Arrow arrays (which share
+// the decoded pages) by copies, so that a cache keeps only what it uses.
+func (in *RunInfo) own() {
+	in.ID, in.Name, in.Experiment = strings.Clone(in.ID), strings.Clone(in.Name), strings.Clone(in.Experiment)
+	in.Description, in.Status = strings.Clone(in.Description), strings.Clone(in.Status)
+	in.Kind, in.Target = strings.Clone(in.Kind), strings.Clone(in.Target)
+	for i, t := range in.Tags {
+		in.Tags[i] = strings.Clone(t)
+	}
+}
+
 // clone copies a run's state, tags included, so that callers never share
 // memory with the handle's cache.
 func (in *RunInfo) clone() RunInfo {
@@ -330,6 +342,7 @@ func (r *Repo) runsView(ctx context.Context) (*runsView, error) {
 				if isMarkRun(rw.info.ID) {
 					return
 				}
+				rw.info.own()
 				acc := c.accs[rw.info.ID]
 				if acc == nil {
 					acc = &runAcc{}
@@ -612,6 +625,9 @@ func (r *Repo) seriesView(ctx context.Context) (*seriesView, error) {
 				}
 				s := SeriesInfo{ID: SeriesID(sid.Value(i)), RunID: rid, Name: name.Value(i), Context: cx.Value(i), CreatedAt: usTime(created.Value(i))}
 				if old, ok := c.byID[s.ID]; !ok || s.CreatedAt.Before(old.CreatedAt) {
+					// Strings of Arrow arrays share the decoded pages: the
+					// cache keeps its own copies.
+					s.RunID, s.Name, s.Context = strings.Clone(s.RunID), strings.Clone(s.Name), strings.Clone(s.Context)
 					c.byID[s.ID] = s
 				}
 			}
