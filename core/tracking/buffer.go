@@ -60,6 +60,7 @@ func (p *points) appendAll(o *points) {
 // buffer holds the writes of a Repo handle not yet committed.
 type buffer struct {
 	gen     uint64
+	want    int // point capacity to allocate at the first point
 	runs    []runRow
 	params  []paramRow
 	series  []seriesRow
@@ -77,16 +78,34 @@ func newBuffer() *buffer {
 }
 
 // newBufferFrom returns an empty buffer reusing the point columns of a
-// committed one (nil: fresh ones with room for n points).
+// committed one (nil: fresh ones with room for n points, allocated when
+// the first point arrives, so that handles that track nothing allocate
+// nothing).
 func newBufferFrom(spare *points, n int) *buffer {
 	b := newBuffer()
 	if spare != nil {
 		b.pts = points{spare.sid[:0], spare.step[:0], spare.epoch[:0], spare.hasEpoch[:0], spare.ts[:0], spare.val[:0]}
-	} else if n > 0 {
-		b.pts = points{make([]uint64, 0, n), make([]int64, 0, n), make([]int64, 0, n), make([]bool, 0, n), make([]int64, 0, n), make([]float64, 0, n)}
+	} else {
+		b.want = n
 	}
 	return b
 }
+
+// reserve allocates the point columns with room for b.want points.
+func (b *buffer) reserve() {
+	n := max(b.want, 1)
+	b.want = 0
+	var p points
+	p.sid, p.step, p.epoch = make([]uint64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
+	p.hasEpoch, p.ts, p.val = make([]bool, 0, n), make([]int64, 0, n), make([]float64, 0, n)
+	p.appendAll(&b.pts)
+	b.pts = p
+}
+
+// maxSpare is the largest point capacity a handle keeps for its next
+// buffer: a buffer holds at most about twice FlushRows points (Track waits
+// beyond that while a flush runs).
+func (r *Repo) maxSpare() int { return max(1<<20, 2*r.opts.FlushRows+r.opts.FlushRows/2) }
 
 func (b *buffer) empty() bool {
 	return len(b.runs) == 0 && len(b.params) == 0 && len(b.series) == 0 && b.pts.len() == 0 &&
@@ -174,6 +193,12 @@ func (r *Repo) addPoint(run *Run, st *seriesState, step, epoch int64, hasEpoch b
 	seq := r.nextSeq(now)
 	ts := now.UnixMicro()
 	st.d.d.add(step, v, ts, seq)
+	if b.want > 0 {
+		// Room for a whole flush (up to 4Mi points): growing a large
+		// buffer copies it.
+		b.want = max(b.want, min(r.opts.FlushRows+1, 1<<22))
+		b.reserve()
+	}
 	b.pts.sid = append(b.pts.sid, uint64(st.id))
 	b.pts.step = append(b.pts.step, step)
 	b.pts.epoch = append(b.pts.epoch, epoch)
@@ -200,7 +225,9 @@ func (r *Repo) triggerFlushLocked() {
 		if !r.flushing {
 			r.flushing = true
 			go func() {
-				err := r.Flush(context.Background())
+				r.flushMu.Lock()
+				err := r.flushLocked(context.Background())
+				r.flushMu.Unlock()
 				r.setBgErr(err)
 				r.mu.Lock()
 				r.flushing = false
@@ -218,16 +245,27 @@ func (r *Repo) triggerFlushLocked() {
 
 // Flush commits the handle's buffered writes: one append per non-empty
 // table, in the order runs, params, series, metrics (then records). On
-// failure the rows not committed go back to the buffer. It also returns
-// (once) the error of a failed background flush. Flush on a read-only
-// handle does nothing.
+// failure the rows not committed go back to the buffer. It then waits for
+// a background compaction of metrics to end, and returns (once) the error
+// of a failed background flush or compaction. Flush on a read-only handle
+// does nothing.
 func (r *Repo) Flush(ctx context.Context) error {
 	if r.opts.ReadOnly {
 		return nil
 	}
 	r.flushMu.Lock()
-	defer r.flushMu.Unlock()
 	err := r.flushLocked(ctx)
+	done := r.compacting
+	r.flushMu.Unlock()
+	if done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			if err == nil {
+				err = ctx.Err()
+			}
+		}
+	}
 	if bg := r.takeBgErr(); err == nil {
 		err = bg
 	}
@@ -325,13 +363,23 @@ func (r *Repo) commitBuffer(ctx context.Context, b *buffer) error {
 		if writer != "" {
 			markRow = encodeMark(writer, mark)
 		}
-		d, err := appendRecord(ctx, r.tables.metrics, buildMetrics(&b.pts, b.deltas, markRow, now))
+		// The points go as a batch sharing the buffer's columns; the
+		// statistics deltas and the mark follow in a second batch of the
+		// same fragment.
+		recs := []arrowRecord{buildMetrics(&points{}, b.deltas, markRow, now)}
+		if pr := pointsRecord(&b.pts); pr != nil {
+			recs = []arrowRecord{pr, recs[0]}
+		}
+		d, err := r.tables.metrics.Append(ctx, lance.Batches(recs...), lance.WriteOptions{})
+		for _, rec := range recs {
+			rec.Release()
+		}
 		if err != nil {
 			return fmt.Errorf("tracking: flush metrics: %w", err)
 		}
 		spare := b.pts
 		r.tables.metrics, b.pts, b.deltas, b.byID = d, points{}, nil, map[SeriesID]*deltaEntry{}
-		if cap(spare.sid) <= 1<<20 {
+		if cap(spare.sid) <= r.maxSpare() {
 			r.mu.Lock()
 			r.spare = &spare
 			r.mu.Unlock()
@@ -480,16 +528,15 @@ func (r *Repo) autoCompact(ctx context.Context) error {
 			*p = d
 		}
 	}
-	if d := r.tables.metrics; d != nil && len(planMetrics(d).scanned) > limit {
+	if d := r.tables.metrics; d != nil && r.compacting == nil && compactable(planMetrics(d)) > limit {
 		// Plain compaction, not the sorted rewrite: it keeps the read order
 		// and costs no sort; Optimize sorts later (a merged sorted
-		// fragment makes that a full rewrite).
-		nd, _, err := d.Compact(ctx, lance.CompactOptions{})
-		if err == nil {
-			r.tables.metrics = nd
-		} else if !errors.Is(err, lance.ErrConflict) {
-			return err
-		}
+		// fragment makes that a full rewrite). It runs in the background
+		// so that flushes (and Track) go on meanwhile: Lance commits a
+		// rewrite alongside appends. Flush and Close wait for it.
+		done := make(chan struct{})
+		r.compacting = done
+		go r.compactMetrics(d, done)
 	}
 	for t, d := range r.tables.records {
 		if len(d.Fragments()) > limit {
@@ -502,4 +549,37 @@ func (r *Repo) autoCompact(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// compactMetrics compacts the metrics version d in the background and
+// closes done. Errors other than conflicts (which the next flush's
+// compaction retries) go to the next Flush.
+func (r *Repo) compactMetrics(d *lance.Dataset, done chan struct{}) {
+	defer close(done)
+	nd, _, err := d.Compact(context.Background(), lance.CompactOptions{})
+	r.flushMu.Lock()
+	r.compacting = nil
+	if err == nil && nd.Version() > r.tables.metrics.Version() {
+		// Otherwise a flush committed on top of the compaction already.
+		r.tables.metrics = nd
+	}
+	r.flushMu.Unlock()
+	if err != nil && !errors.Is(err, lance.ErrConflict) {
+		r.setBgErr(fmt.Errorf("tracking: compact metrics: %w", err))
+	}
+}
+
+// compactable counts the metrics fragments outside the sorted ranges that a
+// compaction would merge: those below the target size, or with deleted
+// rows. Full-size fragments do not count: compacting cannot reduce them,
+// and counting them would make every flush recompact the newest partial
+// fragment once a long run has written more than MaxFragments of them.
+func compactable(p metricsPlan) int {
+	n := 0
+	for _, f := range p.scanned {
+		if f.PhysicalRows < lance.DefaultMaxRowsPerFile || f.DeletedRows > 0 {
+			n++
+		}
+	}
+	return n
 }

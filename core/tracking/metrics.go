@@ -552,57 +552,6 @@ func less(a, b float64) bool {
 	return a < b
 }
 
-// SeriesStats returns the statistics of the given series (every series of
-// a live run when ids is nil) from the statistics deltas, without reading
-// points, except for series with a dirty delta, which are computed from
-// their points. Series without points are absent from the result.
-func (r *Repo) SeriesStats(ctx context.Context, ids []SeriesID) (map[SeriesID]SeriesStats, error) {
-	if err := r.prepareRead(ctx); err != nil {
-		return nil, err
-	}
-	if ids == nil {
-		all, err := r.liveSeries(ctx)
-		if err != nil {
-			return nil, err
-		}
-		ids = make([]SeriesID, len(all))
-		for i, s := range all {
-			ids[i] = s.ID
-		}
-	}
-	d, err := r.latest(ctx, MetricsTable)
-	if err != nil {
-		return nil, err
-	}
-	deltas, err := r.readDeltas(ctx, d, ids)
-	if err != nil {
-		return nil, err
-	}
-	var dirty []SeriesID
-	out := make(map[SeriesID]SeriesStats, len(deltas))
-	for id, dl := range deltas {
-		if dl.dirty {
-			dirty = append(dirty, id)
-			continue
-		}
-		if dl.count > 0 {
-			out[id] = dl.stats(id)
-		}
-	}
-	if len(dirty) > 0 {
-		pts, err := r.readPoints(ctx, d, dirty)
-		if err != nil {
-			return nil, err
-		}
-		for id, p := range pts {
-			if dl := p.exact(); dl.count > 0 {
-				out[id] = dl.stats(id)
-			}
-		}
-	}
-	return out, nil
-}
-
 // exact computes the statistics of deduplicated points.
 func (p *rawPoints) exact() delta {
 	d := newDelta()

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,7 +54,13 @@ func runModel(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	st := store.NewMemory()
 	clock := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	now := func() time.Time { clock = clock.Add(time.Millisecond); return clock }
+	var clockMu sync.Mutex // background flushes read the clock too
+	now := func() time.Time {
+		clockMu.Lock()
+		defer clockMu.Unlock()
+		clock = clock.Add(time.Millisecond)
+		return clock
+	}
 	open := func() *Repo {
 		r, err := OpenRepo(ctx, st, "m", RepoOptions{FlushRows: 1 + rng.IntN(200), FlushInterval: -1, MaxFragments: 1 + rng.IntN(6), Now: now})
 		if err != nil {

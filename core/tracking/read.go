@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -242,11 +244,7 @@ func (r *Repo) Runs(ctx context.Context, f RunFilter) ([]RunInfo, error) {
 	if err := r.prepareRead(ctx); err != nil {
 		return nil, err
 	}
-	d, err := r.latest(ctx, RunsTable)
-	if err != nil {
-		return nil, err
-	}
-	accs, err := loadRuns(ctx, d)
+	v, err := r.runsView(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -257,11 +255,8 @@ func (r *Repo) Runs(ctx context.Context, f RunFilter) ([]RunInfo, error) {
 		}
 	}
 	var out []RunInfo
-	for _, a := range accs {
-		if !a.live() {
-			continue
-		}
-		in := a.result()
+	for i := range v.live {
+		in := &v.live[i]
 		if f.Experiment != "" && in.Experiment != f.Experiment || f.Status != "" && in.Status != f.Status ||
 			f.Archived != nil && in.Archived != *f.Archived {
 			continue
@@ -279,13 +274,110 @@ func (r *Repo) Runs(ctx context.Context, f RunFilter) ([]RunInfo, error) {
 			}
 		}
 		if ok {
-			out = append(out, in)
+			if out == nil {
+				out = make([]RunInfo, 0, len(v.live))
+			}
+			out = append(out, in.clone())
 		}
 	}
-	slices.SortFunc(out, func(a, b RunInfo) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
-	})
 	return out, nil
+}
+
+// own replaces the strings of a run decoded from Arrow arrays (which share
+// the decoded pages) by copies, so that a cache keeps only what it uses.
+func (in *RunInfo) own() {
+	in.ID, in.Name, in.Experiment = strings.Clone(in.ID), strings.Clone(in.Name), strings.Clone(in.Experiment)
+	in.Description, in.Status = strings.Clone(in.Description), strings.Clone(in.Status)
+	in.Kind, in.Target = strings.Clone(in.Kind), strings.Clone(in.Target)
+	for i, t := range in.Tags {
+		in.Tags[i] = strings.Clone(t)
+	}
+}
+
+// clone copies a run's state, tags included, so that callers never share
+// memory with the handle's cache.
+func (in *RunInfo) clone() RunInfo {
+	c := *in
+	c.Tags = slices.Clone(in.Tags)
+	return c
+}
+
+// runsCache holds the runs table folded field by field (see cache.go).
+type runsCache struct {
+	mu   sync.Mutex
+	f    follower
+	accs map[string]*runAcc // guarded by mu
+	view *runsView
+}
+
+// runsView is the live runs of one version of the runs table; it is never
+// changed once built.
+type runsView struct {
+	live  []RunInfo      // oldest first: created_at, then id
+	index map[string]int // run id -> position in live
+}
+
+// runsView returns the live runs of the newest version of the runs table,
+// folding only the fragments appended since the cached version.
+func (r *Repo) runsView(ctx context.Context) (*runsView, error) {
+	c := &r.caches.runs
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, err := c.f.next(ctx, r, RunsTable)
+	if err != nil {
+		return nil, err
+	}
+	if a.same && c.view != nil {
+		return c.view, nil
+	}
+	if a.reset || c.accs == nil {
+		c.accs = map[string]*runAcc{}
+	} else if len(a.fresh) == 0 && c.view != nil {
+		c.f.done(a) // a commit that added no rows
+		return c.view, nil
+	}
+	if len(a.fresh) > 0 {
+		err := scanAll(ctx, a.d, lance.ScanOptions{Fragments: a.fresh}, func(rec arrow.RecordBatch) error {
+			decodeRuns(rec, func(rw runRow) {
+				if isMarkRun(rw.info.ID) {
+					return
+				}
+				rw.info.own()
+				acc := c.accs[rw.info.ID]
+				if acc == nil {
+					acc = &runAcc{}
+					c.accs[rw.info.ID] = acc
+				}
+				acc.apply(rw)
+			})
+			return nil
+		})
+		if err != nil {
+			c.f.forget()
+			c.accs, c.view = nil, nil
+			return nil, err
+		}
+	}
+	c.f.done(a)
+	order := make([]*runAcc, 0, len(c.accs))
+	for _, acc := range c.accs {
+		if acc.live() {
+			order = append(order, acc)
+		}
+	}
+	slices.SortFunc(order, func(a, b *runAcc) int {
+		return cmp.Or(a.info.CreatedAt.Compare(b.info.CreatedAt), cmp.Compare(a.info.ID, b.info.ID))
+	})
+	v := &runsView{live: make([]RunInfo, len(order))}
+	for i, acc := range order {
+		v.live[i] = acc.result()
+	}
+	v.index = make(map[string]int, len(v.live))
+	for i := range v.live {
+		v.index[v.live[i].ID] = i
+	}
+	c.view = v
+	return v, nil
 }
 
 func (pf ParamFilter) match(p ParamValue) bool {
@@ -360,27 +452,15 @@ func (r *Repo) Run(ctx context.Context, id string) (RunInfo, error) {
 	if err := r.prepareRead(ctx); err != nil {
 		return RunInfo{}, err
 	}
-	d, err := r.latest(ctx, RunsTable)
+	v, err := r.runsView(ctx)
 	if err != nil {
 		return RunInfo{}, err
 	}
-	a := &runAcc{}
-	err = scanAll(ctx, d, lance.ScanOptions{}, func(rec arrow.RecordBatch) error {
-		ids := col[*array.String](rec, "run_id")
-		for i := 0; i < ids.Len(); i++ {
-			if ids.Value(i) == id {
-				decodeRuns(rec.NewSlice(int64(i), int64(i+1)), a.apply)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return RunInfo{}, err
-	}
-	if !a.live() {
+	i, ok := v.index[id]
+	if !ok {
 		return RunInfo{}, fmt.Errorf("%w: run %q", ErrNotFound, id)
 	}
-	return a.result(), nil
+	return v.live[i].clone(), nil
 }
 
 // loadParams returns the newest value of every key of every run (or of
@@ -474,39 +554,101 @@ type SeriesInfo struct {
 }
 
 // loadSeries returns the series of runID (every run when empty), the
-// earliest row of each id, sorted by run, name and context.
+// earliest row of each id, sorted by run, name and context. The slice is
+// the caller's.
 func (r *Repo) loadSeries(ctx context.Context, runID string) ([]SeriesInfo, error) {
-	d, err := r.latest(ctx, SeriesTable)
+	v, err := r.seriesView(ctx)
 	if err != nil {
 		return nil, err
 	}
-	byID := map[SeriesID]SeriesInfo{}
-	err = scanAll(ctx, d, lance.ScanOptions{}, func(rec arrow.RecordBatch) error {
-		sid := col[*array.Uint64](rec, "series_id")
-		id := col[*array.String](rec, "run_id")
-		name := col[*array.String](rec, "name")
-		cx := col[*array.String](rec, "context")
-		created := col[*array.Timestamp](rec, "created_at")
-		for i := 0; i < int(rec.NumRows()); i++ {
-			rid := id.Value(i)
-			if runID != "" && rid != runID || isMarkRun(rid) {
-				continue
-			}
-			s := SeriesInfo{ID: SeriesID(sid.Value(i)), RunID: rid, Name: name.Value(i), Context: cx.Value(i), CreatedAt: usTime(created.Value(i))}
-			if old, ok := byID[s.ID]; !ok || s.CreatedAt.Before(old.CreatedAt) {
-				byID[s.ID] = s
-			}
-		}
-		return nil
-	})
-	out := make([]SeriesInfo, 0, len(byID))
-	for _, s := range byID {
-		out = append(out, s)
+	if runID == "" {
+		return slices.Clone(v.all), nil
 	}
-	slices.SortFunc(out, func(a, b SeriesInfo) int {
+	lo, hi := v.runSpan(runID)
+	return slices.Clone(v.all[lo:hi]), nil
+}
+
+// seriesCache holds the series table (see cache.go).
+type seriesCache struct {
+	mu   sync.Mutex
+	f    follower
+	byID map[SeriesID]SeriesInfo // the earliest row of each id; guarded by mu
+	view *seriesView
+}
+
+// seriesView is every series of one version of the series table; it is
+// never changed once built.
+type seriesView struct {
+	all []SeriesInfo // sorted by run, name and context
+}
+
+// runSpan returns the positions of runID's series in all.
+func (v *seriesView) runSpan(runID string) (int, int) {
+	lo, _ := slices.BinarySearchFunc(v.all, runID, func(s SeriesInfo, id string) int { return cmp.Compare(s.RunID, id) })
+	hi := lo
+	for hi < len(v.all) && v.all[hi].RunID == runID {
+		hi++
+	}
+	return lo, hi
+}
+
+// seriesView returns the series of the newest version of the series table,
+// reading only the fragments appended since the cached version.
+func (r *Repo) seriesView(ctx context.Context) (*seriesView, error) {
+	c := &r.caches.series
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a, err := c.f.next(ctx, r, SeriesTable)
+	if err != nil {
+		return nil, err
+	}
+	if a.same && c.view != nil {
+		return c.view, nil
+	}
+	if a.reset || c.byID == nil {
+		c.byID = map[SeriesID]SeriesInfo{}
+	} else if len(a.fresh) == 0 && c.view != nil {
+		c.f.done(a)
+		return c.view, nil
+	}
+	if len(a.fresh) > 0 {
+		err := scanAll(ctx, a.d, lance.ScanOptions{Fragments: a.fresh}, func(rec arrow.RecordBatch) error {
+			sid := col[*array.Uint64](rec, "series_id")
+			id := col[*array.String](rec, "run_id")
+			name := col[*array.String](rec, "name")
+			cx := col[*array.String](rec, "context")
+			created := col[*array.Timestamp](rec, "created_at")
+			for i := 0; i < int(rec.NumRows()); i++ {
+				rid := id.Value(i)
+				if isMarkRun(rid) {
+					continue
+				}
+				s := SeriesInfo{ID: SeriesID(sid.Value(i)), RunID: rid, Name: name.Value(i), Context: cx.Value(i), CreatedAt: usTime(created.Value(i))}
+				if old, ok := c.byID[s.ID]; !ok || s.CreatedAt.Before(old.CreatedAt) {
+					// Strings of Arrow arrays share the decoded pages: the
+					// cache keeps its own copies.
+					s.RunID, s.Name, s.Context = strings.Clone(s.RunID), strings.Clone(s.Name), strings.Clone(s.Context)
+					c.byID[s.ID] = s
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			c.f.forget()
+			c.byID, c.view = nil, nil
+			return nil, err
+		}
+	}
+	c.f.done(a)
+	v := &seriesView{all: make([]SeriesInfo, 0, len(c.byID))}
+	for _, s := range c.byID {
+		v.all = append(v.all, s)
+	}
+	slices.SortFunc(v.all, func(a, b SeriesInfo) int {
 		return cmp.Or(cmp.Compare(a.RunID, b.RunID), cmp.Compare(a.Name, b.Name), cmp.Compare(a.Context, b.Context))
 	})
-	return out, err
+	c.view = v
+	return v, nil
 }
 
 // AllSeries returns the metric series of a run, sorted by name and context

@@ -65,6 +65,9 @@ type Repo struct {
 	flushMu  sync.Mutex // one flush (or maintenance commit) at a time
 	tables   tableSet   // latest known versions; guarded by flushMu
 	tombScan tombScan   // guarded by flushMu
+	// compacting is closed when the running background compaction of
+	// metrics ends (nil: none runs); guarded by flushMu (buffer.go).
+	compacting chan struct{}
 
 	bgErr  atomic.Pointer[error]
 	stop   chan struct{}
@@ -73,7 +76,9 @@ type Repo struct {
 	walBuf []byte  // pending WAL points record; guarded by mu
 	walN   int
 
-	files   *lance.FileCache // opened data files, shared by every table read
+	caches readCaches       // derived results per table version (cache.go)
+	files  *lance.FileCache // opened data files, shared by every table read
+
 	cacheMu sync.Mutex
 	ranges  map[string][]sidRange     // sorted fragment key -> series ranges
 	seen    map[string]*lance.Dataset // table -> newest version read so far

@@ -1,10 +1,17 @@
 package tracking
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
+	"sync"
 	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/kv0/kv0/core/lance"
 )
 
 // SeriesStats summarises the points of one series. Min and Max cover the
@@ -169,4 +176,146 @@ func decodeMark(b []byte) (writer string, seq uint64, ok bool) {
 		return "", 0, false
 	}
 	return string(b[10:]), binary.LittleEndian.Uint64(b[2:]), true
+}
+
+// SeriesStats returns the statistics of the given series (every series of
+// a live run when ids is nil) from the statistics deltas, without reading
+// points, except for series with a dirty delta, which are computed from
+// their points. Series without points are absent from the result.
+//
+// The handle keeps the deltas merged per series for the metrics version it
+// last read (see cache.go), so a call on an unchanged repository reads no
+// data, and after appends it reads only the new fragments' deltas.
+func (r *Repo) SeriesStats(ctx context.Context, ids []SeriesID) (map[SeriesID]SeriesStats, error) {
+	if err := r.prepareRead(ctx); err != nil {
+		return nil, err
+	}
+	if ids == nil {
+		all, err := r.liveSeries(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ids = make([]SeriesID, len(all))
+		for i, s := range all {
+			ids[i] = s.ID
+		}
+	}
+	c := &r.caches.stats
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.update(ctx, r); err != nil {
+		return nil, err
+	}
+	out := make(map[SeriesID]SeriesStats, len(ids))
+	var dirty []SeriesID
+	for _, id := range ids {
+		dl := c.deltas[id]
+		switch {
+		case dl == nil:
+		case dl.dirty:
+			if e, ok := c.exact[id]; ok {
+				if e.count > 0 {
+					out[id] = e.stats(id)
+				}
+			} else {
+				dirty = append(dirty, id)
+			}
+		case dl.count > 0:
+			out[id] = dl.stats(id)
+		}
+	}
+	if len(dirty) > 0 {
+		pts, err := r.readPoints(ctx, c.f.d, dirty)
+		if err != nil {
+			return nil, err
+		}
+		for id, p := range pts {
+			e := p.exact()
+			c.exact[id] = e
+			if e.count > 0 {
+				out[id] = e.stats(id)
+			}
+		}
+	}
+	return out, nil
+}
+
+// statsCache holds the statistics deltas of one metrics version merged per
+// series, and the statistics computed from points of its dirty series.
+type statsCache struct {
+	mu     sync.Mutex
+	f      follower
+	deltas map[SeriesID]*delta // guarded by mu
+	exact  map[SeriesID]delta  // dirty series, from their points at f.d
+}
+
+// update brings the cache to the newest metrics version. Caller holds c.mu.
+func (c *statsCache) update(ctx context.Context, r *Repo) error {
+	a, err := c.f.next(ctx, r, MetricsTable)
+	if err != nil {
+		return err
+	}
+	if a.same && c.deltas != nil {
+		return nil
+	}
+	if a.reset || c.deltas == nil {
+		c.deltas = map[SeriesID]*delta{}
+	}
+	if len(a.fresh) > 0 {
+		if err := foldDeltas(ctx, r, a.d, a.fresh, c.deltas); err != nil {
+			c.f.forget()
+			c.deltas, c.exact = nil, nil
+			return err
+		}
+	}
+	if a.reset || len(a.fresh) > 0 || c.exact == nil {
+		c.exact = map[SeriesID]delta{}
+	}
+	c.f.done(a)
+	return nil
+}
+
+// foldDeltas merges the statistics deltas of the given fragments of d into
+// into.
+func foldDeltas(ctx context.Context, r *Repo, d *lance.Dataset, frags []uint64, into map[SeriesID]*delta) error {
+	want := make(map[uint64]bool, len(frags))
+	for _, id := range frags {
+		want[id] = true
+	}
+	p := planMetrics(d)
+	p.ranged = filterRows(p.ranged, func(f lance.Fragment) bool { return want[f.ID] })
+	p.scanned = filterRows(p.scanned, func(f lance.Fragment) bool { return want[f.ID] })
+	var bad error
+	err := r.visitPlan(ctx, d, p, []uint64{0}, deltaCols, func(rec arrow.RecordBatch) error {
+		sid := rec.Column(0).(*array.Uint64).Uint64Values()
+		step := rec.Column(1).(*array.Int64).Int64Values()
+		st := rec.Column(2).(*array.Binary)
+		for i, s := range sid {
+			if s != 0 || st.IsNull(i) {
+				continue
+			}
+			b := st.Value(i)
+			if len(b) == 0 || b[0] != statsKindDelta {
+				continue
+			}
+			dl, err := decodeDelta(b)
+			if err != nil {
+				bad = err
+				continue
+			}
+			id := SeriesID(step[i])
+			cur := into[id]
+			if cur == nil {
+				nd := newDelta()
+				cur = &nd
+				into[id] = cur
+			}
+			cur.merge(dl)
+		}
+		return nil
+	})
+	if err == nil {
+		err = bad
+	}
+	return err
 }

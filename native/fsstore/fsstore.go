@@ -149,6 +149,9 @@ func (s *Store) Stat(ctx context.Context, key string) (store.ObjectInfo, error) 
 }
 
 // List implements store.Store. It walks the folder that contains the prefix.
+// Names come from the folder listings alone; only the files returned are
+// stat'ed for their size, so a listing with a limit (the newest manifest of
+// a dataset) costs one stat per result, not one per file.
 func (s *Store) List(ctx context.Context, opts store.ListOptions) ([]store.ObjectInfo, error) {
 	if err := store.ValidatePrefix(opts.Prefix); err != nil {
 		return nil, err
@@ -160,24 +163,50 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) ([]store.Objec
 	if i := strings.LastIndexByte(opts.Prefix, '/'); i >= 0 {
 		dir = opts.Prefix[:i]
 	}
-	var out []store.ObjectInfo
-	err := s.walk(ctx, dir, func(key string, size int64) {
+	var keys []string
+	err := s.walk(ctx, dir, func(key string) {
 		if strings.HasPrefix(key, opts.Prefix) && key > opts.StartAfter {
-			out = append(out, store.ObjectInfo{Key: key, Size: size})
+			keys = append(keys, key)
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	if opts.Limit > 0 && len(out) > opts.Limit {
-		out = out[:opts.Limit]
+	sort.Strings(keys)
+	var out []store.ObjectInfo
+	for _, key := range keys {
+		if opts.Limit > 0 && len(out) == opts.Limit {
+			break
+		}
+		info, err := os.Lstat(filepath.Join(s.root, filepath.FromSlash(key)))
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // removed while listing
+			}
+			return nil, fmt.Errorf("list %s: %w", key, err)
+		}
+		if info.Mode().IsRegular() {
+			out = append(out, store.ObjectInfo{Key: key, Size: info.Size()})
+		}
 	}
 	return out, nil
 }
 
-func (s *Store) walk(ctx context.Context, dir string, fn func(key string, size int64)) error {
-	entries, err := os.ReadDir(filepath.Join(s.root, filepath.FromSlash(dir)))
+// readDirUnsorted is os.ReadDir without the sort (List sorts the keys).
+func readDirUnsorted(name string) ([]os.DirEntry, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadDir(-1)
+}
+
+// walk calls fn with the key of every file below dir that is not a
+// temporary file (regular files and anything else but folders; List
+// checks the type when it stats the file).
+func (s *Store) walk(ctx context.Context, dir string, fn func(key string)) error {
+	entries, err := readDirUnsorted(filepath.Join(s.root, filepath.FromSlash(dir)))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) {
 			return nil
@@ -205,16 +234,7 @@ func (s *Store) walk(ctx context.Context, dir string, fn func(key string, size i
 			}
 			continue
 		}
-		info, err := e.Info()
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				continue // removed while listing
-			}
-			return fmt.Errorf("list %s: %w", key, err)
-		}
-		if info.Mode().IsRegular() {
-			fn(key, info.Size())
-		}
+		fn(key)
 	}
 	return nil
 }

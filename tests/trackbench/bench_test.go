@@ -439,7 +439,16 @@ func sqliteValues(db *sql.DB, run, key string) ([]float64, error) {
 
 // BenchmarkSeriesStats: statistics (count, first/last step, min, max) of
 // 1,000 series of shape B (50 runs × 20 metrics); SQLite aggregates them.
-func BenchmarkSeriesStats(b *testing.B) {
+// Both use an open handle (kv0: the fixture's, which has read the
+// statistics before and checks that the metrics table is unchanged);
+// BenchmarkSeriesStatsCold opens a new handle (connection) per call.
+func BenchmarkSeriesStats(b *testing.B) { benchSeriesStats(b, false) }
+
+// BenchmarkSeriesStatsCold is BenchmarkSeriesStats with a handle opened
+// for each call: kv0 a read-only Repo, SQLite a new connection.
+func BenchmarkSeriesStatsCold(b *testing.B) { benchSeriesStats(b, true) }
+
+func benchSeriesStats(b *testing.B, cold bool) {
 	_, fb := fixtures(b)
 	ctx := context.Background()
 	var ids []tracking.SeriesID
@@ -452,16 +461,19 @@ func BenchmarkSeriesStats(b *testing.B) {
 	}
 	b.Run("kv0", func(b *testing.B) {
 		for b.Loop() {
-			st, err := fb.repo.SeriesStats(ctx, ids)
+			r, done := kv0Handle(b, fb, cold)
+			st, err := r.SeriesStats(ctx, ids)
 			if err != nil || len(st) != 1000 {
 				b.Fatal(len(st), err)
 			}
+			done()
 		}
 	})
 	q := `SELECT run_uuid, key, COUNT(*), MIN(step), MAX(step), MIN(value), MAX(value), MAX(timestamp) FROM metrics WHERE run_uuid IN (?` + repeat(",?", len(runs)-1) + `) GROUP BY run_uuid, key`
 	b.Run("sqlite", func(b *testing.B) {
 		for b.Loop() {
-			rows, err := fb.db.Query(q, runs...)
+			db, done := sqliteHandle(b, fb, cold)
+			rows, err := db.Query(q, runs...)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -479,8 +491,39 @@ func BenchmarkSeriesStats(b *testing.B) {
 			if n != 1000 {
 				b.Fatal(n)
 			}
+			done()
 		}
 	})
+}
+
+// kv0Handle returns the fixture's handle, or with cold a read-only handle
+// opened on the fixture's folder (closed by done).
+func kv0Handle(b *testing.B, f *fixture, cold bool) (*tracking.Repo, func()) {
+	if !cold {
+		return f.repo, func() {}
+	}
+	st, err := fsstore.Open(filepath.Join(f.dir, "kv0"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := tracking.OpenRepo(context.Background(), st, "", tracking.RepoOptions{ReadOnly: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return r, func() { r.Close() }
+}
+
+// sqliteHandle returns the fixture's connection, or with cold a new one
+// (closed by done).
+func sqliteHandle(b *testing.B, f *fixture, cold bool) (*sql.DB, func()) {
+	if !cold {
+		return f.db, func() {}
+	}
+	db, err := openSQLite(filepath.Join(f.dir, "mlflow.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return db, func() { db.Close() }
 }
 
 func repeat(s string, n int) string {
@@ -491,21 +534,32 @@ func repeat(s string, n int) string {
 	return out
 }
 
-// BenchmarkRuns lists the 1,000 runs of shape B.
-func BenchmarkRuns(b *testing.B) {
+// BenchmarkRuns lists the 1,000 runs of shape B through an open handle
+// (kv0: the fixture's, which has listed them before and checks that the
+// runs table is unchanged).
+func BenchmarkRuns(b *testing.B) { benchRuns(b, false) }
+
+// BenchmarkRunsCold is BenchmarkRuns with a handle opened for each call:
+// kv0 a read-only Repo, SQLite a new connection.
+func BenchmarkRunsCold(b *testing.B) { benchRuns(b, true) }
+
+func benchRuns(b *testing.B, cold bool) {
 	_, fb := fixtures(b)
 	ctx := context.Background()
 	b.Run("kv0", func(b *testing.B) {
 		for b.Loop() {
-			runs, err := fb.repo.Runs(ctx, tracking.RunFilter{})
+			r, done := kv0Handle(b, fb, cold)
+			runs, err := r.Runs(ctx, tracking.RunFilter{})
 			if err != nil || len(runs) != runsB {
 				b.Fatal(len(runs), err)
 			}
+			done()
 		}
 	})
 	b.Run("sqlite", func(b *testing.B) {
 		for b.Loop() {
-			rows, err := fb.db.Query(`SELECT run_uuid, name, source_type, source_name, entry_point_name, user_id, status, start_time, end_time, deleted_time, source_version, lifecycle_stage, artifact_uri, experiment_id FROM runs`)
+			db, done := sqliteHandle(b, fb, cold)
+			rows, err := db.Query(`SELECT run_uuid, name, source_type, source_name, entry_point_name, user_id, status, start_time, end_time, deleted_time, source_version, lifecycle_stage, artifact_uri, experiment_id FROM runs`)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -524,6 +578,7 @@ func BenchmarkRuns(b *testing.B) {
 			if n != runsB {
 				b.Fatal(n)
 			}
+			done()
 		}
 	})
 }

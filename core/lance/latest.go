@@ -1,0 +1,71 @@
+package lance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/kv0/kv0/core/store"
+)
+
+// IsLatest reports whether no version newer than d has been committed. It
+// lists nothing, so its cost does not grow with the number of versions: on
+// a V2-named dataset it asks for the manifest of the next version (every
+// commit creates version N+1 first, atomically), confirms that d's own
+// manifest is still stored (a cleanup removes older versions before newer
+// ones, so a missing manifest means newer versions exist) and reads the
+// version hint (which catches a next version removed by a cleanup while a
+// tag kept d). Three small requests, issued together; a V1-named dataset falls back to
+// LatestVersion. A true answer is a snapshot: a commit may follow at once.
+func (d *Dataset) IsLatest(ctx context.Context) (bool, error) {
+	v := d.Version()
+	n := d.Naming()
+	if n != NamingV2 {
+		latest, err := LatestVersion(ctx, d.st, d.k.root)
+		return latest == v, err
+	}
+	// The three requests are independent: issue them together, so the check
+	// costs one round trip.
+	var nextExists, selfGone, hintAhead bool
+	err := parallel(ctx, 3, func(ctx context.Context, i int) error {
+		switch i {
+		case 0:
+			_, err := d.st.Stat(ctx, d.k.manifest(v+1, n))
+			if err == nil {
+				nextExists = true
+				return nil
+			}
+			if errors.Is(err, store.ErrNotFound) {
+				return nil
+			}
+			return err
+		case 1:
+			_, err := d.st.Stat(ctx, d.mf.key)
+			if errors.Is(err, store.ErrNotFound) {
+				selfGone = true
+				return nil
+			}
+			return err
+		default:
+			b, err := readSmall(ctx, d.st, d.k.hint())
+			switch {
+			case err == nil:
+				var h struct {
+					Version uint64 `json:"version"`
+				}
+				hintAhead = json.Unmarshal(b, &h) == nil && h.Version > v
+				return nil
+			case errors.Is(err, store.ErrNotFound), errors.Is(err, ErrCorrupt):
+				return nil // no hint, or one overwritten while it was read: the probes decide
+			}
+			return err
+		}
+	})
+	if err != nil {
+		return false, err
+	}
+	if nextExists || selfGone || hintAhead {
+		return false, nil
+	}
+	return true, nil
+}
