@@ -12,14 +12,14 @@ import (
 	"github.com/kv0/kv0/core/store"
 )
 
-// listFailStore fails every List while fail is set.
+// listFailStore fails every full List (no limit) while fail is set.
 type listFailStore struct {
 	*timedStore
 	fail atomic.Bool
 }
 
 func (s *listFailStore) List(ctx context.Context, o store.ListOptions) ([]store.ObjectInfo, error) {
-	if s.fail.Load() {
+	if s.fail.Load() && o.Limit == 0 { // cleanup's listings, not a commit's limit-1 look at the newest version
 		return nil, errInjected
 	}
 	return s.timedStore.List(ctx, o)

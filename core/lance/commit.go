@@ -114,6 +114,22 @@ func commit(ctx context.Context, r commitReq) (*Dataset, error) {
 	pending := slices.Clip(r.unsynced) // stored, not yet synced
 	files := r.files
 	for attempt := 0; ; attempt++ {
+		// A writer may hold an old version. If a cleanup has removed the
+		// versions after it, a create-only put of the next one would succeed
+		// next to newer versions and never be seen: find the newest version
+		// first (concurrently with the transaction file's put) and catch up.
+		var (
+			latest   uint64
+			latestCh chan error
+		)
+		if attempt == 0 && cur != nil {
+			latestCh = make(chan error, 1)
+			go func() {
+				var err error
+				latest, err = latestVersionNumber(ctx, r.st, r.k)
+				latestCh <- err
+			}()
+		}
 		err := ctx.Err()
 		if name := txnFileName(txn); err == nil && name != written {
 			b, merr := proto.MarshalOptions{Deterministic: true}.Marshal(txn)
@@ -136,8 +152,23 @@ func commit(ctx context.Context, r commitReq) (*Dataset, error) {
 			}
 			pending = append(pending, keys...)
 		}
+		if latestCh != nil {
+			if lerr := <-latestCh; err == nil {
+				err = lerr
+			}
+		}
 		if err != nil {
 			return nil, err
+		}
+		if cur != nil && latest > cur.Version() {
+			nd, ntxn, done, err := r.catchUp(ctx, cur, txn, latest)
+			if err != nil || done {
+				return nd, err
+			}
+			cur, txn = nd, ntxn
+			if txnFileName(txn) != written {
+				continue // write the rebuilt transaction first
+			}
 		}
 		m, data, mpos, err := r.manifestFor(ctx, cur, txn)
 		if err != nil {
@@ -184,52 +215,126 @@ func commit(ctx context.Context, r commitReq) (*Dataset, error) {
 		if err := sleepBackoff(ctx, opts, attempt); err != nil {
 			return nil, err
 		}
-		// Catch up with every version committed since cur.
-		for {
-			next := uint64(1)
-			if cur != nil {
-				next = cur.Version() + 1
+		// Catch up with every version committed since cur (v at least: we
+		// lost the race for it).
+		nd, ntxn, done, err := r.catchUp(ctx, cur, txn, v)
+		if err != nil || done {
+			return nd, err
+		}
+		cur, txn = nd, ntxn
+	}
+}
+
+// catchUp moves a commit's base from cur to the newest version, checking
+// txn against the transaction of each version committed since, rebuilding
+// it (redo) where the rules ask. done reports that one of those versions is
+// txn itself (an earlier attempt did commit; d is that version). atLeast is
+// a version known to exist: when a version up to it cannot be read, a
+// cleanup removed it, and its transaction can no longer be checked; an
+// append, which conflicts only with a change of schema, then moves on to
+// the newest version if its schema is cur's, and anything else fails with a
+// ConflictError.
+func (r *commitReq) catchUp(ctx context.Context, cur *Dataset, txn *tablepb.Transaction, atLeast uint64) (d *Dataset, _ *tablepb.Transaction, done bool, _ error) {
+	for {
+		next := uint64(1)
+		if cur != nil {
+			next = cur.Version() + 1
+		}
+		mf, err := readVersion(ctx, r.st, r.k, next)
+		if errors.Is(err, ErrNotFound) {
+			if next > atLeast {
+				return cur, txn, false, nil
 			}
-			mf, err := readVersion(ctx, r.st, r.k, next)
-			if errors.Is(err, ErrNotFound) {
-				break
-			}
+			// A gap: versions removed by a cleanup.
+			newest, err := openLatest(ctx, r.st, r.k)
 			if err != nil {
-				return nil, err
+				return nil, nil, false, err
 			}
-			nd, err := newDataset(r.st, r.k, mf)
+			nd, err := newDataset(r.st, r.k, newest)
 			if err != nil {
-				return nil, err
+				return nil, nil, false, err
 			}
-			other, err := readTransaction(ctx, r.st, r.k, mf)
-			if err != nil {
-				return nil, err
-			}
-			if other == nil {
-				return nil, &ConflictError{Root: r.k.root, Version: next, Operation: "unknown", Mine: operationName(txn),
-					Reason: "that version records no transaction"}
-			}
-			if other.GetUuid() == txn.GetUuid() {
-				return nd, nil // an earlier attempt of ours did commit
-			}
-			vd, reason := checkConflict(txn, other)
-			switch vd {
-			case incompatible:
-				return nil, &ConflictError{Root: r.k.root, Version: next, Operation: operationName(other), Mine: operationName(txn), Reason: reason}
-			case retryable:
-				if r.redo == nil {
-					return nil, &ConflictError{Root: r.k.root, Version: next, Operation: operationName(other), Mine: operationName(txn),
-						Retryable: true, Reason: reason}
+			_, isAppend := txn.GetOperation().(*tablepb.Transaction_Append_)
+			if cur == nil || !isAppend || !sameFields(cur, nd) {
+				from := uint64(1)
+				if cur != nil {
+					from = cur.Version()
 				}
-				ntxn, err := r.redo(ctx, nd)
-				if err != nil {
-					return nil, err
-				}
-				txn = ntxn
+				return nil, nil, false, &ConflictError{Root: r.k.root, Version: next, Operation: "unknown", Mine: operationName(txn),
+					Reason: fmt.Sprintf("a cleanup removed versions after %d (the newest is %d), so their transactions cannot be checked", from, nd.Version())}
 			}
-			cur = nd
+			cur, atLeast = nd, nd.Version()
+			continue
+		}
+		if err != nil {
+			return nil, nil, false, err
+		}
+		nd, err := newDataset(r.st, r.k, mf)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		other, err := readTransaction(ctx, r.st, r.k, mf)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		if other == nil {
+			return nil, nil, false, &ConflictError{Root: r.k.root, Version: next, Operation: "unknown", Mine: operationName(txn),
+				Reason: "that version records no transaction"}
+		}
+		if other.GetUuid() == txn.GetUuid() {
+			return nd, txn, true, nil // an earlier attempt of ours did commit
+		}
+		vd, reason := checkConflict(txn, other)
+		switch vd {
+		case incompatible:
+			return nil, nil, false, &ConflictError{Root: r.k.root, Version: next, Operation: operationName(other), Mine: operationName(txn), Reason: reason}
+		case retryable:
+			if r.redo == nil {
+				return nil, nil, false, &ConflictError{Root: r.k.root, Version: next, Operation: operationName(other), Mine: operationName(txn),
+					Retryable: true, Reason: reason}
+			}
+			ntxn, err := r.redo(ctx, nd)
+			if err != nil {
+				return nil, nil, false, err
+			}
+			txn = ntxn
+		}
+		cur = nd
+	}
+}
+
+// sameFields reports whether two versions have the same schema fields.
+func sameFields(a, b *Dataset) bool {
+	fa, fb := a.mf.m.GetFields(), b.mf.m.GetFields()
+	if len(fa) != len(fb) {
+		return false
+	}
+	for i := range fa {
+		if !proto.Equal(fa[i], fb[i]) {
+			return false
 		}
 	}
+	return true
+}
+
+// latestVersionNumber returns the newest version of the dataset (0 when
+// there is none).
+func latestVersionNumber(ctx context.Context, st store.Store, k keys) (uint64, error) {
+	ref, err := latestByListing(ctx, st, k)
+	if isNotSupported(err) {
+		mf, err := latestByHint(ctx, st, k)
+		if errors.Is(err, ErrNotFound) {
+			return 0, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		return mf.m.GetVersion(), nil
+	}
+	if errors.Is(err, ErrNotFound) {
+		return 0, nil
+	}
+	return ref.Version, err
 }
 
 // manifestFor builds and encodes the manifest of the version after cur (1
