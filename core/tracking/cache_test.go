@@ -2,6 +2,7 @@ package tracking
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -101,6 +102,16 @@ func runCacheModel(t *testing.T, seed uint64) {
 			live = append(live[:i], live[i+1:]...)
 			delete(handles, id)
 			what = "delete " + id
+		case k < 88:
+			// Remove every version but the newest of each table: writers
+			// and readers holding older versions must still commit and
+			// read correctly.
+			for _, tbl := range []string{RunsTable, ParamsTable, SeriesTable, MetricsTable} {
+				if _, err := lance.CleanupOldVersions(ctx, st, store.Join("c", tbl), 0, lance.CleanupOptions{}); err != nil && !errors.Is(err, lance.ErrNotFound) {
+					t.Fatal(err)
+				}
+			}
+			what = "cleanup"
 		default:
 			what = "flush"
 		}
