@@ -81,7 +81,14 @@ type Repo struct {
 
 	cacheMu sync.Mutex
 	ranges  map[string][]sidRange     // sorted fragment key -> series ranges
-	seen    map[string]*lance.Dataset // table -> newest version read so far
+	seen    map[string]seenVersion // table -> newest version read so far
+}
+
+// seenVersion is the newest version of a table a handle has read, and when
+// a listing (or an open) last found it to be the newest.
+type seenVersion struct {
+	d      *lance.Dataset
+	listed time.Time
 }
 
 // repoFileCache is the number of opened data files a Repo keeps.
@@ -118,7 +125,7 @@ func OpenRepo(ctx context.Context, st store.Store, root string, opts RepoOptions
 		opts.WAL = nil
 	}
 	r := &Repo{st: st, root: root, opts: opts, buf: newBufferFrom(nil, min(opts.FlushRows, 1<<20)), runs: map[string]*Run{},
-		deleted: map[string]bool{}, ranges: map[string][]sidRange{}, seen: map[string]*lance.Dataset{},
+		deleted: map[string]bool{}, ranges: map[string][]sidRange{}, seen: map[string]seenVersion{},
 		files: lance.NewFileCache(repoFileCache)}
 	r.full = sync.NewCond(&r.mu)
 	r.tables.records = map[string]*lance.Dataset{}
@@ -221,10 +228,11 @@ func (r *Repo) latestWarm(ctx context.Context, table string, warm func(context.C
 	prev := r.seen[table]
 	r.cacheMu.Unlock()
 	var (
-		d   *lance.Dataset
-		err error
+		d      *lance.Dataset
+		err    error
+		listed = time.Now()
 	)
-	if prev == nil {
+	if prev.d == nil {
 		d, err = lance.Open(ctx, r.st, r.key(table), lance.OpenOptions{Files: r.files})
 	} else {
 		var wg sync.WaitGroup
@@ -232,10 +240,23 @@ func (r *Repo) latestWarm(ctx context.Context, table string, warm func(context.C
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				warm(ctx, prev)
+				warm(ctx, prev.d)
 			}()
 		}
-		d, err = prev.Latest(ctx)
+		// Shortly after a listing, the cheap probes of IsLatest (no
+		// listing, whose cost grows with the versions kept) are enough;
+		// see listEvery.
+		same := false
+		if time.Since(prev.listed) < listEvery {
+			same, err = prev.d.IsLatest(ctx)
+		}
+		switch {
+		case err != nil:
+		case same:
+			d, listed = prev.d, prev.listed
+		default:
+			d, err = prev.d.Latest(ctx)
+		}
 		wg.Wait()
 	}
 	r.cacheMu.Lock()
@@ -247,8 +268,8 @@ func (r *Repo) latestWarm(ctx context.Context, table string, warm func(context.C
 	if err != nil {
 		return nil, err
 	}
-	if cur := r.seen[table]; cur == nil || cur.Version() <= d.Version() {
-		r.seen[table] = d
+	if cur := r.seen[table]; cur.d == nil || cur.d.Version() < d.Version() || cur.d.Version() == d.Version() && cur.listed.Before(listed) {
+		r.seen[table] = seenVersion{d: d, listed: listed}
 	}
 	return d, nil
 }
