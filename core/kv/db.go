@@ -58,6 +58,8 @@ type db struct {
 	// Guarded by wmu.
 	pending      []pendingRec
 	pendingBytes int
+	pbuf         pendBuf      // holds the records of pending written here
+	spare        []pendingRec // an empty pending slice to reuse
 
 	lastFlush   atomic.Int64 // unix ns
 	lastRefresh atomic.Int64
@@ -86,6 +88,7 @@ func Open(ctx context.Context, log OpLog, o *Options) (*DB, error) {
 		v:        newViewAlloc(opts.Blocks),
 		seen:     map[uint64]FragmentInfo{},
 	}
+	d.v.lk = &d.mu
 	if !d.readOnly {
 		d.wal = opts.WAL
 	}
@@ -134,6 +137,7 @@ func (d *db) load(ctx context.Context, version uint64) error {
 	if s := d.loadSnapshot(frags); s != nil {
 		d.v.release()
 		d.v = s.view
+		d.v.lk = &d.mu
 		for _, f := range s.frags {
 			d.seen[f.ID] = f
 		}
@@ -287,14 +291,72 @@ func maps(m map[string]uint64) map[string]uint64 {
 
 // applyRecord applies a well-formed record to the view.
 func (d *db) applyRecord(rec []byte) {
+	rd, err := newOpReader(rec)
+	if err != nil {
+		return
+	}
+	var r Row
 	d.mu.Lock()
-	_ = recordOps(rec, func(r *Row) error {
-		d.v.applyRow(r, 0, 0)
-		return nil
-	})
+	for {
+		if ok, _ := rd.next(&r); !ok {
+			break
+		}
+		d.v.applyRow(&r, 0, 0)
+	}
 	d.dirty = true
 	d.mu.Unlock()
 }
+
+// pendBuf keeps the records of the pending buffer back to back in large
+// blocks, so a write allocates nothing; a flush hands the blocks of the
+// records it committed back for reuse.
+type pendBuf struct {
+	blocks [][]byte // in use; the last one is being filled
+	free   [][]byte // reusable
+}
+
+const pendBlock = 1 << 20
+
+// copyIn returns a copy of rec in the buffer.
+func (p *pendBuf) copyIn(rec []byte) []byte {
+	n := len(p.blocks)
+	if n == 0 || cap(p.blocks[n-1])-len(p.blocks[n-1]) < len(rec) {
+		var b []byte
+		if len(rec) <= pendBlock && len(p.free) > 0 {
+			b = p.free[len(p.free)-1]
+			p.free = p.free[:len(p.free)-1]
+		} else {
+			b = make([]byte, 0, max(pendBlock, len(rec)))
+		}
+		p.blocks = append(p.blocks, b)
+		n++
+	}
+	b := p.blocks[n-1]
+	s := len(b)
+	b = append(b, rec...)
+	p.blocks[n-1] = b
+	return b[s:len(b):len(b)]
+}
+
+// take returns the blocks in use and starts new ones.
+func (p *pendBuf) take() [][]byte {
+	b := p.blocks
+	p.blocks = nil
+	return b
+}
+
+// recycle makes blocks returned by take reusable; no record in them may
+// be referenced any more.
+func (p *pendBuf) recycle(blocks [][]byte) {
+	for _, b := range blocks {
+		if cap(b) == pendBlock && len(p.free) < 16 {
+			p.free = append(p.free, b[:0])
+		}
+	}
+}
+
+// scratchPool recycles the buffers writes build their records in.
+var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
 
 func (d *db) checkWritable() error {
 	if d.closed.Load() {
@@ -318,6 +380,7 @@ func (d *db) write(ctx context.Context, rec []byte, count int, o *WriteOptions) 
 	}
 	logged := d.wal != nil && !wo.DisableWAL
 	d.wmu.Lock()
+	rec = d.pbuf.copyIn(rec)
 	binary.LittleEndian.PutUint64(rec[1:], d.clock.next(count))
 	if logged {
 		if err := d.wal.Append(rec); err != nil {
@@ -326,6 +389,9 @@ func (d *db) write(ctx context.Context, rec []byte, count int, o *WriteOptions) 
 		}
 	}
 	d.applyRecord(rec)
+	if d.pending == nil && d.spare != nil {
+		d.pending, d.spare = d.spare, nil
+	}
 	d.pending = append(d.pending, pendingRec{rec: rec, logged: logged})
 	d.pendingBytes += len(rec)
 	pendingBytes := d.pendingBytes
@@ -371,33 +437,42 @@ func (d *db) flushFull(pending int) {
 	}()
 }
 
-func newRecord(count int, size int) []byte {
-	rec := make([]byte, recordHeader, recordHeader+binary.MaxVarintLen64+size)
-	rec[0] = RecordKind
-	return binary.AppendUvarint(rec, uint64(count))
+// appendRecordHeader appends the header of a record of count operations
+// (its sequence number is filled in by write).
+func appendRecordHeader(dst []byte, count int) []byte {
+	dst = append(dst, RecordKind, 0, 0, 0, 0, 0, 0, 0, 0)
+	return binary.AppendUvarint(dst, uint64(count))
+}
+
+// writeOne writes a record of one operation, built in a pooled buffer
+// (write copies it).
+func (d *db) writeOne(ctx context.Context, op Op, key, value []byte, o *WriteOptions) error {
+	bp := scratchPool.Get().(*[]byte)
+	rec := appendRecordHeader((*bp)[:0], 1)
+	rec = appendOp(rec, op, key, value)
+	err := d.write(ctx, rec, 1, o)
+	if cap(rec) <= 64<<10 {
+		*bp = rec[:0]
+		scratchPool.Put(bp)
+	}
+	return err
 }
 
 // Put sets key to value. See WriteOptions for durability. The DB copies key
 // and value.
 func (db *DB) Put(ctx context.Context, key, value []byte, o *WriteOptions) error {
-	rec := newRecord(1, 1+2*binary.MaxVarintLen32+len(key)+len(value))
-	rec = appendOp(rec, OpPut, key, value)
-	return db.d.write(ctx, rec, 1, o)
+	return db.d.writeOne(ctx, OpPut, key, value, o)
 }
 
 // Delete deletes key. Deleting a missing key is not an error.
 func (db *DB) Delete(ctx context.Context, key []byte, o *WriteOptions) error {
-	rec := newRecord(1, 1+binary.MaxVarintLen32+len(key))
-	rec = appendOp(rec, OpDelete, key, nil)
-	return db.d.write(ctx, rec, 1, o)
+	return db.d.writeOne(ctx, OpDelete, key, nil, o)
 }
 
 // DeleteRange deletes every key in [start, end). A range with start >= end
 // deletes nothing.
 func (db *DB) DeleteRange(ctx context.Context, start, end []byte, o *WriteOptions) error {
-	rec := newRecord(1, 1+2*binary.MaxVarintLen32+len(start)+len(end))
-	rec = appendOp(rec, OpDeleteRange, start, end)
-	return db.d.write(ctx, rec, 1, o)
+	return db.d.writeOne(ctx, OpDeleteRange, start, end, o)
 }
 
 // NewBatch returns an empty batch for Write.
@@ -417,9 +492,15 @@ func (db *DB) Write(ctx context.Context, b *Batch, o *WriteOptions) error {
 		}
 		return nil
 	}
-	rec := newRecord(b.count, len(b.repr))
+	bp := scratchPool.Get().(*[]byte)
+	rec := appendRecordHeader((*bp)[:0], b.count)
 	rec = append(rec, b.repr...)
-	return db.d.write(ctx, rec, b.count, o)
+	err := db.d.write(ctx, rec, b.count, o)
+	if cap(rec) <= 64<<10 {
+		*bp = rec[:0]
+		scratchPool.Put(bp)
+	}
+	return err
 }
 
 // Get returns a copy of the value of key, or an error matching ErrNotFound.
@@ -624,6 +705,7 @@ func (d *db) flushLocked(ctx context.Context) error {
 	d.lastFlush.Store(d.opts.Now().UnixNano())
 	d.wmu.Lock()
 	recs := d.pending
+	blocks := d.pbuf.take()
 	d.pending, d.pendingBytes = nil, 0
 	var token uint64
 	rotated := false
@@ -645,10 +727,17 @@ func (d *db) flushLocked(ctx context.Context) error {
 	}
 	rows := make([]Row, 0, len(recs)+1)
 	for _, r := range recs {
-		_ = recordOps(r.rec, func(row *Row) error {
-			rows = append(rows, *row)
-			return nil
-		})
+		rd, err := newOpReader(r.rec)
+		if err != nil {
+			continue
+		}
+		var row Row
+		for {
+			if ok, _ := rd.next(&row); !ok {
+				break
+			}
+			rows = append(rows, row)
+		}
 	}
 	var markBuf [binary.MaxVarintLen64]byte
 	if mark != 0 {
@@ -692,6 +781,14 @@ func (d *db) flushLocked(ctx context.Context) error {
 	}
 	d.dirty = true
 	d.mu.Unlock()
+	// Nothing refers to the committed records any more: their blocks and
+	// the pending slice can take new writes.
+	clear(rows)
+	d.wmu.Lock()
+	d.pbuf.recycle(blocks)
+	clear(recs)
+	d.spare = recs[:0]
+	d.wmu.Unlock()
 	if rotated {
 		// Deleting sealed segments can fail harmlessly: the mark just
 		// committed makes replay skip them.
@@ -814,7 +911,7 @@ func (d *db) maybeCompact(ctx context.Context, force bool) error {
 	for _, f := range d.seen {
 		rows += f.Rows
 	}
-	live := d.v.live
+	live := d.v.live()
 	readVersion := d.synced
 	nfrag = len(d.seen)
 	var snap *view
@@ -1036,8 +1133,9 @@ func (d *db) close(ctx context.Context) error {
 	d.mu.Lock()
 	old := d.v
 	d.v = newViewAlloc(old.alloc)
-	d.mu.Unlock()
+	d.v.lk = &d.mu
 	old.release()
+	d.mu.Unlock()
 	return err
 }
 

@@ -160,6 +160,7 @@ func decodeSnapshotAlloc(data []byte, name string, alloc BlockAllocator) (s *sna
 	var bb *baseBuilder
 	if build {
 		bb = newBaseBuilder(alloc)
+		s.view.base.release()
 		s.view.base = bb.run
 	} else {
 		bb = &baseBuilder{run: &baseRun{}}
@@ -186,7 +187,6 @@ func decodeSnapshotAlloc(data []byte, name string, alloc BlockAllocator) (s *sna
 		}
 	}
 	if build {
-		s.view.live = s.view.base.live
 		s.view.mergeAt = max(mergeMinEntries, s.view.base.n/mergeDiv)
 	}
 	n = d.count(3)
