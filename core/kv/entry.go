@@ -163,4 +163,3 @@ func keyPrefix(key []byte) uint64 {
 	copy(b[:], key)
 	return binary.BigEndian.Uint64(b[:])
 }
-
