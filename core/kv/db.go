@@ -196,14 +196,31 @@ func (d *db) loadSnapshot(frags []FragmentInfo) *snapshot {
 // scan applies the rows of fragments of version to the view, one batch per
 // lock so readers are not held up.
 func (d *db) scan(ctx context.Context, version uint64, frags []uint64) error {
+	return d.scanRows(ctx, version, frags, false)
+}
+
+// scanRows is scan; with onlyLazy it applies only the puts whose values
+// stay in the log, for fragments whose rows the view already holds and
+// whose committed values may have moved.
+func (d *db) scanRows(ctx context.Context, version uint64, frags []uint64, onlyLazy bool) error {
 	th := d.opts.LazyValueThreshold
 	if th < 0 {
 		th = int(^uint(0) >> 1)
 	}
+	keep := func(r *Row) bool { return !onlyLazy || (r.Op == OpPut && len(r.Value) > th) }
 	err := d.log.ScanFragments(ctx, version, frags, func(batch []Row) error {
+		i := 0
+		for i < len(batch) && !keep(&batch[i]) {
+			i++
+		}
+		if i == len(batch) {
+			return nil
+		}
 		d.mu.Lock()
-		for i := range batch {
-			d.v.applyRow(&batch[i], version, th)
+		for ; i < len(batch); i++ {
+			if keep(&batch[i]) {
+				d.v.applyRow(&batch[i], version, th)
+			}
 		}
 		d.mu.Unlock()
 		return nil
@@ -1041,7 +1058,18 @@ func (d *db) compactFiles(ctx context.Context) error {
 	for _, f := range res.Added {
 		ids = append(ids, f.ID)
 	}
-	if err := d.scan(ctx, res.Version, ids); err != nil {
+	// The rewrite keeps rows as they are: when the handle had applied every
+	// fragment it replaced, only values kept in the log need their new
+	// addresses. Fragments of other writers not seen yet are read in full.
+	seenAll := true
+	d.mu.RLock()
+	for _, id := range res.Removed {
+		if _, ok := d.seen[id]; !ok {
+			seenAll = false
+		}
+	}
+	d.mu.RUnlock()
+	if err := d.scanRows(ctx, res.Version, ids, seenAll); err != nil {
 		return err
 	}
 	d.mu.Lock()
@@ -1050,6 +1078,11 @@ func (d *db) compactFiles(ctx context.Context) error {
 	}
 	for _, f := range res.Added {
 		d.seen[f.ID] = f
+	}
+	if d.synced+1 == res.Version {
+		// Nothing else committed in between: every fragment of the
+		// rewrite's version is now seen.
+		d.synced = res.Version
 	}
 	d.version = max(d.version, res.Version)
 	d.dirty = true
@@ -1098,6 +1131,14 @@ func (d *db) close(ctx context.Context) error {
 	clean := err == nil && len(d.pending) == 0
 	d.wmu.Unlock()
 	if clean && !d.pinned && d.snaps != nil {
+		d.mu.RLock()
+		behind := d.version != d.synced
+		d.mu.RUnlock()
+		if behind {
+			// A compaction or another writer's commit left versions
+			// unseen: catch up so the snapshot can be saved.
+			_ = d.refresh(ctx)
+		}
 		d.mu.RLock()
 		if d.dirty && d.opts.SnapshotMinEntries >= 0 && d.v.atLeast(d.opts.SnapshotMinEntries) && d.version == d.synced {
 			frags := make([]FragmentInfo, 0, len(d.seen))
