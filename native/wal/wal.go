@@ -24,13 +24,14 @@ import (
 type SyncMode int
 
 const (
-	// SyncBatch writes every record to the OS at once and fsyncs about
-	// every 100 ms, when the owner calls Sync (kv.DB does from its
-	// background goroutine). A power loss can lose the last ~100 ms. It is
-	// the default.
+	// SyncBatch hands every record to the OS before Append returns and
+	// fsyncs about every 100 ms, when the owner calls Sync (kv.DB does from
+	// its background goroutine). A power loss can lose the last ~100 ms. It
+	// is the default.
 	SyncBatch SyncMode = iota
-	// SyncNone writes every record to the OS and never fsyncs: it survives
-	// a process crash, not a power loss or kernel crash.
+	// SyncNone hands every record to the OS before Append returns and never
+	// fsyncs: it survives a process crash, not a power loss or kernel
+	// crash.
 	SyncNone
 	// SyncAlways fsyncs before Append returns.
 	SyncAlways
@@ -110,6 +111,8 @@ type Log struct {
 
 	mu      sync.Mutex
 	seg     File
+	mm      []byte // the current segment mapped (see mapSegment), or nil: write(2)
+	mapOK   bool   // segments may be mapped
 	segNum  uint64
 	segSize int64
 	dirty   bool   // appended since the last fsync
@@ -147,6 +150,11 @@ func Open(uri string, o Options) (*Log, error) {
 	if l.fs == nil {
 		l.fs = OSFS{}
 	}
+	// Mapped segments on the OS file system only (other file systems are
+	// fault-injecting test doubles that must see every write), and not in
+	// SyncAlways mode, where the fsync of every record dominates anyway.
+	_, osfs := l.fs.(OSFS)
+	l.mapOK = canMap && osfs && l.mode != SyncAlways
 	if err := l.fs.MkdirAll(base); err != nil {
 		return nil, fmt.Errorf("wal: %w", err)
 	}
@@ -293,6 +301,10 @@ func readWriter(fsys FS, dir string) ([]string, [][]byte, error) {
 			if err := fsys.Truncate(path, p.badAt); err != nil {
 				return nil, nil, fmt.Errorf("wal: cut torn tail of %s: %w", path, err)
 			}
+		} else if p.zeroAt >= 0 && i == len(segs)-1 {
+			if err := fsys.Truncate(path, p.zeroAt); err != nil {
+				return nil, nil, fmt.Errorf("wal: cut unused tail of %s: %w", path, err)
+			}
 		}
 		for _, r := range keep {
 			if len(r.payload) > 0 && r.payload[0] == kindTrim {
@@ -307,10 +319,47 @@ func readWriter(fsys FS, dir string) ([]string, [][]byte, error) {
 	return segs, recs, nil
 }
 
+// segMapSize is the size of a mapped segment; a flush seals it long
+// before it fills (the default write buffer is 4 MiB), and a segment that
+// fills up is sealed early.
+const segMapSize = 8 << 20
+
 // openSegment creates segment n and makes it current; it starts with the
 // pending trim record, if any. The caller holds mu (or is Open).
-func (l *Log) openSegment(n uint64) error {
+func (l *Log) openSegment(n uint64) error { return l.openSegmentFor(n, 0) }
+
+// openSegmentFor is openSegment for a first record of need bytes.
+func (l *Log) openSegmentFor(n uint64, need int) error {
 	path := filepath.Join(l.dir, segName(n))
+	if l.mapOK {
+		size := max(segMapSize, (need+headerSize+trimSize+headerSize+4095)&^4095)
+		if f, m, err := mapSegment(path, size); err == nil {
+			old := l.mm
+			l.mm, l.segSize = m, 0
+			if l.trim != nil {
+				l.putMapped(l.trim)
+			}
+			err := error(nil)
+			if l.mode != SyncNone {
+				if l.trim != nil {
+					err = f.Sync()
+				}
+				if err == nil {
+					err = l.fs.SyncDir(l.dir)
+				}
+			}
+			if err != nil {
+				l.mm = old
+				_ = unmapSegment(m)
+				f.Close()
+				_ = l.fs.Remove(path)
+				return fmt.Errorf("wal: %w", err)
+			}
+			l.seg, l.segNum, l.trim, l.broken = f, n, nil, false
+			return nil
+		}
+		// No space could be reserved: write(2) this segment.
+	}
 	f, err := l.fs.Create(path)
 	if err != nil {
 		return fmt.Errorf("wal: %w", err)
@@ -336,7 +385,55 @@ func (l *Log) openSegment(n uint64) error {
 			return fmt.Errorf("wal: %w", err)
 		}
 	}
-	l.seg, l.segNum, l.segSize, l.trim, l.broken = f, n, size, nil, false
+	l.seg, l.mm, l.segNum, l.segSize, l.trim, l.broken = f, nil, n, size, nil, false
+	return nil
+}
+
+// putMapped stores a record at the end of the mapped segment, which has
+// room for it. The length goes first and the checksum last, each in one
+// store, so a process killed part-way leaves either nothing (a zero
+// length: the reserved space is unused) or a record whose checksum fails
+// and which only zeros follow (a torn tail, dropped on replay).
+func (l *Log) putMapped(payload []byte) {
+	off := int(l.segSize)
+	m := l.mm[off : off+headerSize+len(payload)]
+	binary.LittleEndian.PutUint32(m, uint32(len(payload)))
+	copy(m[headerSize:], payload)
+	binary.LittleEndian.PutUint64(m[4:], xxh3.Hash(payload))
+	l.segSize += int64(len(m))
+}
+
+// closeSegment closes segment f (mapped as m, or nil), cutting a mapped
+// one to its records.
+func (l *Log) closeSegment(f File, m []byte, size int64) error {
+	var err error
+	if m != nil {
+		err = unmapSegment(m)
+		if terr := f.Truncate(size); err == nil {
+			err = terr
+		}
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// spill seals a mapped segment too full for a record of need bytes and
+// continues in a new one. The next Rotate's token covers it.
+func (l *Log) spill(need int) error {
+	old, oldNum, oldMM, oldSize := l.seg, l.segNum, l.mm, l.segSize
+	if l.mode != SyncNone && l.dirty {
+		if err := old.Sync(); err != nil {
+			return err
+		}
+		l.dirty = false
+	}
+	if err := l.openSegmentFor(oldNum+1, need); err != nil {
+		return err
+	}
+	_ = l.closeSegment(old, oldMM, oldSize)
+	l.sealed = append(l.sealed, oldNum)
 	return nil
 }
 
@@ -416,6 +513,20 @@ func (l *Log) Append(payload []byte) error {
 	if l.broken {
 		return ErrBroken
 	}
+	if l.mm != nil {
+		need := headerSize + len(payload)
+		if int(l.segSize)+need > len(l.mm) {
+			if err := l.spill(need); err != nil {
+				return fmt.Errorf("wal: append: %w", err)
+			}
+		}
+		if l.mm != nil {
+			l.putMapped(payload)
+			l.dirty = l.mode == SyncBatch
+			return nil
+		}
+		// The new segment could not be mapped: write(2) it.
+	}
 	l.buf = appendRecord(l.buf[:0], payload)
 	_, err := l.seg.Write(l.buf)
 	if err == nil && l.mode == SyncAlways {
@@ -479,11 +590,11 @@ func (l *Log) Rotate() (uint64, error) {
 		}
 		l.dirty = false
 	}
-	old, oldNum := l.seg, l.segNum
+	old, oldNum, oldMM, oldSize := l.seg, l.segNum, l.mm, l.segSize
 	if err := l.openSegment(oldNum + 1); err != nil {
 		return 0, fmt.Errorf("wal: rotate: %w", err)
 	}
-	old.Close()
+	_ = l.closeSegment(old, oldMM, oldSize)
 	l.sealed = append(l.sealed, oldNum)
 	return oldNum, nil
 }
@@ -527,9 +638,10 @@ func (l *Log) Close(clean bool) error {
 	if !clean && l.mode != SyncNone && l.dirty && !l.broken {
 		err = l.seg.Sync()
 	}
-	if cerr := l.seg.Close(); err == nil {
+	if cerr := l.closeSegment(l.seg, l.mm, l.segSize); err == nil {
 		err = cerr
 	}
+	l.mm = nil
 	if clean {
 		segs, serr := segments(l.fs, l.dir)
 		if serr == nil {
