@@ -306,11 +306,13 @@ func maps(m map[string]uint64) map[string]uint64 {
 	return c
 }
 
-// applyRecord applies a well-formed record to the view.
-func (d *db) applyRecord(rec []byte) {
+// applyRecord applies a well-formed record to the view. When merges lag
+// behind, it returns a channel to wait on before writing more (see
+// view.mergeBacklog); the caller waits without holding wmu.
+func (d *db) applyRecord(rec []byte) <-chan struct{} {
 	rd, err := newOpReader(rec)
 	if err != nil {
-		return
+		return nil
 	}
 	var r Row
 	d.mu.Lock()
@@ -321,7 +323,9 @@ func (d *db) applyRecord(rec []byte) {
 		d.v.applyRow(&r, 0, 0)
 	}
 	d.dirty = true
+	backlog := d.v.mergeBacklog()
 	d.mu.Unlock()
+	return backlog
 }
 
 // pendBuf keeps the records of the pending buffer back to back in large
@@ -332,7 +336,10 @@ type pendBuf struct {
 	free   [][]byte // reusable
 }
 
-const pendBlock = 1 << 20
+const (
+	pendBlock = 1 << 20
+	pendFree  = 2 // blocks kept for reuse
+)
 
 // copyIn returns a copy of rec in the buffer.
 func (p *pendBuf) copyIn(rec []byte) []byte {
@@ -366,7 +373,7 @@ func (p *pendBuf) take() [][]byte {
 // be referenced any more.
 func (p *pendBuf) recycle(blocks [][]byte) {
 	for _, b := range blocks {
-		if cap(b) == pendBlock && len(p.free) < 16 {
+		if cap(b) == pendBlock && len(p.free) < pendFree {
 			p.free = append(p.free, b[:0])
 		}
 	}
@@ -405,7 +412,7 @@ func (d *db) write(ctx context.Context, rec []byte, count int, o *WriteOptions) 
 			return ioErr("wal append", err)
 		}
 	}
-	d.applyRecord(rec)
+	backlog := d.applyRecord(rec)
 	if d.pending == nil && d.spare != nil {
 		d.pending, d.spare = d.spare, nil
 	}
@@ -414,6 +421,9 @@ func (d *db) write(ctx context.Context, rec []byte, count int, o *WriteOptions) 
 	pendingBytes := d.pendingBytes
 	full := pendingBytes >= d.opts.WriteBufferSize
 	d.wmu.Unlock()
+	if backlog != nil {
+		<-backlog
+	}
 	if wo.Sync {
 		return d.flush(ctx)
 	}

@@ -69,7 +69,7 @@ const maxImm = 2
 
 // mergeStep is how many base blocks a background merge rebuilds between
 // two splices.
-var mergeStep = 8
+var mergeStep = 2
 
 func newView() *view { return newViewAlloc(nil) }
 
@@ -306,7 +306,19 @@ func (v *view) maybeMerge() {
 	if v.job == nil {
 		v.startJob()
 	}
-	// A merge is running: the active delta grows until it is done.
+	// A merge is running: the active delta grows until it is done, up to
+	// twice the usual size; then writers wait for the merge (see
+	// mergeBacklog), so memory stays bounded when writes outrun merges.
+}
+
+// mergeBacklog returns the running merge's done channel when the active
+// delta has grown to twice the merge size meanwhile, for a writer to wait
+// on once it has released lk; nil otherwise. The caller holds lk.
+func (v *view) mergeBacklog() <-chan struct{} {
+	if v.job != nil && v.act.n >= 2*v.mergeAt {
+		return v.job.done
+	}
+	return nil
 }
 
 // freezeActive makes the active delta the newest frozen one.

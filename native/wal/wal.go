@@ -116,6 +116,8 @@ type Log struct {
 	segNum  uint64
 	segSize int64
 	dirty   bool   // appended since the last fsync
+	syncing int    // fsyncs running without mu (see Sync)
+	retired []File // segments to close once no fsync runs
 	broken  bool   // see ErrBroken
 	trim    []byte // trim record the next segment must start with
 	sealed  []uint64
@@ -413,6 +415,11 @@ func (l *Log) closeSegment(f File, m []byte, size int64) error {
 			err = terr
 		}
 	}
+	if l.syncing > 0 {
+		// A Sync is using the file: it closes it when done.
+		l.retired = append(l.retired, f)
+		return err
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -423,7 +430,7 @@ func (l *Log) closeSegment(f File, m []byte, size int64) error {
 // continues in a new one. The next Rotate's token covers it.
 func (l *Log) spill(need int) error {
 	old, oldNum, oldMM, oldSize := l.seg, l.segNum, l.mm, l.segSize
-	if l.mode != SyncNone && l.dirty {
+	if l.mode != SyncNone && (l.dirty || l.syncing > 0) {
 		if err := old.Sync(); err != nil {
 			return err
 		}
@@ -562,16 +569,35 @@ func (l *Log) Append(payload []byte) error {
 // Sync implements kv.WAL: in SyncBatch mode it fsyncs the current segment
 // when records were appended since the last fsync; in the other modes it
 // does nothing.
+//
+// The fsync runs without the log's lock, so appends go on meanwhile; a
+// segment sealed during it is closed once it is done.
 func (l *Log) Sync() error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.closed || !l.dirty || l.broken {
+		l.mu.Unlock()
 		return nil
 	}
-	if err := l.seg.Sync(); err != nil {
+	f := l.seg
+	l.dirty = false
+	l.syncing++
+	l.mu.Unlock()
+	err := f.Sync()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.syncing--
+	if err != nil && f == l.seg {
+		l.dirty = true
+	}
+	if l.syncing == 0 {
+		for _, r := range l.retired {
+			r.Close()
+		}
+		l.retired = nil
+	}
+	if err != nil {
 		return fmt.Errorf("wal: sync: %w", err)
 	}
-	l.dirty = false
 	return nil
 }
 
@@ -584,7 +610,7 @@ func (l *Log) Rotate() (uint64, error) {
 	if l.closed {
 		return 0, kv.ErrClosed
 	}
-	if !l.broken && l.mode != SyncNone && l.dirty {
+	if !l.broken && l.mode != SyncNone && (l.dirty || l.syncing > 0) {
 		if err := l.seg.Sync(); err != nil {
 			return 0, fmt.Errorf("wal: rotate: %w", err)
 		}
@@ -635,7 +661,7 @@ func (l *Log) Close(clean bool) error {
 	}
 	l.closed = true
 	var err error
-	if !clean && l.mode != SyncNone && l.dirty && !l.broken {
+	if !clean && l.mode != SyncNone && (l.dirty || l.syncing > 0) && !l.broken {
 		err = l.seg.Sync()
 	}
 	if cerr := l.closeSegment(l.seg, l.mm, l.segSize); err == nil {

@@ -561,3 +561,52 @@ func TestMappedSegments(t *testing.T) {
 		})
 	}
 }
+
+// Sync runs its fsync without the log's lock: appends, rotations (which
+// close segments a Sync may be using) and Close go on meanwhile, and every
+// record still replays. Run with -race.
+func TestSyncConcurrent(t *testing.T) {
+	for _, mode := range []SyncMode{SyncBatch, SyncNone} {
+		t.Run(mode.String(), func(t *testing.T) {
+			o := Options{Dir: t.TempDir(), Mode: mode}
+			l := mustOpen(t, o)
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if err := l.Sync(); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+			var want []string
+			for i := range 3000 {
+				b := fmt.Sprint("r", i)
+				appendAll(t, l, uint64(i+1), b)
+				want = append(want, b)
+				if i%500 == 499 {
+					if _, err := l.Rotate(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			close(stop)
+			<-done
+			if err := l.Close(false); err != nil {
+				t.Fatal(err)
+			}
+			l2 := mustOpen(t, o)
+			defer l2.Close(true)
+			if got := claimedBodies(l2); !slices.Equal(got, want) {
+				t.Fatalf("replayed %d records, want %d", len(got), len(want))
+			}
+		})
+	}
+}
