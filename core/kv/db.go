@@ -168,7 +168,17 @@ func (d *db) loadSnapshot(frags []FragmentInfo) *snapshot {
 	if d.snaps == nil {
 		return nil
 	}
-	data, err := d.snaps.LoadSnapshot()
+	var data []byte
+	var err error
+	if m, ok := d.snaps.(SnapshotMapper); ok {
+		var release func()
+		data, release, err = m.MapSnapshot()
+		if release != nil {
+			defer release()
+		}
+	} else {
+		data, err = d.snaps.LoadSnapshot()
+	}
 	if err != nil || data == nil {
 		return nil
 	}

@@ -211,3 +211,30 @@ func TestBackgroundMerge(t *testing.T) {
 	}
 	v.release()
 }
+
+// A snapshot large enough to be checksummed while it is decoded: a flipped
+// value byte (every entry still well-formed) is caught by the checksum.
+func TestLargeSnapshotChecksum(t *testing.T) {
+	v := newView()
+	val := bytes.Repeat([]byte("v"), 100)
+	for i := range 20000 {
+		v.applyPut(uint64(i+1), fmt.Appendf(nil, "key%08d", i), val, nil)
+	}
+	data := encodeSnapshot(nil, 4096, 1, nil, v)
+	if len(data) < 1<<20 {
+		t.Fatalf("snapshot of %d bytes is too small for the test", len(data))
+	}
+	s, err := decodeSnapshot(data, "snap", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dump(s.view) != dump(v) {
+		t.Fatal("decoded view differs")
+	}
+	s.view.release()
+	i := bytes.LastIndex(data, val) + 50
+	data[i] ^= 1
+	if _, err := decodeSnapshot(data, "snap", true); err == nil {
+		t.Fatal("damaged snapshot accepted")
+	}
+}

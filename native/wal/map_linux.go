@@ -36,3 +36,25 @@ func mapSegment(name string, size int) (*os.File, []byte, error) {
 func unmapSegment(m []byte) error { return syscall.Munmap(m) }
 
 const canMap = true
+
+// mapFile maps the file name read-only. It returns nil for an empty file.
+func mapFile(name string) ([]byte, func(), error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if st.Size() == 0 {
+		return []byte{}, func() {}, nil
+	}
+	m, err := syscall.Mmap(int(f.Fd()), 0, int(st.Size()), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, nil, err
+	}
+	_ = syscall.Madvise(m, syscall.MADV_SEQUENTIAL)
+	return m, func() { _ = syscall.Munmap(m) }, nil
+}

@@ -14,3 +14,7 @@ func mapSegment(string, int) (*os.File, []byte, error) {
 func unmapSegment([]byte) error { return nil }
 
 const canMap = false
+
+func mapFile(string) ([]byte, func(), error) {
+	return nil, nil, errors.New("wal: mapped files need Linux")
+}

@@ -720,6 +720,24 @@ func (s *Snapshots) LoadSnapshot() ([]byte, error) {
 	return b, err
 }
 
+var _ kv.SnapshotMapper = (*Snapshots)(nil)
+
+// MapSnapshot implements kv.SnapshotMapper: on Linux, with the OS file
+// system, it maps the file instead of reading it into memory.
+func (s *Snapshots) MapSnapshot() ([]byte, func(), error) {
+	if _, osfs := s.fs.(OSFS); canMap && osfs {
+		m, release, err := mapFile(s.path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, nil
+		}
+		if err == nil {
+			return m, release, nil
+		}
+	}
+	b, err := s.LoadSnapshot()
+	return b, nil, err
+}
+
 // SaveSnapshot implements kv.SnapshotStore. It refuses bytes that do not
 // pass kv.ValidateSnapshot.
 func (s *Snapshots) SaveSnapshot(data []byte) error {
