@@ -17,7 +17,8 @@ import (
 //
 // Implementations must be safe for concurrent use.
 type BlockAllocator interface {
-	// Alloc returns a zeroed block of n bytes.
+	// Alloc returns a block of n bytes. Its contents may be anything (a
+	// reused block): the view writes every byte it reads.
 	Alloc(n int) []byte
 	// Free releases a block returned by Alloc.
 	Free(b []byte)

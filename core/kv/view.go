@@ -307,15 +307,15 @@ func (v *view) maybeMerge() {
 		v.startJob()
 	}
 	// A merge is running: the active delta grows until it is done, up to
-	// twice the usual size; then writers wait for the merge (see
+	// 1.5 times the usual size; then writers wait for the merge (see
 	// mergeBacklog), so memory stays bounded when writes outrun merges.
 }
 
 // mergeBacklog returns the running merge's done channel when the active
-// delta has grown to twice the merge size meanwhile, for a writer to wait
+// delta has grown to 1.5 times the merge size meanwhile, for a writer to wait
 // on once it has released lk; nil otherwise. The caller holds lk.
 func (v *view) mergeBacklog() <-chan struct{} {
-	if v.job != nil && v.act.n >= 2*v.mergeAt {
+	if v.job != nil && 2*v.act.n >= 3*v.mergeAt {
 		return v.job.done
 	}
 	return nil
