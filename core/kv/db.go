@@ -89,6 +89,7 @@ func Open(ctx context.Context, log OpLog, o *Options) (*DB, error) {
 		seen:     map[uint64]FragmentInfo{},
 	}
 	d.v.lk = &d.mu
+	d.pbuf.alloc = d.v.alloc
 	if !d.readOnly {
 		d.wal = opts.WAL
 	}
@@ -339,10 +340,14 @@ func (d *db) applyRecord(rec []byte) <-chan struct{} {
 }
 
 // pendBuf keeps the records of the pending buffer back to back in large
-// blocks, so a write allocates nothing; a flush hands the blocks of the
-// records it committed back for reuse.
+// blocks from the DB's BlockAllocator (outside the Go heap with
+// native/kvdb), so a write allocates nothing; a successful flush hands the
+// blocks of the records it committed back for reuse. Guarded by wmu.
 type pendBuf struct {
+	alloc  BlockAllocator
 	blocks [][]byte // in use; the last one is being filled
+	used   int      // bytes used in the last block
+	held   [][]byte // blocks of records a failed flush put back
 	free   [][]byte // reusable
 }
 
@@ -354,39 +359,55 @@ const (
 // copyIn returns a copy of rec in the buffer.
 func (p *pendBuf) copyIn(rec []byte) []byte {
 	n := len(p.blocks)
-	if n == 0 || cap(p.blocks[n-1])-len(p.blocks[n-1]) < len(rec) {
+	if n == 0 || len(p.blocks[n-1])-p.used < len(rec) {
 		var b []byte
 		if len(rec) <= pendBlock && len(p.free) > 0 {
 			b = p.free[len(p.free)-1]
 			p.free = p.free[:len(p.free)-1]
 		} else {
-			b = make([]byte, 0, max(pendBlock, len(rec)))
+			b = p.alloc.Alloc(max(pendBlock, len(rec)))
 		}
 		p.blocks = append(p.blocks, b)
+		p.used = 0
 		n++
 	}
 	b := p.blocks[n-1]
-	s := len(b)
-	b = append(b, rec...)
-	p.blocks[n-1] = b
-	return b[s:len(b):len(b)]
+	s := p.used
+	p.used += copy(b[s:], rec)
+	return b[s:p.used:p.used]
 }
 
-// take returns the blocks in use and starts new ones.
+// take returns the blocks holding every pending record and starts new
+// ones.
 func (p *pendBuf) take() [][]byte {
-	b := p.blocks
-	p.blocks = nil
+	b := append(p.blocks, p.held...)
+	p.blocks, p.used, p.held = nil, 0, nil
 	return b
 }
 
-// recycle makes blocks returned by take reusable; no record in them may
-// be referenced any more.
+// putBack keeps blocks returned by take whose records went back to the
+// pending buffer.
+func (p *pendBuf) putBack(blocks [][]byte) { p.held = append(p.held, blocks...) }
+
+// recycle takes back blocks returned by take; no record in them may be
+// referenced any more.
 func (p *pendBuf) recycle(blocks [][]byte) {
 	for _, b := range blocks {
-		if cap(b) == pendBlock && len(p.free) < pendFree {
-			p.free = append(p.free, b[:0])
+		if len(b) == pendBlock && len(p.free) < pendFree {
+			p.free = append(p.free, b)
+		} else {
+			p.alloc.Free(b)
 		}
 	}
+}
+
+// release frees every block; the pending records are dropped.
+func (p *pendBuf) release() {
+	p.recycle(p.take())
+	for _, b := range p.free {
+		p.alloc.Free(b)
+	}
+	p.free = nil
 }
 
 // scratchPool recycles the buffers writes build their records in.
@@ -760,6 +781,11 @@ func (d *db) flushLocked(ctx context.Context) error {
 	}
 	d.wmu.Unlock()
 	if len(recs) == 0 {
+		if len(blocks) > 0 {
+			d.wmu.Lock()
+			d.pbuf.recycle(blocks)
+			d.wmu.Unlock()
+		}
 		return nil
 	}
 	rows := make([]Row, 0, len(recs)+1)
@@ -783,6 +809,7 @@ func (d *db) flushLocked(ctx context.Context) error {
 	res, err := d.log.Append(ctx, rows)
 	if err != nil {
 		d.wmu.Lock()
+		d.pbuf.putBack(blocks)
 		d.pending = append(recs, d.pending...)
 		for _, r := range recs {
 			d.pendingBytes += len(r.rec)
@@ -1183,6 +1210,14 @@ func (d *db) close(ctx context.Context) error {
 			d.mu.RUnlock()
 		}
 	}
+	// Nothing reads the pending records after this (the WAL holds any
+	// left uncommitted): their blocks go back.
+	d.flushMu.Lock()
+	d.wmu.Lock()
+	d.pending, d.pendingBytes, d.spare = nil, 0, nil
+	d.pbuf.release()
+	d.wmu.Unlock()
+	d.flushMu.Unlock()
 	if d.wal != nil {
 		if werr := d.wal.Close(clean); werr != nil && err == nil {
 			err = ioErr("wal close", werr)
