@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"runtime"
+	"slices"
 	"sync/atomic"
 )
 
@@ -16,7 +17,8 @@ import (
 //
 // Implementations must be safe for concurrent use.
 type BlockAllocator interface {
-	// Alloc returns a zeroed block of n bytes.
+	// Alloc returns a block of n bytes. Its contents may be anything (a
+	// reused block): the view writes every byte it reads.
 	Alloc(n int) []byte
 	// Free releases a block returned by Alloc.
 	Free(b []byte)
@@ -27,39 +29,78 @@ type heapBlocks struct{}
 func (heapBlocks) Alloc(n int) []byte { return make([]byte, n) }
 func (heapBlocks) Free([]byte)        {}
 
-// baseChunkSize is the size of one block of a base run.
-const baseChunkSize = 1 << 20
+// baseChunkSize is the size of one block of a base run (a variable so
+// tests can make runs of many blocks).
+var baseChunkSize = 1 << 20
 
-// A baseRun is the immutable part of a view: every entry, sorted by key
-// with unique keys, stored back to back in a few large blocks (one
-// allocation per MiB instead of one per entry, and nothing for the garbage
-// collector to scan). Each block holds its entries from the front and an
-// index from the back, slot i at the i-th 12 bytes from the end:
+// A block is one allocation from a BlockAllocator, shared by reference
+// count: a base run, the frozen copies compaction reads and a background
+// merge each hold a reference to the blocks they read. The last reference
+// frees it; a block nobody released is freed by a cleanup when it becomes
+// unreachable.
+type block struct {
+	data    []byte
+	refs    atomic.Int32
+	alloc   BlockAllocator
+	cleanup runtime.Cleanup
+}
+
+type blockMem struct {
+	alloc BlockAllocator
+	data  []byte
+}
+
+func newBlock(a BlockAllocator, n int) *block {
+	b := &block{data: a.Alloc(n), alloc: a}
+	b.refs.Store(1)
+	if _, heap := a.(heapBlocks); !heap {
+		b.cleanup = runtime.AddCleanup(b, func(m blockMem) { m.alloc.Free(m.data) }, blockMem{a, b.data})
+	}
+	return b
+}
+
+func (b *block) ref() { b.refs.Add(1) }
+
+func (b *block) unref() {
+	if n := b.refs.Add(-1); n == 0 {
+		b.cleanup.Stop()
+		b.alloc.Free(b.data)
+		b.data = nil
+	} else if n < 0 {
+		panic("kv: block released twice")
+	}
+}
+
+// A baseRun is the immutable part of a view: entries sorted by key with
+// unique keys, stored back to back in large blocks (one allocation per MiB
+// instead of one per entry, and nothing for the garbage collector to
+// scan). Each block holds its entries from the front and an index from the
+// back, slot i at the i-th 12 bytes from the end:
 //
 //	+---------+---------+-----+-----------+-----+--------+--------+
 //	| entry 0 | entry 1 | ... |  (free)   | ... | slot 1 | slot 0 |
 //	+---------+---------+-----+-----------+-----+--------+--------+
 //	slot := keyPrefix u64 LE | offset of the entry u32 LE
 //
-// A base run is shared by the view and the frozen copies compaction reads
-// (refs counts them); its blocks are freed when the last one lets go. It is
-// read under the DB's lock or through a reference, never written after
-// it is built.
+// A run holds one reference to each of its blocks; runs that share blocks
+// (a view's run after a partial merge, frozen copies) hold their own. A run
+// is read under the DB's lock or by the holder of a copy, and never written
+// after it is built.
 type baseRun struct {
 	chunks []baseChunk
 	n      int // entries
 	live   int // put and lazy entries
 	size   int64
-	blocks *blockSet
-	refs   atomic.Int32
 }
 
 const slotSize = 12
 
 type baseChunk struct {
+	blk   *block
 	data  []byte // the whole block
 	used  int    // bytes of entries
 	n     int    // entries
+	live  int    // put and lazy entries
 	p0    uint64 // prefix of the first key
 	first []byte // key of the first entry
 }
@@ -118,51 +159,65 @@ func (b *baseRun) chunkFor(kp uint64, key []byte) int {
 	return lo - 1
 }
 
-// blockSet owns the blocks of one base run. It is kept apart from the run
-// so that a cleanup can free the blocks of a run nobody released.
-type blockSet struct {
-	alloc  BlockAllocator
-	blocks [][]byte // nil once freed
-}
-
-func (s *blockSet) free(i int) {
-	if b := s.blocks[i]; b != nil {
-		s.blocks[i] = nil
-		s.alloc.Free(b)
-	}
-}
-
-func (s *blockSet) freeAll() {
-	for i := range s.blocks {
-		s.free(i)
-	}
-}
-
-// unref drops one reference; the last frees the blocks.
-func (b *baseRun) unref() {
+// release drops the run's references to its blocks.
+func (b *baseRun) release() {
 	if b == nil {
 		return
 	}
-	if b.refs.Add(-1) == 0 {
-		b.blocks.freeAll()
-		b.chunks = nil
+	for i := range b.chunks {
+		b.chunks[i].blk.unref()
 	}
+	b.chunks = nil
+	b.n, b.live, b.size = 0, 0, 0
+}
+
+// clone returns a run sharing b's blocks, with references of its own.
+func (b *baseRun) clone() *baseRun {
+	if b == nil {
+		return &baseRun{}
+	}
+	c := &baseRun{chunks: slices.Clone(b.chunks), n: b.n, live: b.live, size: b.size}
+	for i := range c.chunks {
+		c.chunks[i].blk.ref()
+	}
+	return c
+}
+
+// splice returns a run that is b with its chunks [at, at+n) replaced by
+// repl. The new run takes over b's references except those of the
+// replaced chunks, which are returned for the caller to drop, and repl's.
+func (b *baseRun) splice(at, n int, repl []baseChunk) (*baseRun, []baseChunk) {
+	old := b.chunks[at : at+n]
+	r := &baseRun{n: b.n, live: b.live, size: b.size}
+	r.chunks = make([]baseChunk, 0, len(b.chunks)-n+len(repl))
+	r.chunks = append(r.chunks, b.chunks[:at]...)
+	r.chunks = append(r.chunks, repl...)
+	r.chunks = append(r.chunks, b.chunks[at+n:]...)
+	for i := range old {
+		r.n -= old[i].n
+		r.live -= old[i].live
+		r.size -= int64(old[i].used)
+	}
+	for i := range repl {
+		r.n += repl[i].n
+		r.live += repl[i].live
+		r.size += int64(repl[i].used)
+	}
+	return r, slices.Clone(old)
 }
 
 // baseBuilder appends sorted entries into a new base run.
 type baseBuilder struct {
-	run  *baseRun
-	last []byte // key of the previous entry
+	run   *baseRun
+	alloc BlockAllocator
+	last  []byte // key of the previous entry
 }
 
 func newBaseBuilder(alloc BlockAllocator) *baseBuilder {
 	if alloc == nil {
 		alloc = heapBlocks{}
 	}
-	r := &baseRun{blocks: &blockSet{alloc: alloc}}
-	r.refs.Store(1)
-	runtime.AddCleanup(r, func(s *blockSet) { s.freeAll() }, r.blocks)
-	return &baseBuilder{run: r}
+	return &baseBuilder{run: &baseRun{}, alloc: alloc}
 }
 
 // add appends a copy of e, whose key must sort after the previous one's.
@@ -171,9 +226,8 @@ func (bb *baseBuilder) add(e entry) {
 	n := len(r.chunks)
 	if n == 0 || r.chunks[n-1].used+len(e)+(r.chunks[n-1].n+1)*slotSize > len(r.chunks[n-1].data) {
 		size := max(baseChunkSize, len(e)+slotSize)
-		blk := r.blocks.alloc.Alloc(size)
-		r.blocks.blocks = append(r.blocks.blocks, blk)
-		r.chunks = append(r.chunks, baseChunk{data: blk})
+		blk := newBlock(bb.alloc, size)
+		r.chunks = append(r.chunks, baseChunk{blk: blk, data: blk.data})
 		n++
 	}
 	c := &r.chunks[n-1]
@@ -191,6 +245,7 @@ func (bb *baseBuilder) add(e entry) {
 	r.n++
 	if entryKind(e) != kindTombstone {
 		r.live++
+		c.live++
 	}
 	r.size += int64(len(e))
 	bb.last = k

@@ -81,46 +81,74 @@ const (
 // recordOps calls fn for each operation of a record; it returns an error
 // for malformed records.
 func recordOps(rec []byte, fn func(r *Row) error) error {
-	if len(rec) < recordHeader+1 || rec[0] != RecordKind {
-		return fmt.Errorf("bad record header")
+	rd, err := newOpReader(rec)
+	if err != nil {
+		return err
 	}
-	seq := binary.LittleEndian.Uint64(rec[1:])
-	n, w := binary.Uvarint(rec[recordHeader:])
-	if w <= 0 || n > uint64(len(rec)) {
-		return fmt.Errorf("bad record count")
-	}
-	p := rec[recordHeader+w:]
 	var r Row
-	for i := uint64(0); i < n; i++ {
-		if len(p) == 0 {
-			return fmt.Errorf("record truncated at op %d", i)
-		}
-		r = Row{Seq: seq + i, Op: Op(p[0])}
-		p = p[1:]
-		var ok bool
-		if r.Key, p, ok = readBytes(p); !ok {
-			return fmt.Errorf("bad key in op %d", i)
-		}
-		switch r.Op {
-		case OpPut, OpDeleteRange:
-			if r.Value, p, ok = readBytes(p); !ok {
-				return fmt.Errorf("bad value in op %d", i)
-			}
-			if r.Value == nil {
-				r.Value = []byte{}
-			}
-		case OpDelete:
-		default:
-			return fmt.Errorf("bad op %d in op %d", r.Op, i)
+	for {
+		ok, err := rd.next(&r)
+		if err != nil || !ok {
+			return err
 		}
 		if err := fn(&r); err != nil {
 			return err
 		}
 	}
-	if len(p) != 0 {
-		return fmt.Errorf("%d trailing bytes in record", len(p))
+}
+
+// opReader decodes the operations of a record one at a time, without a
+// callback (so the Row it fills can stay on the caller's stack).
+type opReader struct {
+	p    []byte
+	seq  uint64
+	i, n uint64
+}
+
+func newOpReader(rec []byte) (opReader, error) {
+	if len(rec) < recordHeader+1 || rec[0] != RecordKind {
+		return opReader{}, fmt.Errorf("bad record header")
 	}
-	return nil
+	seq := binary.LittleEndian.Uint64(rec[1:])
+	n, w := binary.Uvarint(rec[recordHeader:])
+	if w <= 0 || n > uint64(len(rec)) {
+		return opReader{}, fmt.Errorf("bad record count")
+	}
+	return opReader{p: rec[recordHeader+w:], seq: seq, n: n}, nil
+}
+
+// next fills r with the next operation; it returns false after the last.
+func (o *opReader) next(r *Row) (bool, error) {
+	if o.i == o.n {
+		if len(o.p) != 0 {
+			return false, fmt.Errorf("%d trailing bytes in record", len(o.p))
+		}
+		return false, nil
+	}
+	i, p := o.i, o.p
+	if len(p) == 0 {
+		return false, fmt.Errorf("record truncated at op %d", i)
+	}
+	*r = Row{Seq: o.seq + i, Op: Op(p[0])}
+	p = p[1:]
+	var ok bool
+	if r.Key, p, ok = readBytes(p); !ok {
+		return false, fmt.Errorf("bad key in op %d", i)
+	}
+	switch r.Op {
+	case OpPut, OpDeleteRange:
+		if r.Value, p, ok = readBytes(p); !ok {
+			return false, fmt.Errorf("bad value in op %d", i)
+		}
+		if r.Value == nil {
+			r.Value = []byte{}
+		}
+	case OpDelete:
+	default:
+		return false, fmt.Errorf("bad op %d in op %d", r.Op, i)
+	}
+	o.i, o.p = i+1, p
+	return true, nil
 }
 
 func readBytes(p []byte) ([]byte, []byte, bool) {

@@ -58,6 +58,8 @@ type db struct {
 	// Guarded by wmu.
 	pending      []pendingRec
 	pendingBytes int
+	pbuf         pendBuf      // holds the records of pending written here
+	spare        []pendingRec // an empty pending slice to reuse
 
 	lastFlush   atomic.Int64 // unix ns
 	lastRefresh atomic.Int64
@@ -86,6 +88,8 @@ func Open(ctx context.Context, log OpLog, o *Options) (*DB, error) {
 		v:        newViewAlloc(opts.Blocks),
 		seen:     map[uint64]FragmentInfo{},
 	}
+	d.v.lk = &d.mu
+	d.pbuf.alloc = d.v.alloc
 	if !d.readOnly {
 		d.wal = opts.WAL
 	}
@@ -134,6 +138,7 @@ func (d *db) load(ctx context.Context, version uint64) error {
 	if s := d.loadSnapshot(frags); s != nil {
 		d.v.release()
 		d.v = s.view
+		d.v.lk = &d.mu
 		for _, f := range s.frags {
 			d.seen[f.ID] = f
 		}
@@ -164,7 +169,17 @@ func (d *db) loadSnapshot(frags []FragmentInfo) *snapshot {
 	if d.snaps == nil {
 		return nil
 	}
-	data, err := d.snaps.LoadSnapshot()
+	var data []byte
+	var err error
+	if m, ok := d.snaps.(SnapshotMapper); ok {
+		var release func()
+		data, release, err = m.MapSnapshot()
+		if release != nil {
+			defer release()
+		}
+	} else {
+		data, err = d.snaps.LoadSnapshot()
+	}
 	if err != nil || data == nil {
 		return nil
 	}
@@ -192,14 +207,31 @@ func (d *db) loadSnapshot(frags []FragmentInfo) *snapshot {
 // scan applies the rows of fragments of version to the view, one batch per
 // lock so readers are not held up.
 func (d *db) scan(ctx context.Context, version uint64, frags []uint64) error {
+	return d.scanRows(ctx, version, frags, false)
+}
+
+// scanRows is scan; with onlyLazy it applies only the puts whose values
+// stay in the log, for fragments whose rows the view already holds and
+// whose committed values may have moved.
+func (d *db) scanRows(ctx context.Context, version uint64, frags []uint64, onlyLazy bool) error {
 	th := d.opts.LazyValueThreshold
 	if th < 0 {
 		th = int(^uint(0) >> 1)
 	}
+	keep := func(r *Row) bool { return !onlyLazy || (r.Op == OpPut && len(r.Value) > th) }
 	err := d.log.ScanFragments(ctx, version, frags, func(batch []Row) error {
+		i := 0
+		for i < len(batch) && !keep(&batch[i]) {
+			i++
+		}
+		if i == len(batch) {
+			return nil
+		}
 		d.mu.Lock()
-		for i := range batch {
-			d.v.applyRow(&batch[i], version, th)
+		for ; i < len(batch); i++ {
+			if keep(&batch[i]) {
+				d.v.applyRow(&batch[i], version, th)
+			}
 		}
 		d.mu.Unlock()
 		return nil
@@ -285,16 +317,101 @@ func maps(m map[string]uint64) map[string]uint64 {
 	return c
 }
 
-// applyRecord applies a well-formed record to the view.
-func (d *db) applyRecord(rec []byte) {
-	d.mu.Lock()
-	_ = recordOps(rec, func(r *Row) error {
-		d.v.applyRow(r, 0, 0)
+// applyRecord applies a well-formed record to the view. When merges lag
+// behind, it returns a channel to wait on before writing more (see
+// view.mergeBacklog); the caller waits without holding wmu.
+func (d *db) applyRecord(rec []byte) <-chan struct{} {
+	rd, err := newOpReader(rec)
+	if err != nil {
 		return nil
-	})
+	}
+	var r Row
+	d.mu.Lock()
+	for {
+		if ok, _ := rd.next(&r); !ok {
+			break
+		}
+		d.v.applyRow(&r, 0, 0)
+	}
 	d.dirty = true
+	backlog := d.v.mergeBacklog()
 	d.mu.Unlock()
+	return backlog
 }
+
+// pendBuf keeps the records of the pending buffer back to back in large
+// blocks from the DB's BlockAllocator (outside the Go heap with
+// native/kvdb), so a write allocates nothing; a successful flush hands the
+// blocks of the records it committed back for reuse. Guarded by wmu.
+type pendBuf struct {
+	alloc  BlockAllocator
+	blocks [][]byte // in use; the last one is being filled
+	used   int      // bytes used in the last block
+	held   [][]byte // blocks of records a failed flush put back
+	free   [][]byte // reusable
+}
+
+const (
+	pendBlock = 1 << 20
+	pendFree  = 2 // blocks kept for reuse
+)
+
+// copyIn returns a copy of rec in the buffer.
+func (p *pendBuf) copyIn(rec []byte) []byte {
+	n := len(p.blocks)
+	if n == 0 || len(p.blocks[n-1])-p.used < len(rec) {
+		var b []byte
+		if len(rec) <= pendBlock && len(p.free) > 0 {
+			b = p.free[len(p.free)-1]
+			p.free = p.free[:len(p.free)-1]
+		} else {
+			b = p.alloc.Alloc(max(pendBlock, len(rec)))
+		}
+		p.blocks = append(p.blocks, b)
+		p.used = 0
+		n++
+	}
+	b := p.blocks[n-1]
+	s := p.used
+	p.used += copy(b[s:], rec)
+	return b[s:p.used:p.used]
+}
+
+// take returns the blocks holding every pending record and starts new
+// ones.
+func (p *pendBuf) take() [][]byte {
+	b := append(p.blocks, p.held...)
+	p.blocks, p.used, p.held = nil, 0, nil
+	return b
+}
+
+// putBack keeps blocks returned by take whose records went back to the
+// pending buffer.
+func (p *pendBuf) putBack(blocks [][]byte) { p.held = append(p.held, blocks...) }
+
+// recycle takes back blocks returned by take; no record in them may be
+// referenced any more.
+func (p *pendBuf) recycle(blocks [][]byte) {
+	for _, b := range blocks {
+		if len(b) == pendBlock && len(p.free) < pendFree {
+			p.free = append(p.free, b)
+		} else {
+			p.alloc.Free(b)
+		}
+	}
+}
+
+// release frees every block; the pending records are dropped.
+func (p *pendBuf) release() {
+	p.recycle(p.take())
+	for _, b := range p.free {
+		p.alloc.Free(b)
+	}
+	p.free = nil
+}
+
+// scratchPool recycles the buffers writes build their records in.
+var scratchPool = sync.Pool{New: func() any { b := make([]byte, 0, 256); return &b }}
 
 func (d *db) checkWritable() error {
 	if d.closed.Load() {
@@ -318,6 +435,7 @@ func (d *db) write(ctx context.Context, rec []byte, count int, o *WriteOptions) 
 	}
 	logged := d.wal != nil && !wo.DisableWAL
 	d.wmu.Lock()
+	rec = d.pbuf.copyIn(rec)
 	binary.LittleEndian.PutUint64(rec[1:], d.clock.next(count))
 	if logged {
 		if err := d.wal.Append(rec); err != nil {
@@ -325,12 +443,18 @@ func (d *db) write(ctx context.Context, rec []byte, count int, o *WriteOptions) 
 			return ioErr("wal append", err)
 		}
 	}
-	d.applyRecord(rec)
+	backlog := d.applyRecord(rec)
+	if d.pending == nil && d.spare != nil {
+		d.pending, d.spare = d.spare, nil
+	}
 	d.pending = append(d.pending, pendingRec{rec: rec, logged: logged})
 	d.pendingBytes += len(rec)
 	pendingBytes := d.pendingBytes
 	full := pendingBytes >= d.opts.WriteBufferSize
 	d.wmu.Unlock()
+	if backlog != nil {
+		<-backlog
+	}
 	if wo.Sync {
 		return d.flush(ctx)
 	}
@@ -371,33 +495,42 @@ func (d *db) flushFull(pending int) {
 	}()
 }
 
-func newRecord(count int, size int) []byte {
-	rec := make([]byte, recordHeader, recordHeader+binary.MaxVarintLen64+size)
-	rec[0] = RecordKind
-	return binary.AppendUvarint(rec, uint64(count))
+// appendRecordHeader appends the header of a record of count operations
+// (its sequence number is filled in by write).
+func appendRecordHeader(dst []byte, count int) []byte {
+	dst = append(dst, RecordKind, 0, 0, 0, 0, 0, 0, 0, 0)
+	return binary.AppendUvarint(dst, uint64(count))
+}
+
+// writeOne writes a record of one operation, built in a pooled buffer
+// (write copies it).
+func (d *db) writeOne(ctx context.Context, op Op, key, value []byte, o *WriteOptions) error {
+	bp := scratchPool.Get().(*[]byte)
+	rec := appendRecordHeader((*bp)[:0], 1)
+	rec = appendOp(rec, op, key, value)
+	err := d.write(ctx, rec, 1, o)
+	if cap(rec) <= 64<<10 {
+		*bp = rec[:0]
+		scratchPool.Put(bp)
+	}
+	return err
 }
 
 // Put sets key to value. See WriteOptions for durability. The DB copies key
 // and value.
 func (db *DB) Put(ctx context.Context, key, value []byte, o *WriteOptions) error {
-	rec := newRecord(1, 1+2*binary.MaxVarintLen32+len(key)+len(value))
-	rec = appendOp(rec, OpPut, key, value)
-	return db.d.write(ctx, rec, 1, o)
+	return db.d.writeOne(ctx, OpPut, key, value, o)
 }
 
 // Delete deletes key. Deleting a missing key is not an error.
 func (db *DB) Delete(ctx context.Context, key []byte, o *WriteOptions) error {
-	rec := newRecord(1, 1+binary.MaxVarintLen32+len(key))
-	rec = appendOp(rec, OpDelete, key, nil)
-	return db.d.write(ctx, rec, 1, o)
+	return db.d.writeOne(ctx, OpDelete, key, nil, o)
 }
 
 // DeleteRange deletes every key in [start, end). A range with start >= end
 // deletes nothing.
 func (db *DB) DeleteRange(ctx context.Context, start, end []byte, o *WriteOptions) error {
-	rec := newRecord(1, 1+2*binary.MaxVarintLen32+len(start)+len(end))
-	rec = appendOp(rec, OpDeleteRange, start, end)
-	return db.d.write(ctx, rec, 1, o)
+	return db.d.writeOne(ctx, OpDeleteRange, start, end, o)
 }
 
 // NewBatch returns an empty batch for Write.
@@ -417,9 +550,15 @@ func (db *DB) Write(ctx context.Context, b *Batch, o *WriteOptions) error {
 		}
 		return nil
 	}
-	rec := newRecord(b.count, len(b.repr))
+	bp := scratchPool.Get().(*[]byte)
+	rec := appendRecordHeader((*bp)[:0], b.count)
 	rec = append(rec, b.repr...)
-	return db.d.write(ctx, rec, b.count, o)
+	err := db.d.write(ctx, rec, b.count, o)
+	if cap(rec) <= 64<<10 {
+		*bp = rec[:0]
+		scratchPool.Put(bp)
+	}
+	return err
 }
 
 // Get returns a copy of the value of key, or an error matching ErrNotFound.
@@ -624,6 +763,7 @@ func (d *db) flushLocked(ctx context.Context) error {
 	d.lastFlush.Store(d.opts.Now().UnixNano())
 	d.wmu.Lock()
 	recs := d.pending
+	blocks := d.pbuf.take()
 	d.pending, d.pendingBytes = nil, 0
 	var token uint64
 	rotated := false
@@ -641,14 +781,26 @@ func (d *db) flushLocked(ctx context.Context) error {
 	}
 	d.wmu.Unlock()
 	if len(recs) == 0 {
+		if len(blocks) > 0 {
+			d.wmu.Lock()
+			d.pbuf.recycle(blocks)
+			d.wmu.Unlock()
+		}
 		return nil
 	}
 	rows := make([]Row, 0, len(recs)+1)
 	for _, r := range recs {
-		_ = recordOps(r.rec, func(row *Row) error {
-			rows = append(rows, *row)
-			return nil
-		})
+		rd, err := newOpReader(r.rec)
+		if err != nil {
+			continue
+		}
+		var row Row
+		for {
+			if ok, _ := rd.next(&row); !ok {
+				break
+			}
+			rows = append(rows, row)
+		}
 	}
 	var markBuf [binary.MaxVarintLen64]byte
 	if mark != 0 {
@@ -657,6 +809,7 @@ func (d *db) flushLocked(ctx context.Context) error {
 	res, err := d.log.Append(ctx, rows)
 	if err != nil {
 		d.wmu.Lock()
+		d.pbuf.putBack(blocks)
 		d.pending = append(recs, d.pending...)
 		for _, r := range recs {
 			d.pendingBytes += len(r.rec)
@@ -692,6 +845,14 @@ func (d *db) flushLocked(ctx context.Context) error {
 	}
 	d.dirty = true
 	d.mu.Unlock()
+	// Nothing refers to the committed records any more: their blocks and
+	// the pending slice can take new writes.
+	clear(rows)
+	d.wmu.Lock()
+	d.pbuf.recycle(blocks)
+	clear(recs)
+	d.spare = recs[:0]
+	d.wmu.Unlock()
 	if rotated {
 		// Deleting sealed segments can fail harmlessly: the mark just
 		// committed makes replay skip them.
@@ -814,7 +975,7 @@ func (d *db) maybeCompact(ctx context.Context, force bool) error {
 	for _, f := range d.seen {
 		rows += f.Rows
 	}
-	live := d.v.live
+	live := d.v.live()
 	readVersion := d.synced
 	nfrag = len(d.seen)
 	var snap *view
@@ -944,7 +1105,18 @@ func (d *db) compactFiles(ctx context.Context) error {
 	for _, f := range res.Added {
 		ids = append(ids, f.ID)
 	}
-	if err := d.scan(ctx, res.Version, ids); err != nil {
+	// The rewrite keeps rows as they are: when the handle had applied every
+	// fragment it replaced, only values kept in the log need their new
+	// addresses. Fragments of other writers not seen yet are read in full.
+	seenAll := true
+	d.mu.RLock()
+	for _, id := range res.Removed {
+		if _, ok := d.seen[id]; !ok {
+			seenAll = false
+		}
+	}
+	d.mu.RUnlock()
+	if err := d.scanRows(ctx, res.Version, ids, seenAll); err != nil {
 		return err
 	}
 	d.mu.Lock()
@@ -953,6 +1125,11 @@ func (d *db) compactFiles(ctx context.Context) error {
 	}
 	for _, f := range res.Added {
 		d.seen[f.ID] = f
+	}
+	if d.synced+1 == res.Version {
+		// Nothing else committed in between: every fragment of the
+		// rewrite's version is now seen.
+		d.synced = res.Version
 	}
 	d.version = max(d.version, res.Version)
 	d.dirty = true
@@ -1002,6 +1179,14 @@ func (d *db) close(ctx context.Context) error {
 	d.wmu.Unlock()
 	if clean && !d.pinned && d.snaps != nil {
 		d.mu.RLock()
+		behind := d.version != d.synced
+		d.mu.RUnlock()
+		if behind {
+			// A compaction or another writer's commit left versions
+			// unseen: catch up so the snapshot can be saved.
+			_ = d.refresh(ctx)
+		}
+		d.mu.RLock()
 		if d.dirty && d.opts.SnapshotMinEntries >= 0 && d.v.atLeast(d.opts.SnapshotMinEntries) && d.version == d.synced {
 			frags := make([]FragmentInfo, 0, len(d.seen))
 			for _, f := range d.seen {
@@ -1025,6 +1210,14 @@ func (d *db) close(ctx context.Context) error {
 			d.mu.RUnlock()
 		}
 	}
+	// Nothing reads the pending records after this (the WAL holds any
+	// left uncommitted): their blocks go back.
+	d.flushMu.Lock()
+	d.wmu.Lock()
+	d.pending, d.pendingBytes, d.spare = nil, 0, nil
+	d.pbuf.release()
+	d.wmu.Unlock()
+	d.flushMu.Unlock()
 	if d.wal != nil {
 		if werr := d.wal.Close(clean); werr != nil && err == nil {
 			err = ioErr("wal close", werr)
@@ -1036,8 +1229,9 @@ func (d *db) close(ctx context.Context) error {
 	d.mu.Lock()
 	old := d.v
 	d.v = newViewAlloc(old.alloc)
-	d.mu.Unlock()
+	d.v.lk = &d.mu
 	old.release()
+	d.mu.Unlock()
 	return err
 }
 

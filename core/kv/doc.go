@@ -15,15 +15,19 @@
 //
 // A DB loads the log into an in-memory view and serves every read from it:
 // an immutable sorted base run of entries packed into large blocks (from
-// Options.Blocks; native/kvdb maps them outside the Go heap), a
-// google/btree delta of newer entries, one allocation each, that is merged
-// into a new base once it holds an eighth of the base, and a set of range
-// tombstones. Applying rows is idempotent and order-independent, so handles
-// refresh by applying only the fragments they have not seen. Committed
-// values longer than Options.LazyValueThreshold stay in the log and are
-// read through a byte-bounded cache. A snapshot of the view (see
-// SnapshotStore), whose sorted entries load straight into the base run,
-// makes reopening a large database cheap.
+// Options.Blocks; native/kvdb maps them outside the Go heap), frozen deltas
+// and an active delta of newer entries (a B+tree of pointer-free leaves
+// over an arena of blocks: no allocation per entry), and a set of range
+// tombstones. Once the active delta holds an eighth of the base it is
+// frozen and merged into a new base on a background goroutine, which
+// splices the rebuilt base into the view a few blocks at a time; writers
+// wait only when a merge falls far behind. Applying rows is idempotent and
+// order-independent, so handles refresh by applying only the fragments
+// they have not seen. Committed values longer than
+// Options.LazyValueThreshold stay in the log and are read through a
+// byte-bounded cache. A snapshot of the view (see SnapshotStore), whose
+// sorted entries load straight into the base run, makes reopening a large
+// database cheap.
 //
 // # Writes
 //

@@ -3,7 +3,6 @@ package kv
 import (
 	"bytes"
 	"encoding/binary"
-	"sync"
 )
 
 // An entry is one key of the in-memory view, held in a single allocation:
@@ -154,21 +153,6 @@ func validEntry(e []byte) bool {
 
 func entryLess(a, b entry) bool { return bytes.Compare(entryKey(a), entryKey(b)) < 0 }
 
-// item is an entry in a view's delta B-tree with the first 8 bytes of its
-// key (big-endian, zero-padded), which decide most comparisons without
-// touching the entry.
-type item struct {
-	pfx uint64
-	e   entry
-}
-
-func itemLess(a, b item) bool {
-	if a.pfx != b.pfx {
-		return a.pfx < b.pfx
-	}
-	return bytes.Compare(entryKey(a.e), entryKey(b.e)) < 0
-}
-
 // keyPrefix returns the first 8 bytes of key as a big-endian number,
 // zero-padded: prefixes order like the keys, ties aside.
 func keyPrefix(key []byte) uint64 {
@@ -178,27 +162,4 @@ func keyPrefix(key []byte) uint64 {
 	var b [8]byte
 	copy(b[:], key)
 	return binary.BigEndian.Uint64(b[:])
-}
-
-// probePool recycles the buffers used to look keys up in the tree, so reads
-// do not allocate.
-var probePool = sync.Pool{New: func() any { b := make([]byte, 0, 64); return &b }}
-
-// getProbe returns a pooled entry holding only key; give it back with
-// putProbe.
-func getProbe(key []byte) *[]byte {
-	bp := probePool.Get().(*[]byte)
-	b := (*bp)[:0]
-	b = append(b, 0, 0, 0, 0, 0, 0, 0, 0, kindTombstone)
-	b = binary.AppendUvarint(b, uint64(len(key)))
-	b = append(b, key...)
-	*bp = b
-	return bp
-}
-
-func putProbe(bp *[]byte) {
-	if cap(*bp) > 4096 {
-		return
-	}
-	probePool.Put(bp)
 }

@@ -1,10 +1,13 @@
 package kv
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/zeebo/xxh3"
 )
@@ -119,7 +122,20 @@ func decodeSnapshotAlloc(data []byte, name string, alloc BlockAllocator) (s *sna
 		return nil, fail(0, "bad magic")
 	}
 	body := data[:len(data)-8]
-	if xxh3.Hash(body) != binary.LittleEndian.Uint64(data[len(data)-8:]) {
+	want := binary.LittleEndian.Uint64(data[len(data)-8:])
+	if build && len(body) >= 1<<20 {
+		// A large snapshot is checksummed on another goroutine while it
+		// is decoded (decoding checks every entry, so damaged bytes fail
+		// or build a view that the checksum then throws away).
+		sum := make(chan uint64, 1)
+		go func() { sum <- xxh3.Hash(body) }()
+		defer func() {
+			if <-sum != want && err == nil {
+				s.view.release()
+				s, err = nil, fail(len(data)-8, "checksum mismatch")
+			}
+		}()
+	} else if xxh3.Hash(body) != want {
 		return nil, fail(len(data)-8, "checksum mismatch")
 	}
 	d := decoder{p: body, off: len(snapMagic)}
@@ -156,37 +172,30 @@ func decodeSnapshotAlloc(data []byte, name string, alloc BlockAllocator) (s *sna
 		}()
 	}
 	// The entries become the view's base run as they are: checked, copied
-	// in order, no tree to build.
-	var bb *baseBuilder
-	if build {
-		bb = newBaseBuilder(alloc)
-		s.view.base = bb.run
-	} else {
-		bb = &baseBuilder{run: &baseRun{}}
-	}
+	// in order, no tree to build. A large snapshot is cut into parts
+	// decoded side by side.
 	n = d.count(entryHeader + 2)
-	for i := 0; i < n && d.err == nil; i++ {
-		off := d.off
-		e := d.bytes()
-		if d.err != nil {
-			break
+	if build && n >= parallelEntries && runtime.GOMAXPROCS(0) > 1 {
+		run, perr := decodeEntriesParallel(&d, n, runtime.GOMAXPROCS(0), alloc)
+		if perr != nil {
+			return nil, fail(int(perr.(*CorruptionError).Offset), perr.(*CorruptionError).Reason)
 		}
-		if !validEntry(e) {
-			return nil, fail(off, "bad entry")
-		}
-		k := entryKey(e)
-		if !bb.sorted(k) {
-			return nil, fail(off, "entries out of order")
-		}
+		s.view.base.release()
+		s.view.base = run
+	} else {
+		var bb *baseBuilder
 		if build {
-			bb.add(e)
+			bb = newBaseBuilder(alloc)
+			s.view.base.release()
+			s.view.base = bb.run
 		} else {
-			bb.last = k
-			bb.run.n++
+			bb = &baseBuilder{run: &baseRun{}}
+		}
+		if off, why := decodeEntries(&d, n, bb, build); why != "" {
+			return nil, fail(off, why)
 		}
 	}
 	if build {
-		s.view.live = s.view.base.live
 		s.view.mergeAt = max(mergeMinEntries, s.view.base.n/mergeDiv)
 	}
 	n = d.count(3)
@@ -204,6 +213,108 @@ func decodeSnapshotAlloc(data []byte, name string, alloc BlockAllocator) (s *sna
 		return nil, fail(d.off, d.err.Error())
 	}
 	return s, nil
+}
+
+// parallelEntries is the smallest number of snapshot entries decoded in
+// parallel.
+const parallelEntries = 1 << 16
+
+// decodeEntries reads n entries from d into bb (only checking them unless
+// build is set). It returns the offset and reason of the first bad entry,
+// or "" once all are read (d.err may still be set).
+func decodeEntries(d *decoder, n int, bb *baseBuilder, build bool) (int, string) {
+	for i := 0; i < n && d.err == nil; i++ {
+		off := d.off
+		e := d.bytes()
+		if d.err != nil {
+			break
+		}
+		if !validEntry(e) {
+			return off, "bad entry"
+		}
+		k := entryKey(e)
+		if !bb.sorted(k) {
+			return off, "entries out of order"
+		}
+		if build {
+			bb.add(e)
+		} else {
+			bb.last = k
+			bb.run.n++
+		}
+	}
+	return 0, ""
+}
+
+// decodeEntriesParallel reads n entries from d into a new base run, in
+// parts decoded on their own goroutines: a first pass over the entry
+// lengths finds where each part starts. Errors are *CorruptionError with
+// the offset and reason (the caller names the file).
+func decodeEntriesParallel(d *decoder, n, parts int, alloc BlockAllocator) (*baseRun, error) {
+	type part struct {
+		d     decoder
+		count int
+		bb    *baseBuilder
+		off   int
+		why   string
+	}
+	per := (n + parts - 1) / parts
+	ps := make([]part, 0, parts)
+	p, base := d.p, d.off
+	pos := 0
+	for i := 0; i < n; i++ {
+		if i%per == 0 {
+			ps = append(ps, part{d: decoder{off: base + pos}, count: min(per, n-i)})
+		}
+		l, w := binary.Uvarint(p[pos:])
+		if w <= 0 || l > uint64(len(p)-pos-w) {
+			return nil, &CorruptionError{Offset: int64(base + pos), Reason: errSnapshot.Error()}
+		}
+		pos += w + int(l)
+	}
+	for k := range ps {
+		start := ps[k].d.off - base
+		end := pos
+		if k+1 < len(ps) {
+			end = ps[k+1].d.off - base
+		}
+		ps[k].d.p = p[start:end]
+	}
+	d.p, d.off = p[pos:], base+pos
+	var wg sync.WaitGroup
+	for k := range ps {
+		wg.Add(1)
+		go func(pt *part) {
+			defer wg.Done()
+			pt.bb = newBaseBuilder(alloc)
+			pt.off, pt.why = decodeEntries(&pt.d, pt.count, pt.bb, true)
+			if pt.why == "" && pt.d.err != nil {
+				pt.off, pt.why = pt.d.off, pt.d.err.Error()
+			}
+		}(&ps[k])
+	}
+	wg.Wait()
+	run := &baseRun{}
+	var err error
+	for k := range ps {
+		pt := &ps[k]
+		if err == nil && pt.why != "" {
+			err = &CorruptionError{Offset: int64(pt.off), Reason: pt.why}
+		}
+		if err == nil && k > 0 && bytes.Compare(ps[k-1].bb.last, pt.bb.run.chunks[0].first) >= 0 {
+			err = &CorruptionError{Offset: int64(pt.d.off), Reason: "entries out of order"}
+		}
+		r := pt.bb.run
+		run.chunks = append(run.chunks, r.chunks...)
+		run.n += r.n
+		run.live += r.live
+		run.size += r.size
+	}
+	if err != nil {
+		run.release()
+		return nil, err
+	}
+	return run, nil
 }
 
 // decoder reads uvarints and byte strings, recording the first error.

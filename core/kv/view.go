@@ -2,34 +2,48 @@ package kv
 
 import (
 	"bytes"
+	"slices"
+	"sync"
 
 	"github.com/google/btree"
 )
 
 // view is the in-memory ordered view of a database: point entries (puts,
-// lazy puts and point tombstones) in two layers, range tombstones in a
-// B-tree of disjoint spans, and the WAL marks seen.
+// lazy puts and point tombstones) in layers, range tombstones in a B-tree
+// of disjoint spans, and the WAL marks seen.
 //
-// The point entries live in an immutable sorted base run (see baseRun) and
-// a B-tree of newer changes, the delta, whose entries shadow the base's
-// (an absent entry in the delta hides a base entry the view dropped). When
-// the delta grows past a fraction of the base, merge folds it into a new
-// base. Reads look in the delta, then the base; ordered walks merge both.
+// The point entries live in an immutable sorted base run (see baseRun),
+// under frozen deltas (imm, newest first) and the active delta that takes
+// every change (see delta). A newer layer's entry for a key shadows the
+// older layers' (an absent entry hides the key altogether). Reads look
+// from the newest layer down; ordered walks merge the layers.
+//
+// Once the active delta holds a fraction of the base, it is frozen and
+// merged with the base into a new one. A view that belongs to a DB (lk
+// set) merges on a goroutine of its own: it builds the new base a few
+// blocks at a time from the frozen deltas and a copy of the base, and
+// swaps each finished stretch in under lk, so readers and writers wait for
+// a splice, not for the merge, and the old blocks go back as it goes.
+// Other views merge at once.
 //
 // Applying rows is idempotent and order-independent: a row loses to an
 // entry with a newer seq, and to a covering range tombstone with a newer or
 // equal seq. At equal seqs a tombstone beats a put. The view is not safe for
-// concurrent use; DB guards it with its mutex.
+// concurrent use; DB guards it with its mutex, lk.
 type view struct {
 	base    *baseRun
-	tree    *btree.BTreeG[item] // the delta
+	act     *delta
+	imm     []*delta // frozen deltas, newest first
 	dels    *btree.BTreeG[*span]
-	live    int               // put entries (live keys), approximate between merges
 	marks   map[string]uint64 // writer id -> highest committed seq
 	max     uint64            // highest seq seen
-	bytes   int64             // bytes held by delta entries (approximate)
 	alloc   BlockAllocator
-	mergeAt int // delta size that triggers a merge
+	mergeAt int // active delta size that triggers a merge
+
+	lk     *sync.RWMutex // the DB's lock; nil: merge synchronously
+	job    *mergeJob     // the running background merge
+	gen    uint64        // bumped by synchronous merges, which void a job
+	closed bool
 }
 
 // span is a fragment of the range-tombstone set: [start, end) deleted at
@@ -41,8 +55,6 @@ type span struct {
 
 func spanLess(a, b *span) bool { return bytes.Compare(a.start, b.start) < 0 }
 
-const btreeDegree = 32
-
 // mergeMinEntries is the smallest delta that is merged into the base;
 // mergeDiv makes the delta merge once it holds base/mergeDiv entries.
 // Tests lower mergeMinEntries to exercise the base.
@@ -51,6 +63,14 @@ var (
 	mergeDiv        = 8
 )
 
+// maxImm is how many frozen deltas may wait before a merge starts
+// regardless of the active delta's size.
+const maxImm = 2
+
+// mergeStep is how many base blocks a background merge rebuilds between
+// two splices.
+var mergeStep = 2
+
 func newView() *view { return newViewAlloc(nil) }
 
 func newViewAlloc(a BlockAllocator) *view {
@@ -58,7 +78,8 @@ func newViewAlloc(a BlockAllocator) *view {
 		a = heapBlocks{}
 	}
 	return &view{
-		tree:    btree.NewG[item](btreeDegree, itemLess),
+		base:    &baseRun{},
+		act:     newDelta(a),
 		dels:    btree.NewG[*span](8, spanLess),
 		marks:   make(map[string]uint64),
 		alloc:   a,
@@ -74,18 +95,26 @@ func (v *view) observe(seq uint64) {
 
 // lookup returns the entry for key, or nil.
 func (v *view) lookup(key []byte) entry {
-	if v.tree.Len() > 0 {
-		p := getProbe(key)
-		it, ok := v.tree.Get(item{keyPrefix(key), *p})
-		putProbe(p)
-		if ok {
-			if entryKind(it.e) == kindAbsent {
-				return nil
-			}
-			return it.e
-		}
+	e := v.act.get(key)
+	for i := 0; e == nil && i < len(v.imm); i++ {
+		e = v.imm[i].get(key)
 	}
-	return v.base.get(key)
+	if e == nil {
+		return v.base.get(key)
+	}
+	if entryKind(e) == kindAbsent {
+		return nil
+	}
+	return e
+}
+
+// live returns the number of live keys, approximately between merges.
+func (v *view) live() int {
+	n := v.base.live + v.act.live
+	for _, d := range v.imm {
+		n += d.live
+	}
+	return n
 }
 
 // atLeast reports whether the view holds at least n entries (tombstones
@@ -96,116 +125,152 @@ func (v *view) atLeast(n int) bool {
 	return c >= n
 }
 
-// ascend calls fn on the entries with keys >= from (every entry when from
-// is nil) in ascending order until fn returns false.
-func (v *view) ascend(from []byte, fn func(entry) bool) {
-	var c baseCursor
-	if from == nil {
-		c = v.base.first()
-	} else {
-		c = v.base.seekGE(from)
-	}
-	stop := false
-	visit := func(it item) bool {
-		d := it.e
-		dk := entryKey(d)
-		for c.valid() {
-			be := c.entry()
-			cmp := bytes.Compare(entryKey(be), dk)
-			if cmp > 0 {
-				break
-			}
-			c.next()
-			if cmp == 0 {
-				break
-			}
-			if !fn(be) {
-				stop = true
-				return false
-			}
-		}
-		if entryKind(d) == kindAbsent {
-			return true
-		}
-		if !fn(d) {
-			stop = true
-			return false
-		}
-		return true
-	}
-	if v.tree.Len() > 0 {
-		if from == nil {
-			v.tree.Ascend(visit)
+// src is one layer in an ordered walk: a delta or a base cursor, with its
+// current entry (nil once exhausted) and that entry's key prefix.
+type src struct {
+	isBase bool
+	dc     dcursor
+	bc     baseCursor
+	p      uint64
+	e      entry
+}
+
+func (s *src) load() {
+	if s.isBase {
+		if s.bc.valid() {
+			c := &s.bc.b.chunks[s.bc.ci]
+			s.p, s.e = c.prefix(s.bc.ei), c.entry(s.bc.ei)
 		} else {
-			p := getProbe(from)
-			v.tree.AscendGreaterOrEqual(item{keyPrefix(from), *p}, visit)
-			putProbe(p)
+			s.e = nil
 		}
-	}
-	if stop {
 		return
 	}
-	for ; c.valid(); c.next() {
-		if !fn(c.entry()) {
+	if s.dc.valid() {
+		s.p, s.e = s.dc.item()
+	} else {
+		s.e = nil
+	}
+}
+
+func (s *src) move(fwd bool) {
+	switch {
+	case s.isBase && fwd:
+		s.bc.next()
+	case s.isBase:
+		s.bc.prev()
+	case fwd:
+		s.dc.next()
+	default:
+		s.dc.prev()
+	}
+	s.load()
+}
+
+func cmpSrc(a, b *src) int {
+	if a.p != b.p {
+		if a.p < b.p {
+			return -1
+		}
+		return 1
+	}
+	return bytes.Compare(entryKey(a.e), entryKey(b.e))
+}
+
+// sources returns the view's layers positioned at from (nil: the first or
+// last entry), newest first; empty deltas are left out.
+func (v *view) sources(from []byte, fwd bool, buf []src) []src {
+	add := func(d *delta) {
+		if d.n == 0 {
+			return
+		}
+		s := src{}
+		if fwd {
+			s.dc = d.seekGE(from)
+		} else {
+			s.dc = d.seekLE(from)
+		}
+		s.load()
+		buf = append(buf, s)
+	}
+	add(v.act)
+	for _, d := range v.imm {
+		add(d)
+	}
+	s := src{isBase: true}
+	switch {
+	case fwd && from == nil:
+		s.bc = v.base.first()
+	case fwd:
+		s.bc = v.base.seekGE(from)
+	case from == nil:
+		s.bc = v.base.last()
+	default:
+		s.bc = v.base.seekLE(from)
+	}
+	s.load()
+	return append(buf, s)
+}
+
+// walk calls fn on the merged entries of srcs (newest layer first) in
+// ascending (fwd) or descending order, skipping absent entries, until fn
+// returns false or the layers run out.
+func walk(srcs []src, fwd bool, fn func(entry) bool) {
+	if len(srcs) == 1 {
+		s := &srcs[0]
+		for s.e != nil {
+			e := s.e
+			s.move(fwd)
+			if entryKind(e) != kindAbsent && !fn(e) {
+				return
+			}
+		}
+		return
+	}
+	for {
+		best := -1
+		for i := range srcs {
+			s := &srcs[i]
+			if s.e == nil {
+				continue
+			}
+			if best < 0 {
+				best = i
+				continue
+			}
+			if c := cmpSrc(s, &srcs[best]); (fwd && c < 0) || (!fwd && c > 0) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return
+		}
+		b := &srcs[best]
+		e, p := b.e, b.p
+		k := entryKey(e)
+		for i := best + 1; i < len(srcs); i++ {
+			if s := &srcs[i]; s.e != nil && s.p == p && bytes.Equal(entryKey(s.e), k) {
+				s.move(fwd)
+			}
+		}
+		b.move(fwd)
+		if entryKind(e) != kindAbsent && !fn(e) {
 			return
 		}
 	}
 }
 
+// ascend calls fn on the entries with keys >= from (every entry when from
+// is nil) in ascending order until fn returns false.
+func (v *view) ascend(from []byte, fn func(entry) bool) {
+	var buf [4]src
+	walk(v.sources(from, true, buf[:0]), true, fn)
+}
+
 // descend calls fn on the entries with keys <= from (every entry when from
 // is nil) in descending order until fn returns false.
 func (v *view) descend(from []byte, fn func(entry) bool) {
-	var c baseCursor
-	if from == nil {
-		c = v.base.last()
-	} else {
-		c = v.base.seekLE(from)
-	}
-	stop := false
-	visit := func(it item) bool {
-		d := it.e
-		dk := entryKey(d)
-		for c.valid() {
-			be := c.entry()
-			cmp := bytes.Compare(entryKey(be), dk)
-			if cmp < 0 {
-				break
-			}
-			c.prev()
-			if cmp == 0 {
-				break
-			}
-			if !fn(be) {
-				stop = true
-				return false
-			}
-		}
-		if entryKind(d) == kindAbsent {
-			return true
-		}
-		if !fn(d) {
-			stop = true
-			return false
-		}
-		return true
-	}
-	if v.tree.Len() > 0 {
-		if from == nil {
-			v.tree.Descend(visit)
-		} else {
-			p := getProbe(from)
-			v.tree.DescendLessOrEqual(item{keyPrefix(from), *p}, visit)
-			putProbe(p)
-		}
-	}
-	if stop {
-		return
-	}
-	for ; c.valid(); c.prev() {
-		if !fn(c.entry()) {
-			return
-		}
-	}
+	var buf [4]src
+	walk(v.sources(from, false, buf[:0]), false, fn)
 }
 
 // covered returns the seq of the range tombstone covering key, or 0.
@@ -223,116 +288,222 @@ func (v *view) covered(key []byte) uint64 {
 	return seq
 }
 
-// set stores e in the delta, replacing any entry with its key, keeps the
-// counters and merges the delta into the base when it has grown enough.
+// set stores a copy of e in the active delta, replacing any entry with its
+// key, and merges when the delta has grown enough.
 func (v *view) set(e entry) {
-	old, had := v.tree.ReplaceOrInsert(item{keyPrefix(entryKey(e)), e})
-	if had {
-		v.account(old.e, -1)
-	}
-	v.account(e, 1)
+	v.act.set(e)
 	v.maybeMerge()
 }
 
-// setNoMerge is set without the merge, for callers holding base entries.
-func (v *view) setNoMerge(e entry) {
-	old, had := v.tree.ReplaceOrInsert(item{keyPrefix(entryKey(e)), e})
-	if had {
-		v.account(old.e, -1)
-	}
-	v.account(e, 1)
-}
-
 func (v *view) maybeMerge() {
-	if v.tree.Len() >= v.mergeAt {
+	if v.act.n < v.mergeAt && len(v.imm) <= maxImm {
+		return
+	}
+	if v.lk == nil {
 		v.merge(nil)
+		return
 	}
+	if v.job == nil {
+		v.startJob()
+	}
+	// A merge is running: the active delta grows until it is done, up to
+	// 1.5 times the usual size; then writers wait for the merge (see
+	// mergeBacklog), so memory stays bounded when writes outrun merges.
 }
 
-func (v *view) account(e entry, sign int) {
-	if k := entryKind(e); k != kindTombstone && k != kindAbsent {
-		v.live += sign
+// mergeBacklog returns the running merge's done channel when the active
+// delta has grown to 1.5 times the merge size meanwhile, for a writer to wait
+// on once it has released lk; nil otherwise. The caller holds lk.
+func (v *view) mergeBacklog() <-chan struct{} {
+	if v.job != nil && 2*v.act.n >= 3*v.mergeAt {
+		return v.job.done
 	}
-	v.bytes += int64(sign) * int64(len(e)+48)
+	return nil
 }
 
-// merge folds the delta into a new base run, leaving out the entries drop
-// reports (when drop is not nil). The caller holds the DB's write lock: no
-// reader holds an entry of the old base, except frozen copies, which keep
-// it alive through their reference.
+// freezeActive makes the active delta the newest frozen one.
+func (v *view) freezeActive() {
+	if v.act.n == 0 {
+		return
+	}
+	v.imm = append([]*delta{v.act}, v.imm...)
+	v.act = newDelta(v.alloc)
+}
+
+// merge folds every layer into a new base run at once, leaving out the
+// entries drop reports (when drop is not nil), and voids a running
+// background merge. The caller holds the DB's write lock: no reader holds
+// an entry of the old layers, except frozen copies and a background merge,
+// which keep them alive through their references.
 func (v *view) merge(drop func(entry) bool) {
+	v.gen++
+	v.job = nil
 	old := v.base
-	own := old != nil && old.refs.Load() == 1
 	bb := newBaseBuilder(v.alloc)
-	c := old.first()
-	emit := func(e entry) {
-		if entryKind(e) == kindAbsent || (drop != nil && drop(e)) {
-			return
+	var buf [4]src
+	srcs := v.sources(nil, true, buf[:0])
+	bs := &srcs[len(srcs)-1]
+	freed := 0
+	walk(srcs, true, func(e entry) bool {
+		if drop == nil || !drop(e) {
+			bb.add(e)
 		}
-		bb.add(e)
-	}
-	advance := func() {
-		ci := c.ci
-		c.next()
-		if own && c.ci != ci {
-			old.blocks.free(ci) // consumed: give the memory back at once
+		// Blocks of the old base already consumed go back at once.
+		for ; freed < len(old.chunks) && (!bs.bc.valid() || freed < bs.bc.ci); freed++ {
+			old.chunks[freed].blk.unref()
 		}
-	}
-	v.tree.Ascend(func(it item) bool {
-		d := it.e
-		dk := entryKey(d)
-		for c.valid() {
-			be := c.entry()
-			// Prefixes decide most comparisons without decoding the key.
-			var cmp int
-			if bp := c.b.chunks[c.ci].prefix(c.ei); bp != it.pfx {
-				cmp = -1
-				if bp > it.pfx {
-					cmp = 1
-				}
-			} else {
-				cmp = bytes.Compare(entryKey(be), dk)
-			}
-			if cmp > 0 {
-				break
-			}
-			if cmp < 0 {
-				emit(be)
-			}
-			advance()
-			if cmp == 0 {
-				break
-			}
-		}
-		emit(d)
 		return true
 	})
-	for c.valid() {
-		emit(c.entry())
-		advance()
+	for ; freed < len(old.chunks); freed++ {
+		old.chunks[freed].blk.unref()
 	}
-	nb := bb.finish()
-	old.unref()
-	v.base = nb
-	v.tree = btree.NewG[item](btreeDegree, itemLess)
-	v.live, v.bytes = nb.live, 0
-	v.mergeAt = max(mergeMinEntries, nb.n/mergeDiv)
+	v.act.unref()
+	for _, d := range v.imm {
+		d.unref()
+	}
+	v.base = bb.finish()
+	v.act, v.imm = newDelta(v.alloc), nil
+	v.mergeAt = max(mergeMinEntries, v.base.n/mergeDiv)
+}
+
+// mergeJob is a background merge of frozen deltas into the base.
+type mergeJob struct {
+	ds   []*delta // the deltas it merges, newest first (references held)
+	base *baseRun // the base when it started (references held)
+	gen  uint64
+	done chan struct{}
+}
+
+// startJob freezes the active delta and merges every frozen delta into the
+// base on a new goroutine. The caller holds lk.
+func (v *view) startJob() {
+	v.freezeActive()
+	ds := slices.Clone(v.imm)
+	for _, d := range ds {
+		d.refs.Add(1)
+	}
+	j := &mergeJob{ds: ds, base: v.base.clone(), gen: v.gen, done: make(chan struct{})}
+	v.job = j
+	go v.runJob(j)
+}
+
+// runJob rebuilds the base mergeStep blocks at a time: the entries of those
+// blocks and the deltas' entries in their key range go into new blocks,
+// which replace the old ones in the view's base under lk. The deltas stay
+// in the view until the end, so every intermediate state reads the same.
+func (v *view) runJob(j *mergeJob) {
+	old := j.base.chunks
+	done := 0 // old chunks whose job references are dropped
+	defer func() {
+		for ; done < len(old); done++ {
+			old[done].blk.unref()
+		}
+		for _, d := range j.ds {
+			d.unref()
+		}
+		close(j.done)
+	}()
+	pos := 0 // where old[i] sits in the view's base
+	for i := 0; i == 0 || i < len(old); i += mergeStep {
+		e := min(i+mergeStep, len(old))
+		var lo, hi []byte
+		if i > 0 {
+			lo = old[i].first
+		}
+		if e < len(old) {
+			hi = old[e].first
+		}
+		bb := newBaseBuilder(v.alloc)
+		srcs := make([]src, 0, len(j.ds)+1)
+		for _, d := range j.ds {
+			s := src{dc: d.seekGE(lo)}
+			s.load()
+			srcs = append(srcs, s)
+		}
+		bs := src{isBase: true, bc: (&baseRun{chunks: old[i:e]}).first()}
+		bs.load()
+		srcs = append(srcs, bs)
+		walk(srcs, true, func(en entry) bool {
+			if hi != nil && bytes.Compare(entryKey(en), hi) >= 0 {
+				return false
+			}
+			bb.add(en)
+			return true
+		})
+		nb := bb.finish()
+		v.lk.Lock()
+		if v.gen != j.gen || v.closed {
+			v.lk.Unlock()
+			nb.release()
+			return
+		}
+		run, replaced := v.base.splice(pos, e-i, nb.chunks)
+		v.base = run
+		v.lk.Unlock()
+		for k := range replaced {
+			replaced[k].blk.unref()
+		}
+		for ; done < e; done++ {
+			old[done].blk.unref()
+		}
+		pos += len(nb.chunks)
+	}
+	v.lk.Lock()
+	defer v.lk.Unlock()
+	if v.gen != j.gen || v.closed {
+		return
+	}
+	n := len(v.imm) - len(j.ds)
+	for _, d := range v.imm[n:] {
+		d.unref()
+	}
+	v.imm = slices.Clone(v.imm[:n])
+	v.job = nil
+	v.mergeAt = max(mergeMinEntries, v.base.n/mergeDiv)
+	v.maybeMerge()
+}
+
+// wait waits for the running background merge, if any. The caller must
+// not hold lk.
+func (v *view) wait() {
+	for {
+		v.lk.RLock()
+		j := v.job
+		v.lk.RUnlock()
+		if j == nil {
+			return
+		}
+		<-j.done
+	}
 }
 
 // frozen returns a copy of v that later changes to v do not affect, for
-// reading without the lock. Release it when done.
+// reading without the lock. Release it when done. The caller holds lk.
 func (v *view) frozen() *view {
-	if v.base != nil {
-		v.base.refs.Add(1)
+	v.freezeActive()
+	f := &view{base: v.base.clone(), act: newDelta(v.alloc), imm: slices.Clone(v.imm), dels: v.dels.Clone(), marks: maps(v.marks), max: v.max, alloc: v.alloc}
+	for _, d := range f.imm {
+		d.refs.Add(1)
 	}
-	return &view{base: v.base, tree: v.tree.Clone(), dels: v.dels.Clone(), marks: maps(v.marks), max: v.max, alloc: v.alloc}
+	if v.lk != nil && v.job == nil && len(v.imm) > maxImm {
+		v.startJob()
+	}
+	return f
 }
 
-// release drops the view's reference to its base run.
+// release drops the view's references to its layers and stops its
+// background merge from touching it. The caller holds lk, if any.
 func (v *view) release() {
-	v.base.unref()
-	v.base = nil
-	v.tree = btree.NewG[item](btreeDegree, itemLess)
+	v.closed = true
+	v.gen++
+	v.job = nil
+	v.base.release()
+	v.act.unref()
+	for _, d := range v.imm {
+		d.unref()
+	}
+	v.base, v.imm = &baseRun{}, nil
+	v.act = newDelta(v.alloc)
 }
 
 // wins reports whether an incoming row (seq, kind) beats the existing
@@ -355,7 +526,8 @@ func (v *view) applyPut(seq uint64, key, value []byte, loc *lazyLoc) bool {
 		if loc != nil {
 			v.set(newLazy(seq, key, *loc))
 		} else {
-			v.set(newPut(seq, key, value))
+			v.act.setPut(seq, key, value)
+			v.maybeMerge()
 		}
 		return true
 	}
@@ -380,7 +552,8 @@ func (v *view) applyPut(seq uint64, key, value []byte, loc *lazyLoc) bool {
 	if loc != nil {
 		v.set(newLazy(seq, key, *loc))
 	} else {
-		v.set(newPut(seq, key, value))
+		v.act.setPut(seq, key, value)
+		v.maybeMerge()
 	}
 	return true
 }
@@ -409,25 +582,19 @@ func (v *view) applyDeleteRange(seq uint64, start, end []byte) bool {
 		return false
 	}
 	v.addSpan(start, end, seq)
-	// Drop the entries the tombstone shadows: from the delta, and from the
-	// base by an absent entry.
-	var drop []entry
+	// Hide the entries the tombstone shadows behind absent entries.
+	var drop [][]byte
 	v.ascend(start, func(e entry) bool {
 		if bytes.Compare(entryKey(e), end) >= 0 {
 			return false
 		}
 		if entrySeq(e) <= seq {
-			drop = append(drop, e)
+			drop = append(drop, clone(entryKey(e)))
 		}
 		return true
 	})
-	for _, e := range drop {
-		k := entryKey(e)
-		if v.base.get(k) != nil {
-			v.setNoMerge(newAbsent(k))
-		} else if old, ok := v.tree.Delete(item{keyPrefix(k), e}); ok {
-			v.account(old.e, -1)
-		}
+	for _, k := range drop {
+		v.act.set(newAbsent(k))
 	}
 	v.maybeMerge()
 	return true

@@ -54,3 +54,13 @@ type SnapshotStore interface {
 	// RemoveSnapshot deletes the snapshot, if any.
 	RemoveSnapshot() error
 }
+
+// SnapshotMapper is an optional interface of a SnapshotStore that can hand
+// out the saved snapshot without copying it (native/wal maps the file).
+// The DB calls release once it has decoded the bytes and never touches
+// them afterwards.
+type SnapshotMapper interface {
+	// MapSnapshot returns the saved snapshot and a function that releases
+	// it, or nil bytes with no error when there is none.
+	MapSnapshot() (data []byte, release func(), err error)
+}

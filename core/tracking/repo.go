@@ -80,7 +80,7 @@ type Repo struct {
 	files  *lance.FileCache // opened data files, shared by every table read
 
 	cacheMu sync.Mutex
-	ranges  map[string][]sidRange     // sorted fragment key -> series ranges
+	ranges  map[string][]sidRange  // sorted fragment key -> series ranges
 	seen    map[string]seenVersion // table -> newest version read so far
 }
 

@@ -25,6 +25,10 @@ import (
 // A trim record starts the segment opened after an append failed and could
 // not be cut back out of the previous segment: replay then ignores that
 // segment's bytes from the valid length on.
+//
+// Mapped segments (see mapSegment) are preallocated and zero past their
+// last record: a zero length where a record would start ends the segment
+// when only zeros follow.
 const (
 	headerSize = 12
 	kindTrim   = 0
@@ -63,14 +67,23 @@ type parsed struct {
 	// the last thing in the file, or everything from it on is zero.
 	torn bool
 	why  string
+	// zeroAt is where a tail of zeros (unused reserved space) starts, -1
+	// if none.
+	zeroAt int64
 }
 
 // parseSegment reads records from data. It never panics on arbitrary input.
 func parseSegment(data []byte) parsed {
-	p := parsed{badAt: -1}
+	p := parsed{badAt: -1, zeroAt: -1}
 	off := 0
 	for off < len(data) {
 		rest := data[off:]
+		if (len(rest) < 4 || binary.LittleEndian.Uint32(rest) == 0) && allZero(rest) {
+			// Space reserved for records that were never written (a
+			// mapped segment).
+			p.zeroAt = int64(off)
+			return p
+		}
 		if len(rest) < headerSize {
 			p.badAt, p.torn, p.why = int64(off), true, "record header cut off"
 			return p
@@ -88,7 +101,9 @@ func parseSegment(data []byte) parsed {
 		payload := rest[headerSize : headerSize+int(n)]
 		if xxh3.Hash(payload) != sum {
 			p.badAt, p.why = int64(off), "checksum mismatch"
-			p.torn = headerSize+int(n) == len(rest) || allZero(rest)
+			// Torn: nothing but zeros follows (the last record written
+			// when the process or machine stopped).
+			p.torn = allZero(rest[headerSize+int(n):])
 			return p
 		}
 		off += headerSize + int(n)

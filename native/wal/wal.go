@@ -24,13 +24,14 @@ import (
 type SyncMode int
 
 const (
-	// SyncBatch writes every record to the OS at once and fsyncs about
-	// every 100 ms, when the owner calls Sync (kv.DB does from its
-	// background goroutine). A power loss can lose the last ~100 ms. It is
-	// the default.
+	// SyncBatch hands every record to the OS before Append returns and
+	// fsyncs about every 100 ms, when the owner calls Sync (kv.DB does from
+	// its background goroutine). A power loss can lose the last ~100 ms. It
+	// is the default.
 	SyncBatch SyncMode = iota
-	// SyncNone writes every record to the OS and never fsyncs: it survives
-	// a process crash, not a power loss or kernel crash.
+	// SyncNone hands every record to the OS before Append returns and never
+	// fsyncs: it survives a process crash, not a power loss or kernel
+	// crash.
 	SyncNone
 	// SyncAlways fsyncs before Append returns.
 	SyncAlways
@@ -110,9 +111,13 @@ type Log struct {
 
 	mu      sync.Mutex
 	seg     File
+	mm      []byte // the current segment mapped (see mapSegment), or nil: write(2)
+	mapOK   bool   // segments may be mapped
 	segNum  uint64
 	segSize int64
 	dirty   bool   // appended since the last fsync
+	syncing int    // fsyncs running without mu (see Sync)
+	retired []File // segments to close once no fsync runs
 	broken  bool   // see ErrBroken
 	trim    []byte // trim record the next segment must start with
 	sealed  []uint64
@@ -147,6 +152,11 @@ func Open(uri string, o Options) (*Log, error) {
 	if l.fs == nil {
 		l.fs = OSFS{}
 	}
+	// Mapped segments on the OS file system only (other file systems are
+	// fault-injecting test doubles that must see every write), and not in
+	// SyncAlways mode, where the fsync of every record dominates anyway.
+	_, osfs := l.fs.(OSFS)
+	l.mapOK = canMap && osfs && l.mode != SyncAlways
 	if err := l.fs.MkdirAll(base); err != nil {
 		return nil, fmt.Errorf("wal: %w", err)
 	}
@@ -293,6 +303,10 @@ func readWriter(fsys FS, dir string) ([]string, [][]byte, error) {
 			if err := fsys.Truncate(path, p.badAt); err != nil {
 				return nil, nil, fmt.Errorf("wal: cut torn tail of %s: %w", path, err)
 			}
+		} else if p.zeroAt >= 0 && i == len(segs)-1 {
+			if err := fsys.Truncate(path, p.zeroAt); err != nil {
+				return nil, nil, fmt.Errorf("wal: cut unused tail of %s: %w", path, err)
+			}
 		}
 		for _, r := range keep {
 			if len(r.payload) > 0 && r.payload[0] == kindTrim {
@@ -307,10 +321,47 @@ func readWriter(fsys FS, dir string) ([]string, [][]byte, error) {
 	return segs, recs, nil
 }
 
+// segMapSize is the size of a mapped segment; a flush seals it long
+// before it fills (the default write buffer is 4 MiB), and a segment that
+// fills up is sealed early.
+const segMapSize = 8 << 20
+
 // openSegment creates segment n and makes it current; it starts with the
 // pending trim record, if any. The caller holds mu (or is Open).
-func (l *Log) openSegment(n uint64) error {
+func (l *Log) openSegment(n uint64) error { return l.openSegmentFor(n, 0) }
+
+// openSegmentFor is openSegment for a first record of need bytes.
+func (l *Log) openSegmentFor(n uint64, need int) error {
 	path := filepath.Join(l.dir, segName(n))
+	if l.mapOK {
+		size := max(segMapSize, (need+headerSize+trimSize+headerSize+4095)&^4095)
+		if f, m, err := mapSegment(path, size); err == nil {
+			old := l.mm
+			l.mm, l.segSize = m, 0
+			if l.trim != nil {
+				l.putMapped(l.trim)
+			}
+			err := error(nil)
+			if l.mode != SyncNone {
+				if l.trim != nil {
+					err = f.Sync()
+				}
+				if err == nil {
+					err = l.fs.SyncDir(l.dir)
+				}
+			}
+			if err != nil {
+				l.mm = old
+				_ = unmapSegment(m)
+				f.Close()
+				_ = l.fs.Remove(path)
+				return fmt.Errorf("wal: %w", err)
+			}
+			l.seg, l.segNum, l.trim, l.broken = f, n, nil, false
+			return nil
+		}
+		// No space could be reserved: write(2) this segment.
+	}
 	f, err := l.fs.Create(path)
 	if err != nil {
 		return fmt.Errorf("wal: %w", err)
@@ -336,7 +387,60 @@ func (l *Log) openSegment(n uint64) error {
 			return fmt.Errorf("wal: %w", err)
 		}
 	}
-	l.seg, l.segNum, l.segSize, l.trim, l.broken = f, n, size, nil, false
+	l.seg, l.mm, l.segNum, l.segSize, l.trim, l.broken = f, nil, n, size, nil, false
+	return nil
+}
+
+// putMapped stores a record at the end of the mapped segment, which has
+// room for it. The length goes first and the checksum last, each in one
+// store, so a process killed part-way leaves either nothing (a zero
+// length: the reserved space is unused) or a record whose checksum fails
+// and which only zeros follow (a torn tail, dropped on replay).
+func (l *Log) putMapped(payload []byte) {
+	off := int(l.segSize)
+	m := l.mm[off : off+headerSize+len(payload)]
+	binary.LittleEndian.PutUint32(m, uint32(len(payload)))
+	copy(m[headerSize:], payload)
+	binary.LittleEndian.PutUint64(m[4:], xxh3.Hash(payload))
+	l.segSize += int64(len(m))
+}
+
+// closeSegment closes segment f (mapped as m, or nil), cutting a mapped
+// one to its records.
+func (l *Log) closeSegment(f File, m []byte, size int64) error {
+	var err error
+	if m != nil {
+		err = unmapSegment(m)
+		if terr := f.Truncate(size); err == nil {
+			err = terr
+		}
+	}
+	if l.syncing > 0 {
+		// A Sync is using the file: it closes it when done.
+		l.retired = append(l.retired, f)
+		return err
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// spill seals a mapped segment too full for a record of need bytes and
+// continues in a new one. The next Rotate's token covers it.
+func (l *Log) spill(need int) error {
+	old, oldNum, oldMM, oldSize := l.seg, l.segNum, l.mm, l.segSize
+	if l.mode != SyncNone && (l.dirty || l.syncing > 0) {
+		if err := old.Sync(); err != nil {
+			return err
+		}
+		l.dirty = false
+	}
+	if err := l.openSegmentFor(oldNum+1, need); err != nil {
+		return err
+	}
+	_ = l.closeSegment(old, oldMM, oldSize)
+	l.sealed = append(l.sealed, oldNum)
 	return nil
 }
 
@@ -416,6 +520,20 @@ func (l *Log) Append(payload []byte) error {
 	if l.broken {
 		return ErrBroken
 	}
+	if l.mm != nil {
+		need := headerSize + len(payload)
+		if int(l.segSize)+need > len(l.mm) {
+			if err := l.spill(need); err != nil {
+				return fmt.Errorf("wal: append: %w", err)
+			}
+		}
+		if l.mm != nil {
+			l.putMapped(payload)
+			l.dirty = l.mode == SyncBatch
+			return nil
+		}
+		// The new segment could not be mapped: write(2) it.
+	}
 	l.buf = appendRecord(l.buf[:0], payload)
 	_, err := l.seg.Write(l.buf)
 	if err == nil && l.mode == SyncAlways {
@@ -451,16 +569,35 @@ func (l *Log) Append(payload []byte) error {
 // Sync implements kv.WAL: in SyncBatch mode it fsyncs the current segment
 // when records were appended since the last fsync; in the other modes it
 // does nothing.
+//
+// The fsync runs without the log's lock, so appends go on meanwhile; a
+// segment sealed during it is closed once it is done.
 func (l *Log) Sync() error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.closed || !l.dirty || l.broken {
+		l.mu.Unlock()
 		return nil
 	}
-	if err := l.seg.Sync(); err != nil {
+	f := l.seg
+	l.dirty = false
+	l.syncing++
+	l.mu.Unlock()
+	err := f.Sync()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.syncing--
+	if err != nil && f == l.seg {
+		l.dirty = true
+	}
+	if l.syncing == 0 {
+		for _, r := range l.retired {
+			r.Close()
+		}
+		l.retired = nil
+	}
+	if err != nil {
 		return fmt.Errorf("wal: sync: %w", err)
 	}
-	l.dirty = false
 	return nil
 }
 
@@ -473,17 +610,17 @@ func (l *Log) Rotate() (uint64, error) {
 	if l.closed {
 		return 0, kv.ErrClosed
 	}
-	if !l.broken && l.mode != SyncNone && l.dirty {
+	if !l.broken && l.mode != SyncNone && (l.dirty || l.syncing > 0) {
 		if err := l.seg.Sync(); err != nil {
 			return 0, fmt.Errorf("wal: rotate: %w", err)
 		}
 		l.dirty = false
 	}
-	old, oldNum := l.seg, l.segNum
+	old, oldNum, oldMM, oldSize := l.seg, l.segNum, l.mm, l.segSize
 	if err := l.openSegment(oldNum + 1); err != nil {
 		return 0, fmt.Errorf("wal: rotate: %w", err)
 	}
-	old.Close()
+	_ = l.closeSegment(old, oldMM, oldSize)
 	l.sealed = append(l.sealed, oldNum)
 	return oldNum, nil
 }
@@ -524,12 +661,13 @@ func (l *Log) Close(clean bool) error {
 	}
 	l.closed = true
 	var err error
-	if !clean && l.mode != SyncNone && l.dirty && !l.broken {
+	if !clean && l.mode != SyncNone && (l.dirty || l.syncing > 0) && !l.broken {
 		err = l.seg.Sync()
 	}
-	if cerr := l.seg.Close(); err == nil {
+	if cerr := l.closeSegment(l.seg, l.mm, l.segSize); err == nil {
 		err = cerr
 	}
+	l.mm = nil
 	if clean {
 		segs, serr := segments(l.fs, l.dir)
 		if serr == nil {
@@ -580,6 +718,24 @@ func (s *Snapshots) LoadSnapshot() ([]byte, error) {
 		return nil, nil
 	}
 	return b, err
+}
+
+var _ kv.SnapshotMapper = (*Snapshots)(nil)
+
+// MapSnapshot implements kv.SnapshotMapper: on Linux, with the OS file
+// system, it maps the file instead of reading it into memory.
+func (s *Snapshots) MapSnapshot() ([]byte, func(), error) {
+	if _, osfs := s.fs.(OSFS); canMap && osfs {
+		m, release, err := mapFile(s.path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, nil
+		}
+		if err == nil {
+			return m, release, nil
+		}
+	}
+	b, err := s.LoadSnapshot()
+	return b, nil, err
 }
 
 // SaveSnapshot implements kv.SnapshotStore. It refuses bytes that do not

@@ -247,6 +247,19 @@ func TestTornTail(t *testing.T) {
 		"bad last sum":   func(full []byte) []byte { c := slices.Clone(full); c[len(c)-1] ^= 0xff; return c },
 		"zeroed tail":    func(full []byte) []byte { return make([]byte, 40) },
 		"length garbage": func(full []byte) []byte { return []byte{0xff, 0xff, 0xff, 0x7f, 1, 2} },
+		// A mapped segment: length and payload stored, checksum not yet,
+		// then the zeros of the reserved space.
+		"unfinished mapped": func(full []byte) []byte {
+			c := slices.Clone(full)
+			clear(c[4:headerSize])
+			return append(c, make([]byte, 4096)...)
+		},
+		"partial payload mapped": func(full []byte) []byte {
+			c := slices.Clone(full)
+			clear(c[4:headerSize])
+			clear(c[headerSize+3:])
+			return append(c, make([]byte, 4096)...)
+		},
 	}
 	for name, tail := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -508,4 +521,92 @@ func TestSyncBatchDirty(t *testing.T) {
 		t.Fatalf("sync: %v dirty=%v", err, l.dirty)
 	}
 	_ = time.Now
+}
+
+// Mapped segments (SyncNone and SyncBatch on Linux): records larger than
+// the space left spill into a new segment, an earlier segment whose unused
+// space was never cut off is not corruption, and everything replays in
+// order.
+func TestMappedSegments(t *testing.T) {
+	if !canMap {
+		t.Skip("no mapped segments on this platform")
+	}
+	for _, mode := range []SyncMode{SyncNone, SyncBatch} {
+		t.Run(mode.String(), func(t *testing.T) {
+			o := Options{Dir: t.TempDir(), Mode: mode}
+			l := mustOpen(t, o)
+			if l.mm == nil {
+				t.Skip("file system cannot reserve space")
+			}
+			big := strings.Repeat("x", segMapSize-10)
+			appendAll(t, l, 1, "a", big, "b", big, "c")
+			if err := l.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			segs, _ := segments(OSFS{}, l.Dir())
+			if len(segs) < 3 {
+				t.Fatalf("%d segments, want spills", len(segs))
+			}
+			l.Close(false)
+			// An earlier segment left at its reserved size.
+			first := filepath.Join(l.Dir(), segs[0])
+			f, _ := os.OpenFile(first, os.O_APPEND|os.O_WRONLY, 0)
+			f.Write(make([]byte, 8192))
+			f.Close()
+			l2 := mustOpen(t, o)
+			defer l2.Close(true)
+			if got := claimedBodies(l2); !slices.Equal(got, []string{"a", big, "b", big, "c"}) {
+				t.Fatalf("replayed %d records", len(got))
+			}
+		})
+	}
+}
+
+// Sync runs its fsync without the log's lock: appends, rotations (which
+// close segments a Sync may be using) and Close go on meanwhile, and every
+// record still replays. Run with -race.
+func TestSyncConcurrent(t *testing.T) {
+	for _, mode := range []SyncMode{SyncBatch, SyncNone} {
+		t.Run(mode.String(), func(t *testing.T) {
+			o := Options{Dir: t.TempDir(), Mode: mode}
+			l := mustOpen(t, o)
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if err := l.Sync(); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+			var want []string
+			for i := range 3000 {
+				b := fmt.Sprint("r", i)
+				appendAll(t, l, uint64(i+1), b)
+				want = append(want, b)
+				if i%500 == 499 {
+					if _, err := l.Rotate(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			close(stop)
+			<-done
+			if err := l.Close(false); err != nil {
+				t.Fatal(err)
+			}
+			l2 := mustOpen(t, o)
+			defer l2.Close(true)
+			if got := claimedBodies(l2); !slices.Equal(got, want) {
+				t.Fatalf("replayed %d records, want %d", len(got), len(want))
+			}
+		})
+	}
 }

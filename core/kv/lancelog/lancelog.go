@@ -386,6 +386,13 @@ func take(ctx context.Context, d *lance.Dataset, addrs []uint64) ([][]byte, erro
 func buildRecord(rows []kv.Row) arrow.RecordBatch {
 	b := newBuilder(len(rows))
 	defer b.release()
+	kb, vb := 0, 0
+	for i := range rows {
+		kb += len(rows[i].Key)
+		vb += len(rows[i].Value)
+	}
+	b.key.ReserveData(kb)
+	b.val.ReserveData(vb)
 	for i := range rows {
 		b.add(&rows[i], rows[i].Value)
 	}
