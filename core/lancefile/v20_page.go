@@ -436,6 +436,11 @@ func isLarge20(dt arrow.DataType) bool {
 // starting at 0, the bytes they index and an optional validity bitmap.
 func varArray20(dt arrow.DataType, offs []uint64, data []byte, valid []byte) (arrow.Array, error) {
 	n := len(offs) - 1
+	if isUTF8Type(dt) {
+		if err := checkUTF8(offs, 0, data[:offs[n]]); err != nil {
+			return nil, err
+		}
+	}
 	var ob []byte
 	if isLarge20(dt) {
 		o := make([]int64, n+1)

@@ -415,6 +415,11 @@ func leafData(li *leafInfo, v *vals, valid bitmap) (arrow.ArrayData, error) {
 		} else {
 			data = v.data[offs[0]:offs[n]]
 		}
+		if isUTF8Type(t) && !v.zero {
+			if err := checkUTF8(offs[:n+1], offs[0], data); err != nil {
+				return nil, err
+			}
+		}
 		var ob *memory.Buffer
 		switch t.ID() {
 		case arrow.LARGE_STRING, arrow.LARGE_BINARY:
