@@ -563,4 +563,3 @@ func (p *rawPoints) exact() delta {
 }
 
 var deltaCols = []string{"series_id", "step", "stats"}
-
