@@ -2,12 +2,15 @@ package lance
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/kv0/kv0/core/lancefile"
 	"github.com/kv0/kv0/core/store"
 )
 
@@ -25,6 +28,7 @@ func FuzzRoundTripDataset(f *testing.F) {
 		}, nil)
 		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 		defer b.Release()
+		validUTF8 := true
 		for i, c := range data {
 			if c%5 == 0 {
 				b.Field(0).AppendNull()
@@ -34,7 +38,9 @@ func FuzzRoundTripDataset(f *testing.F) {
 			if c%3 == 0 {
 				b.Field(1).AppendNull()
 			} else {
-				b.Field(1).(*array.StringBuilder).Append(string(data[i:min(len(data), i+int(c%9))]))
+				v := string(data[i:min(len(data), i+int(c%9))])
+				validUTF8 = validUTF8 && utf8.ValidString(v)
+				b.Field(1).(*array.StringBuilder).Append(v)
 			}
 			lb := b.Field(2).(*array.ListBuilder)
 			switch c % 4 {
@@ -51,6 +57,13 @@ func FuzzRoundTripDataset(f *testing.F) {
 		defer rec.Release()
 		ctx := context.Background()
 		d, err := Create(ctx, store.NewMemory(), "t", schema, Batches(rec), WriteOptions{MaxRowsPerFile: int(split%16) + 1})
+		if !validUTF8 {
+			// A string column must hold UTF-8: the write is refused.
+			if !errors.Is(err, lancefile.ErrInvalidUTF8) {
+				t.Fatalf("writing invalid UTF-8 to a string column: %v, want ErrInvalidUTF8", err)
+			}
+			return
+		}
 		if err != nil {
 			t.Fatal(err)
 		}

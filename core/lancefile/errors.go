@@ -15,6 +15,9 @@ var (
 	ErrUnsupportedVersion = errors.New("lancefile: unsupported file format version")
 	// ErrUnsupportedEncoding means a page uses an encoding kv0 does not read.
 	ErrUnsupportedEncoding = errors.New("lancefile: unsupported encoding")
+	// ErrInvalidUTF8 means a Writer was given a string (utf8) value that is
+	// not valid UTF-8; store such values as binary.
+	ErrInvalidUTF8 = errors.New("lancefile: string value is not valid UTF-8")
 )
 
 // FormatError describes a problem with one data file.

@@ -3,6 +3,10 @@ package lancefile
 import (
 	"errors"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 func TestCheckUTF8(t *testing.T) {
@@ -31,5 +35,43 @@ func TestCheckUTF8(t *testing.T) {
 	// A base: offsets relative to the start of a larger buffer.
 	if err := checkUTF8([]uint64{10, 11, 13}, 10, []byte("aé")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestWriterRefusesInvalidUTF8(t *testing.T) {
+	as := arrow.NewSchema([]arrow.Field{
+		{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "l", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
+	}, nil)
+	s := mustSchema(t, as)
+	for _, tc := range []struct {
+		name string
+		top  string
+		list []string
+		ok   bool
+	}{
+		{"valid", "é", []string{"a", "€"}, true},
+		{"top level", "a\xffb", nil, false},
+		{"split rune", "\xc3", []string{"\xa9"}, false},
+		{"in a list", "a", []string{"ok", "\xc3("}, false},
+	} {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, as)
+		b.Field(0).(*array.StringBuilder).Append(tc.top)
+		lb := b.Field(1).(*array.ListBuilder)
+		lb.Append(true)
+		for _, v := range tc.list {
+			lb.ValueBuilder().(*array.StringBuilder).Append(v)
+		}
+		rec := b.NewRecordBatch()
+		b.Release()
+		w, err := NewWriter(s, WriterOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = w.Write(rec)
+		rec.Release()
+		if tc.ok != (err == nil) || (err != nil && !errors.Is(err, ErrInvalidUTF8)) {
+			t.Errorf("%s: %v", tc.name, err)
+		}
 	}
 }

@@ -156,6 +156,11 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 	if n == 0 {
 		return nil
 	}
+	for i, f := range w.schema.Fields {
+		if err := validateUTF8(f.Name, rec.Column(i)); err != nil {
+			return err
+		}
+	}
 	errs := make([]error, len(w.cols))
 	run := func(i int) {
 		c := w.cols[i]

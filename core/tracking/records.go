@@ -71,6 +71,9 @@ func (r *Repo) addRecord(table, runID, itemID string, data *string) error {
 	if itemID == "" {
 		return fmt.Errorf("%w: empty item id", ErrInvalid)
 	}
+	if err := checkText("record key", runID, itemID); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.checkWritable(); err != nil {

@@ -156,6 +156,9 @@ func (run *Run) ID() string { return run.id }
 // StartRun creates a run (status running) and returns its writing handle.
 // The creation row is buffered like every other write.
 func (r *Repo) StartRun(ctx context.Context, spec RunSpec) (*Run, error) {
+	if err := checkSpec(spec); err != nil {
+		return nil, err
+	}
 	id := spec.ID
 	if id == "" {
 		id = NewRunID()
@@ -267,6 +270,9 @@ func (run *Run) Track(value float64, name string, opts ...TrackOptions) error {
 	if name == "" {
 		return fmt.Errorf("%w: empty metric name", ErrInvalid)
 	}
+	if err := checkText("metric name", name); err != nil {
+		return err
+	}
 	r := run.repo
 	r.mu.Lock()
 	if err := r.checkWritable(); err != nil {
@@ -316,6 +322,9 @@ func (run *Run) SetParams(params map[string]any) error {
 	delete(flat, "")
 	vals := make(map[string]ParamValue, len(flat))
 	for k, v := range flat {
+		if err := checkText("parameter key", k); err != nil {
+			return err
+		}
 		p, err := makeParam(v)
 		if err != nil {
 			return fmt.Errorf("parameter %q: %w", k, err)
@@ -342,6 +351,9 @@ func (run *Run) SetParams(params map[string]any) error {
 
 // Update writes the fields set in p.
 func (run *Run) Update(p RunPatch) error {
+	if err := checkPatch(p); err != nil {
+		return err
+	}
 	r := run.repo
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -376,6 +388,9 @@ func (run *Run) FinishAt(ctx context.Context, status string, end time.Time) erro
 // (ErrNotFound otherwise).
 func (r *Repo) UpdateRun(ctx context.Context, id string, p RunPatch) error {
 	if err := r.checkWritableLocked(); err != nil {
+		return err
+	}
+	if err := checkPatch(p); err != nil {
 		return err
 	}
 	if _, err := r.Run(ctx, id); err != nil {
