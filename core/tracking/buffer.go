@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/kv0/kv0/core/lance"
+	"github.com/kv0/kv0/core/store"
 )
 
 type paramRow struct {
@@ -520,7 +521,7 @@ func (r *Repo) autoCompact(ctx context.Context) error {
 		if len((*p).Fragments()) > limit {
 			d, _, err := (*p).Compact(ctx, lance.CompactOptions{})
 			if err != nil {
-				if errors.Is(err, lance.ErrConflict) {
+				if skippable(err) {
 					continue
 				}
 				return err
@@ -543,7 +544,7 @@ func (r *Repo) autoCompact(ctx context.Context) error {
 			nd, _, err := d.Compact(ctx, lance.CompactOptions{})
 			if err == nil {
 				r.tables.records[t] = nd
-			} else if !errors.Is(err, lance.ErrConflict) {
+			} else if !skippable(err) {
 				return err
 			}
 		}
@@ -552,8 +553,8 @@ func (r *Repo) autoCompact(ctx context.Context) error {
 }
 
 // compactMetrics compacts the metrics version d in the background and
-// closes done. Errors other than conflicts (which the next flush's
-// compaction retries) go to the next Flush.
+// closes done. Errors other than those of an outdated version (skippable:
+// the next flush's compaction retries) go to the next Flush.
 func (r *Repo) compactMetrics(d *lance.Dataset, done chan struct{}) {
 	defer close(done)
 	nd, _, err := d.Compact(context.Background(), lance.CompactOptions{})
@@ -564,9 +565,17 @@ func (r *Repo) compactMetrics(d *lance.Dataset, done chan struct{}) {
 		r.tables.metrics = nd
 	}
 	r.flushMu.Unlock()
-	if err != nil && !errors.Is(err, lance.ErrConflict) {
+	if err != nil && !skippable(err) {
 		r.setBgErr(fmt.Errorf("tracking: compact metrics: %w", err))
 	}
+}
+
+// skippable reports whether an automatic compaction failed only because its
+// version is outdated: a concurrent commit conflicts with it, or a cleanup
+// removed files of the (old) version it read. It changed nothing; a later
+// flush compacts the newest version.
+func skippable(err error) bool {
+	return errors.Is(err, lance.ErrConflict) || errors.Is(err, lance.ErrNotFound) || errors.Is(err, store.ErrNotFound)
 }
 
 // compactable counts the metrics fragments outside the sorted ranges that a
