@@ -523,12 +523,7 @@ func (v *view) applyPut(seq uint64, key, value []byte, loc *lazyLoc) bool {
 		// Newer than every entry and range tombstone: it wins without a
 		// lookup (the usual case for local writes).
 		v.max = seq
-		if loc != nil {
-			v.set(newLazy(seq, key, *loc))
-		} else {
-			v.act.setPut(seq, key, value)
-			v.maybeMerge()
-		}
+		v.storePut(seq, key, value, loc)
 		return true
 	}
 	if c := v.covered(key); c != 0 && c >= seq {
@@ -549,13 +544,19 @@ func (v *view) applyPut(seq uint64, key, value []byte, loc *lazyLoc) bool {
 			return false
 		}
 	}
+	v.storePut(seq, key, value, loc)
+	return true
+}
+
+// storePut stores a put that won: a reference to a committed value kept in
+// the log (loc), or the value itself in the active delta.
+func (v *view) storePut(seq uint64, key, value []byte, loc *lazyLoc) {
 	if loc != nil {
 		v.set(newLazy(seq, key, *loc))
-	} else {
-		v.act.setPut(seq, key, value)
-		v.maybeMerge()
+		return
 	}
-	return true
+	v.act.setPut(seq, key, value)
+	v.maybeMerge()
 }
 
 // applyDelete applies a point tombstone.

@@ -29,7 +29,7 @@ type readCaches struct {
 	stats  statsCache
 }
 
-// listEvery bounds how long a cache trusts IsLatest alone: at least this
+// listEvery bounds how long a handle trusts IsLatest alone (latestWarm): at least this
 // often a read lists the table's versions instead. IsLatest can only be
 // wrong when a cleanup removed the next version while a tag kept the
 // cached one and no version hint was written; the listing bounds how long
@@ -38,18 +38,16 @@ const listEvery = time.Second
 
 // follower tracks the version of one table a cache reflects.
 type follower struct {
-	d      *lance.Dataset    // nil: nothing cached
-	frags  map[uint64]string // fragment id -> identity of its contents
-	listed time.Time         // when d was last confirmed by a listing
+	d     *lance.Dataset    // nil: nothing cached
+	frags map[uint64]string // fragment id -> identity of its contents
 }
 
 // advance is what a cache must do to reflect the newest version.
 type advance struct {
-	d      *lance.Dataset // the newest version; nil when the table does not exist
-	same   bool           // the cached version is still the newest
-	reset  bool           // fold everything again from scratch
-	fresh  []uint64       // fragments to fold (in manifest order)
-	listed time.Time      // when d was found by a listing
+	d     *lance.Dataset // the newest version; nil when the table does not exist
+	same  bool           // the cached version is still the newest
+	reset bool           // fold everything again from scratch
+	fresh []uint64       // fragments to fold (in manifest order)
 }
 
 // fragIdentity names a fragment's immutable contents: its data files and
@@ -68,16 +66,7 @@ func fragIdentity(f lance.Fragment) string {
 
 // next finds out how the cache must advance to the newest version of table.
 func (f *follower) next(ctx context.Context, r *Repo, table string) (advance, error) {
-	if f.d != nil && time.Since(f.listed) < listEvery {
-		ok, err := f.d.IsLatest(ctx)
-		if err != nil {
-			return advance{}, err
-		}
-		if ok {
-			return advance{d: f.d, same: true}, nil
-		}
-	}
-	listed := time.Now()
+	// r.latest trusts IsLatest within listEvery of a listing, else lists.
 	d, err := r.latest(ctx, table)
 	if err != nil {
 		return advance{}, err
@@ -86,10 +75,9 @@ func (f *follower) next(ctx context.Context, r *Repo, table string) (advance, er
 		return advance{reset: true}, nil
 	}
 	if f.d != nil && d.Version() == f.d.Version() && d.ManifestKey() == f.d.ManifestKey() {
-		f.listed = listed
 		return advance{d: f.d, same: true}, nil
 	}
-	a := advance{d: d, reset: f.d == nil, listed: listed}
+	a := advance{d: d, reset: f.d == nil}
 	frags := d.Fragments()
 	if !a.reset {
 		now := make(map[uint64]string, len(frags))
@@ -116,7 +104,7 @@ func (f *follower) done(a advance) {
 	if a.same {
 		return
 	}
-	f.d, f.listed = a.d, a.listed
+	f.d = a.d
 	f.frags = map[uint64]string{}
 	if a.d != nil {
 		for _, fr := range a.d.Fragments() {

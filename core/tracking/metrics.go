@@ -178,6 +178,18 @@ func planMetrics(d *lance.Dataset) metricsPlan {
 	return p
 }
 
+// holding returns the sorted fragments whose series-id span may hold one of
+// the wanted (sorted) ids; the others need not be read.
+func (p metricsPlan) holding(want []uint64) []lance.Fragment {
+	var out []lance.Fragment
+	for _, f := range p.ranged {
+		if p.spans[f.ID].holdsAny(want) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // visitMetrics calls fn with batches holding (at least) every row of the
 // wanted series ids, in read order (a later row at the same step wins). Rows
 // of other series may be included; fn filters them.
@@ -193,12 +205,7 @@ func (r *Repo) visitPlan(ctx context.Context, d *lance.Dataset, p metricsPlan, s
 	want := slices.Clone(sids)
 	slices.Sort(want)
 	want = slices.Compact(want)
-	var holding []lance.Fragment
-	for _, f := range p.ranged {
-		if p.spans[f.ID].holdsAny(want) { // else its series ids lie elsewhere
-			holding = append(holding, f)
-		}
-	}
+	holding := p.holding(want)
 	// A sorted fragment holds each series contiguously: find the wanted
 	// series' rows and read those ranges, skipping the pages between them.
 	// Fragments are read concurrently (their requests share round trips)
@@ -282,13 +289,7 @@ func (r *Repo) warmSeries(ids []SeriesID) func(context.Context, *lance.Dataset) 
 	}
 	slices.Sort(want)
 	return func(ctx context.Context, d *lance.Dataset) {
-		p := planMetrics(d)
-		var holding []lance.Fragment
-		for _, f := range p.ranged {
-			if p.spans[f.ID].holdsAny(want) {
-				holding = append(holding, f)
-			}
-		}
+		holding := planMetrics(d).holding(want)
 		_ = par.Do(ctx, len(holding), 8, func(ctx context.Context, i int) error {
 			_, err := r.fragRanges(ctx, d, holding[i])
 			return err
