@@ -90,6 +90,7 @@ type baseRun struct {
 	chunks []baseChunk
 	n      int // entries
 	live   int // put and lazy entries
+	lazy   int // lazy entries
 	size   int64
 }
 
@@ -101,6 +102,7 @@ type baseChunk struct {
 	used  int    // bytes of entries
 	n     int    // entries
 	live  int    // put and lazy entries
+	lazy  int    // lazy entries
 	p0    uint64 // prefix of the first key
 	first []byte // key of the first entry
 }
@@ -168,7 +170,7 @@ func (b *baseRun) release() {
 		b.chunks[i].blk.unref()
 	}
 	b.chunks = nil
-	b.n, b.live, b.size = 0, 0, 0
+	b.n, b.live, b.lazy, b.size = 0, 0, 0, 0
 }
 
 // clone returns a run sharing b's blocks, with references of its own.
@@ -176,7 +178,7 @@ func (b *baseRun) clone() *baseRun {
 	if b == nil {
 		return &baseRun{}
 	}
-	c := &baseRun{chunks: slices.Clone(b.chunks), n: b.n, live: b.live, size: b.size}
+	c := &baseRun{chunks: slices.Clone(b.chunks), n: b.n, live: b.live, lazy: b.lazy, size: b.size}
 	for i := range c.chunks {
 		c.chunks[i].blk.ref()
 	}
@@ -188,7 +190,7 @@ func (b *baseRun) clone() *baseRun {
 // replaced chunks, which are returned for the caller to drop, and repl's.
 func (b *baseRun) splice(at, n int, repl []baseChunk) (*baseRun, []baseChunk) {
 	old := b.chunks[at : at+n]
-	r := &baseRun{n: b.n, live: b.live, size: b.size}
+	r := &baseRun{n: b.n, live: b.live, lazy: b.lazy, size: b.size}
 	r.chunks = make([]baseChunk, 0, len(b.chunks)-n+len(repl))
 	r.chunks = append(r.chunks, b.chunks[:at]...)
 	r.chunks = append(r.chunks, repl...)
@@ -196,11 +198,13 @@ func (b *baseRun) splice(at, n int, repl []baseChunk) (*baseRun, []baseChunk) {
 	for i := range old {
 		r.n -= old[i].n
 		r.live -= old[i].live
+		r.lazy -= old[i].lazy
 		r.size -= int64(old[i].used)
 	}
 	for i := range repl {
 		r.n += repl[i].n
 		r.live += repl[i].live
+		r.lazy += repl[i].lazy
 		r.size += int64(repl[i].used)
 	}
 	return r, slices.Clone(old)
@@ -246,6 +250,10 @@ func (bb *baseBuilder) add(e entry) {
 	if entryKind(e) != kindTombstone {
 		r.live++
 		c.live++
+	}
+	if entryKind(e) == kindLazy {
+		r.lazy++
+		c.lazy++
 	}
 	r.size += int64(len(e))
 	bb.last = k

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"slices"
 	"sync"
@@ -1115,9 +1116,14 @@ func (d *db) compactFiles(ctx context.Context) error {
 			seenAll = false
 		}
 	}
+	// Without lazy entries there is nothing to re-point: the rewritten
+	// rows are already in the view.
+	reread := !seenAll || d.v.mayHoldLazy()
 	d.mu.RUnlock()
-	if err := d.scanRows(ctx, res.Version, ids, seenAll); err != nil {
-		return err
+	if reread {
+		if err := d.scanRows(ctx, res.Version, ids, seenAll); err != nil {
+			return err
+		}
 	}
 	d.mu.Lock()
 	for _, id := range res.Removed {
@@ -1201,9 +1207,21 @@ func (d *db) close(ctx context.Context) error {
 				}
 				return 0
 			})
-			data := encodeSnapshot(nil, uint64(int64(d.opts.LazyValueThreshold)), d.version, frags, d.v)
-			d.mu.RUnlock()
-			if serr := d.snaps.SaveSnapshot(data); serr != nil && err == nil {
+			threshold := uint64(int64(d.opts.LazyValueThreshold))
+			var serr error
+			if ss, ok := d.snaps.(SnapshotStreamer); ok {
+				// Written as it is encoded, under the read lock: the
+				// handle is closed, so only readers wait.
+				serr = ss.StreamSnapshot(func(w io.Writer) error {
+					return writeSnapshot(w, threshold, d.version, frags, d.v)
+				})
+				d.mu.RUnlock()
+			} else {
+				data := encodeSnapshot(nil, threshold, d.version, frags, d.v)
+				d.mu.RUnlock()
+				serr = d.snaps.SaveSnapshot(data)
+			}
+			if serr != nil && err == nil {
 				err = ioErr("save snapshot", serr)
 			}
 		} else {

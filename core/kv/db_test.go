@@ -308,3 +308,52 @@ func ExampleDB() {
 	// apple=red
 	// cherry=dark red
 }
+
+// scanCounter counts ScanFragments calls.
+type scanCounter struct {
+	kv.OpLog
+	scans atomic.Int64
+}
+
+func (s *scanCounter) ScanFragments(ctx context.Context, version uint64, frags []uint64, fn func([]kv.Row) error) error {
+	s.scans.Add(1)
+	return s.OpLog.ScanFragments(ctx, version, frags, fn)
+}
+
+// A file compaction (here after each flush past two fragments) rereads the
+// rewritten fragments only when the view may hold values kept in the log,
+// whose addresses change.
+func TestCompactionRereadsOnlyForLazyValues(t *testing.T) {
+	for _, big := range []bool{false, true} {
+		log := &scanCounter{OpLog: kvtest.NewLog(store.NewMemory(), "", nil)}
+		opts := quiet()
+		opts.MaxFragments = 2
+		db, err := kv.Open(ctx, log, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := log.scans.Load()
+		for i := range 4 {
+			v := []byte("small")
+			if big && i == 2 {
+				v = bytes.Repeat([]byte("b"), 5000)
+			}
+			if err := db.Put(ctx, fmt.Appendf(nil, "k%d", i), v, &kv.WriteOptions{Sync: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := db.CleanupOldVersions(ctx, 0); err != nil {
+			t.Fatal(err)
+		}
+		if got := log.scans.Load() - before; (got > 0) != big {
+			t.Fatalf("big value %v: %d rereads after the compaction", big, got)
+		}
+		for i := range 4 {
+			v, err := db.Get(ctx, fmt.Appendf(nil, "k%d", i))
+			if err != nil || (len(v) == 5000) != (big && i == 2) {
+				t.Fatalf("k%d after compaction and cleanup: %d bytes, %v", i, len(v), err)
+			}
+		}
+		db.Close()
+	}
+}

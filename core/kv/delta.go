@@ -30,6 +30,7 @@ type delta struct {
 	tail   *leaf
 	n      int // items
 	live   int // put and lazy items (approximate: shadowing is ignored)
+	lazy   int // lazy items (as live)
 	alloc  BlockAllocator
 	blocks []*block
 	cur    []byte // data of the last block
@@ -284,9 +285,15 @@ func (d *delta) setRef(dst entry, r uint64) entry {
 		if entryKind(old) != kindTombstone && entryKind(old) != kindAbsent {
 			d.live--
 		}
+		if entryKind(old) == kindLazy {
+			d.lazy--
+		}
 	}
 	if entryKind(dst) != kindTombstone && entryKind(dst) != kindAbsent {
 		d.live++
+	}
+	if entryKind(dst) == kindLazy {
+		d.lazy++
 	}
 	return old
 }

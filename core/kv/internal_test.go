@@ -3,6 +3,7 @@ package kv
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	maps2 "maps"
 	"slices"
@@ -238,4 +239,56 @@ func TestViewLayers(t *testing.T) {
 		}
 	}
 	v.release()
+}
+
+// appendBytes appends b to dst as the snapshot frames byte strings.
+func appendBytes(dst, b []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(len(b)))
+	return append(dst, b...)
+}
+
+// failAfter is a writer that fails once it has taken n bytes.
+type failAfter struct {
+	n   int
+	err error
+}
+
+func (f *failAfter) Write(p []byte) (int, error) {
+	if f.n < len(p) {
+		return 0, f.err
+	}
+	f.n -= len(p)
+	return len(p), nil
+}
+
+// A streamed snapshot is byte for byte the one encoded in memory, over
+// many pieces, and a failing writer's error comes back.
+func TestSnapshotStreamed(t *testing.T) {
+	var rows []Row
+	for i := range 20000 {
+		rows = append(rows, Row{Seq: uint64(i + 1), Op: OpPut, Key: fmt.Appendf(nil, "key%07d", i), Value: bytes.Repeat([]byte{byte(i)}, 40)})
+	}
+	rows = append(rows,
+		Row{Seq: 30001, Op: OpDeleteRange, Key: []byte("key0000100"), Value: []byte("key0000200")},
+		Row{Seq: 30002, Op: OpMark, Key: []byte("w"), Value: AppendMark(nil, 30002)})
+	v := applyAll(rows)
+	frags := []FragmentInfo{{ID: 3, DataFile: "data/a.lance", Rows: 20002}}
+	want := encodeSnapshot(nil, 4096, 9, frags, v)
+	if len(want) < 3*snapChunk {
+		t.Fatalf("snapshot of %d bytes is too small to span pieces", len(want))
+	}
+	var got bytes.Buffer
+	if err := writeSnapshot(&got, 4096, 9, frags, v); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Fatalf("streamed snapshot (%d bytes) differs from the encoded one (%d bytes)", got.Len(), len(want))
+	}
+	if _, err := decodeSnapshot(got.Bytes(), "streamed", true); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("disk full")
+	if err := writeSnapshot(&failAfter{n: snapChunk, err: boom}, 4096, 9, frags, v); !errors.Is(err, boom) {
+		t.Fatalf("failing writer: %v", err)
+	}
 }

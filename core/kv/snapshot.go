@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"runtime"
 	"slices"
 	"sync"
@@ -45,48 +46,125 @@ type snapshot struct {
 // encodeSnapshot appends the snapshot of v to dst. The caller holds the
 // view's lock.
 func encodeSnapshot(dst []byte, threshold, version uint64, frags []FragmentInfo, v *view) []byte {
-	start := len(dst)
-	dst = append(dst, snapMagic...)
-	dst = binary.AppendUvarint(dst, threshold)
-	dst = binary.AppendUvarint(dst, version)
-	dst = binary.AppendUvarint(dst, v.max)
-	dst = binary.AppendUvarint(dst, uint64(len(frags)))
+	sw := snapWriter{buf: dst, start: len(dst)}
+	sw.buf = slices.Grow(sw.buf, snapshotSize(frags, v))
+	sw.encode(threshold, version, frags, v)
+	return sw.buf
+}
+
+// writeSnapshot writes the snapshot of v to w in pieces of about
+// snapChunk bytes, so a large view is never held in memory twice. The
+// caller holds the view's lock.
+func writeSnapshot(w io.Writer, threshold, version uint64, frags []FragmentInfo, v *view) error {
+	sw := snapWriter{buf: make([]byte, 0, snapChunk+64<<10), w: w, h: xxh3.New()}
+	sw.encode(threshold, version, frags, v)
+	sw.emit()
+	return sw.err
+}
+
+// snapChunk is the size of the pieces writeSnapshot hands to its writer.
+const snapChunk = 256 << 10
+
+// snapWriter builds a snapshot in buf. With w set, it hands buf to w (and
+// the hasher) whenever buf passes snapChunk bytes; without, buf grows to
+// the whole snapshot, which starts at buf[start].
+type snapWriter struct {
+	buf   []byte
+	start int
+	w     io.Writer
+	h     *xxh3.Hasher
+	err   error
+}
+
+// emit hands the buffered bytes to the writer.
+func (sw *snapWriter) emit() {
+	if sw.w == nil || len(sw.buf) == 0 {
+		return
+	}
+	_, _ = sw.h.Write(sw.buf)
+	if sw.err == nil {
+		_, sw.err = sw.w.Write(sw.buf)
+	}
+	sw.buf = sw.buf[:0]
+}
+
+func (sw *snapWriter) maybeEmit() {
+	if sw.w != nil && len(sw.buf) >= snapChunk {
+		sw.emit()
+	}
+}
+
+func (sw *snapWriter) uvarint(x uint64) { sw.buf = binary.AppendUvarint(sw.buf, x) }
+
+func (sw *snapWriter) bytes(b []byte) {
+	sw.uvarint(uint64(len(b)))
+	sw.buf = append(sw.buf, b...)
+	sw.maybeEmit()
+}
+
+// encode writes the whole snapshot, checksum included.
+func (sw *snapWriter) encode(threshold, version uint64, frags []FragmentInfo, v *view) {
+	sw.buf = append(sw.buf, snapMagic...)
+	sw.uvarint(threshold)
+	sw.uvarint(version)
+	sw.uvarint(v.max)
+	sw.uvarint(uint64(len(frags)))
 	for _, f := range frags {
-		dst = binary.AppendUvarint(dst, f.ID)
-		dst = binary.AppendUvarint(dst, f.Rows)
-		dst = appendBytes(dst, []byte(f.DataFile))
-		dst = appendBytes(dst, []byte(f.DeletionFile))
+		sw.uvarint(f.ID)
+		sw.uvarint(f.Rows)
+		sw.bytes([]byte(f.DataFile))
+		sw.bytes([]byte(f.DeletionFile))
 	}
-	dst = binary.AppendUvarint(dst, uint64(len(v.marks)))
+	sw.uvarint(uint64(len(v.marks)))
 	for w, s := range v.marks {
-		dst = appendBytes(dst, []byte(w))
-		dst = binary.AppendUvarint(dst, s)
+		sw.bytes([]byte(w))
+		sw.uvarint(s)
 	}
-	n, size := 0, 0
-	v.ascend(nil, func(e entry) bool {
+	n := 0
+	v.ascend(nil, func(entry) bool {
 		n++
+		return true
+	})
+	sw.uvarint(uint64(n))
+	v.ascend(nil, func(e entry) bool {
+		sw.bytes(e)
+		return sw.err == nil
+	})
+	sw.uvarint(uint64(v.dels.Len()))
+	v.dels.Ascend(func(s *span) bool {
+		sw.bytes(s.start)
+		sw.bytes(s.end)
+		sw.uvarint(s.seq)
+		return true
+	})
+	var sum uint64
+	if sw.w != nil {
+		sw.emit()
+		sum = sw.h.Sum64()
+	} else {
+		sum = xxh3.Hash(sw.buf[sw.start:])
+	}
+	sw.buf = binary.LittleEndian.AppendUint64(sw.buf, sum)
+}
+
+// snapshotSize returns about how many bytes the snapshot of v takes.
+func snapshotSize(frags []FragmentInfo, v *view) int {
+	size := 64
+	for _, f := range frags {
+		size += 32 + len(f.DataFile) + len(f.DeletionFile)
+	}
+	for w := range v.marks {
+		size += 16 + len(w)
+	}
+	v.ascend(nil, func(e entry) bool {
 		size += uvarintLen(uint64(len(e))) + len(e)
 		return true
 	})
-	dst = slices.Grow(dst, size+binary.MaxVarintLen64+8)
-	dst = binary.AppendUvarint(dst, uint64(n))
-	v.ascend(nil, func(e entry) bool {
-		dst = appendBytes(dst, e)
-		return true
-	})
-	dst = binary.AppendUvarint(dst, uint64(v.dels.Len()))
 	v.dels.Ascend(func(s *span) bool {
-		dst = appendBytes(dst, s.start)
-		dst = appendBytes(dst, s.end)
-		dst = binary.AppendUvarint(dst, s.seq)
+		size += 24 + len(s.start) + len(s.end)
 		return true
 	})
-	return binary.LittleEndian.AppendUint64(dst, xxh3.Hash(dst[start:]))
-}
-
-func appendBytes(dst, b []byte) []byte {
-	dst = binary.AppendUvarint(dst, uint64(len(b)))
-	return append(dst, b...)
+	return size
 }
 
 var errSnapshot = errors.New("malformed snapshot")
@@ -308,6 +386,7 @@ func decodeEntriesParallel(d *decoder, n, parts int, alloc BlockAllocator) (*bas
 		run.chunks = append(run.chunks, r.chunks...)
 		run.n += r.n
 		run.live += r.live
+		run.lazy += r.lazy
 		run.size += r.size
 	}
 	if err != nil {

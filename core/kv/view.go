@@ -108,6 +108,16 @@ func (v *view) lookup(key []byte) entry {
 	return e
 }
 
+// mayHoldLazy reports whether any layer holds a lazy entry (shadowed ones
+// count too, so it may report true when no key reads through the log).
+func (v *view) mayHoldLazy() bool {
+	n := v.base.lazy + v.act.lazy
+	for _, d := range v.imm {
+		n += d.lazy
+	}
+	return n > 0
+}
+
 // live returns the number of live keys, approximately between merges.
 func (v *view) live() int {
 	n := v.base.live + v.act.live

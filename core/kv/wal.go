@@ -1,5 +1,7 @@
 package kv
 
+import "io"
+
 // WAL is the local write-ahead log a writable DB appends every write to
 // before applying it (package native/wal implements it on local disk). A DB
 // without one (memory stores, read-only handles, or Options.WAL nil) keeps
@@ -53,6 +55,15 @@ type SnapshotStore interface {
 	SaveSnapshot(data []byte) error
 	// RemoveSnapshot deletes the snapshot, if any.
 	RemoveSnapshot() error
+}
+
+// SnapshotStreamer is an optional interface of a SnapshotStore that saves
+// a snapshot as it is written, so a large view is never also held in
+// memory as one buffer (native/wal writes it to a temporary file).
+type SnapshotStreamer interface {
+	// StreamSnapshot replaces the snapshot atomically with the bytes write
+	// writes to w. When write returns an error the old snapshot stays.
+	StreamSnapshot(write func(w io.Writer) error) error
 }
 
 // SnapshotMapper is an optional interface of a SnapshotStore that can hand

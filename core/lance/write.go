@@ -68,6 +68,11 @@ const (
 	DefaultMaxBytesPerFile = 90 << 30
 )
 
+// streamBytes is how many bytes of encoded pages a data file being written
+// may hold before they go to the store, on a store.Streamer as they come
+// (a variable so tests can stream small files).
+var streamBytes = 8 << 20
+
 // ErrSchemaMismatch means appended rows do not have the dataset's schema.
 // Match it with errors.Is.
 var ErrSchemaMismatch = errors.New("lance: schema mismatch")
@@ -257,6 +262,62 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 			putErr = fmt.Errorf("lance: storing data file %s: %w", key, err)
 		}
 	}
+	// putStreamed completes a file begun on obj, as put.
+	putStreamed := func(obj store.ObjectWriter, key string, data [][]byte, sync bool) {
+		var err error
+		for _, p := range data {
+			if err = obj.Append(p); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			err = obj.Commit(ctx)
+		}
+		obj.Abort()
+		if err == nil && sync {
+			err = store.Sync(ctx, st, key)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		keys = append(keys, key)
+		if !sync {
+			pending = append(pending, key)
+		}
+		if err != nil && putErr == nil {
+			putErr = fmt.Errorf("lance: storing data file %s: %w", key, err)
+		}
+	}
+	// A file larger than streamBytes goes to the store as it is encoded
+	// (ow), so memory holds its open pages, not the whole file.
+	var (
+		ow     store.ObjectWriter
+		owName string
+	)
+	defer func() {
+		if ow != nil {
+			ow.Abort()
+		}
+	}()
+	drain := func() error {
+		if w.Placed() < streamBytes {
+			return nil
+		}
+		if ow == nil {
+			owName = newDataFileName()
+			var err error
+			if ow, err = store.NewObjectWriter(ctx, st, k.data(owName)); err != nil {
+				ow = nil
+				return fmt.Errorf("lance: storing data file %s: %w", k.data(owName), err)
+			}
+		}
+		parts, _ := w.TakePlaced()
+		for _, p := range parts {
+			if err := ow.Append(p); err != nil {
+				return fmt.Errorf("lance: storing data file %s: %w", k.data(owName), err)
+			}
+		}
+		return nil
+	}
 	// finish completes the current file and stores it in the background
 	// (at most two puts at a time), syncing it unless it is the last.
 	var fileFirst uint64 // input rows stored in the files before w
@@ -272,7 +333,10 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 		if err != nil {
 			return err
 		}
-		name := newDataFileName()
+		name, obj := newDataFileName(), ow
+		if obj != nil {
+			name, ow = owName, nil
+		}
 		frags = append(frags, &tablepb.DataFragment{
 			PhysicalRows: w.Rows(),
 			Files: []*tablepb.DataFile{{Path: name, Fields: w.FieldIDs(), ColumnIndices: w.ColumnIndices(),
@@ -284,7 +348,11 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			put(key, data, !last)
+			if obj != nil {
+				putStreamed(obj, key, data, !last)
+			} else {
+				put(key, data, !last)
+			}
 		}()
 		return nil
 	}
@@ -322,6 +390,9 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 			err = w.Write(part)
 			if take != n {
 				part.Release()
+			}
+			if err == nil {
+				err = drain()
 			}
 			if err == nil && (int(w.Rows()) >= maxRows || w.EstimatedSize() >= maxBytes) {
 				err = finish(false)

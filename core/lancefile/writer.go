@@ -60,7 +60,8 @@ type Writer struct {
 	byTop  [][]*leafCol // leaf columns of each top-level field
 	rows   uint64
 	segs   [][]byte // page buffers placed so far, with their padding
-	size   int      // total bytes of segs
+	size   int      // bytes placed so far (segs and those taken)
+	taken  int      // bytes handed out by TakePlaced
 	extra  [][]byte // global buffers 1, 2, ... (AddGlobalBuffer)
 	done   bool
 }
@@ -251,6 +252,20 @@ func padBuffer(b []byte) []byte {
 	return b
 }
 
+// TakePlaced returns the bytes of the file placed since the start or the
+// previous call (whole page buffers with their padding, in file order) and
+// forgets them: a caller that writes them out at once keeps no more than
+// the open pages in memory. FinishParts then returns only the rest of the
+// file. The slices are not modified afterwards.
+func (w *Writer) TakePlaced() (parts [][]byte, size int) {
+	parts, w.segs = w.segs, nil
+	size, w.taken = w.size-w.taken, w.size
+	return parts, size
+}
+
+// Placed returns how many bytes of pages are placed and not yet taken.
+func (w *Writer) Placed() int { return w.size - w.taken }
+
 // Rows returns the number of rows written so far.
 func (w *Writer) Rows() uint64 { return w.rows }
 
@@ -284,8 +299,8 @@ func (w *Writer) ColumnIndices() []int32 {
 	return idx
 }
 
-// Finish flushes the open pages and returns the complete file. The Writer
-// cannot be used afterwards.
+// Finish flushes the open pages and returns the complete file (after
+// TakePlaced, the rest of it). The Writer cannot be used afterwards.
 func (w *Writer) Finish() ([]byte, error) {
 	parts, size, err := w.FinishParts()
 	if err != nil {
@@ -299,8 +314,8 @@ func (w *Writer) Finish() ([]byte, error) {
 }
 
 // FinishParts is Finish without joining the file: the file is the
-// concatenation of parts (the page buffers, then the metadata), size bytes
-// in all. The parts are the Writer's own memory, never the caller's Arrow
+// concatenation of what TakePlaced returned and parts (the page buffers,
+// then the metadata), size bytes in all. The parts are the Writer's own memory, never the caller's Arrow
 // buffers, and are not modified afterwards. The Writer cannot be used
 // afterwards.
 func (w *Writer) FinishParts() (parts [][]byte, size int64, err error) {

@@ -45,6 +45,7 @@ var (
 	_ store.Syncer      = (*Store)(nil)
 	_ store.Overwriter  = (*Store)(nil)
 	_ store.PartsPutter = (*Store)(nil)
+	_ store.Streamer    = (*Store)(nil)
 )
 
 // Open returns a store rooted at dir, creating the folder if needed.
@@ -381,6 +382,73 @@ func (s *Store) put(ctx context.Context, key string, parts [][]byte, durable boo
 		return nil
 	}
 	return s.syncDir(filepath.Dir(name))
+}
+
+// CreateNoSync implements store.Streamer: the pieces go to a temporary
+// file in key's folder, renamed to key on Commit (not synced, as
+// PutNoSync).
+func (s *Store) CreateNoSync(ctx context.Context, key string) (store.ObjectWriter, error) {
+	name, err := s.path(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dir := filepath.Dir(name)
+	if err := s.ensureDir(dir); err != nil {
+		return nil, mapErr("put", key, err)
+	}
+	var rnd [8]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := filepath.Join(dir, tmpPrefix+hex.EncodeToString(rnd[:]))
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, mapErr("put", key, err)
+	}
+	return &fileWriter{f: f, tmp: tmp, name: name, key: key}, nil
+}
+
+// fileWriter is a store.ObjectWriter on a temporary file.
+type fileWriter struct {
+	f         *os.File
+	tmp, name string
+	key       string
+	done      bool
+}
+
+func (w *fileWriter) Append(p []byte) error {
+	if w.done {
+		return fmt.Errorf("put %s: append after commit or abort", w.key)
+	}
+	_, err := w.f.Write(p)
+	return mapErr("put", w.key, err)
+}
+
+func (w *fileWriter) Commit(ctx context.Context) error {
+	if w.done {
+		return fmt.Errorf("put %s: commit after commit or abort", w.key)
+	}
+	w.done = true
+	err := w.f.Close()
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err == nil {
+		err = os.Rename(w.tmp, w.name)
+	}
+	if err != nil {
+		os.Remove(w.tmp)
+	}
+	return mapErr("put", w.key, err)
+}
+
+func (w *fileWriter) Abort() {
+	if !w.done {
+		w.done = true
+		w.f.Close()
+		os.Remove(w.tmp)
+	}
 }
 
 // Overwrite implements store.Overwriter: it writes data over the existing

@@ -166,6 +166,51 @@ func TestPutPartsNoSync(t *testing.T) {
 	}
 }
 
+// A streamed object is a temporary file until Commit renames it; Abort
+// removes it.
+func TestCreateNoSync(t *testing.T) {
+	root := t.TempDir()
+	s, _ := fsstore.Open(root)
+	ctx := context.Background()
+	var st store.Streamer = s
+	w, err := st.CreateNoSync(ctx, "d/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := st.CreateNoSync(ctx, "d/g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"ab", "", "cde"} {
+		if err := w.Append([]byte(p)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Append([]byte("gone")); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(root, "d")); len(ents) != 2 {
+		t.Fatalf("while writing: %v, want two temporary files", ents)
+	}
+	a.Abort()
+	if err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Append([]byte("late")); err == nil {
+		t.Fatal("Append after Commit succeeded")
+	}
+	ents, _ := os.ReadDir(filepath.Join(root, "d"))
+	if len(ents) != 1 || ents[0].Name() != "f" {
+		t.Fatalf("after commit and abort: %v, want f alone", ents)
+	}
+	if got, err := store.ReadAll(ctx, s, "d/f"); err != nil || string(got) != "abcde" {
+		t.Fatalf("%q, %v", got, err)
+	}
+	if _, err := st.CreateNoSync(ctx, "../escape"); err == nil {
+		t.Fatal("a key outside the root was accepted")
+	}
+}
+
 func TestPutIfAbsentAfterSync(t *testing.T) {
 	s, _ := fsstore.Open(t.TempDir())
 	ctx := context.Background()

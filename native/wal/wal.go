@@ -744,6 +744,17 @@ func (s *Snapshots) SaveSnapshot(data []byte) error {
 	if err := kv.ValidateSnapshot(data); err != nil {
 		return err
 	}
+	return s.StreamSnapshot(func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+var _ kv.SnapshotStreamer = (*Snapshots)(nil)
+
+// StreamSnapshot implements kv.SnapshotStreamer: write fills a temporary
+// file next to the snapshot, which is synced and renamed over it.
+func (s *Snapshots) StreamSnapshot(write func(w io.Writer) error) error {
 	dir := filepath.Dir(s.path)
 	if err := s.fs.MkdirAll(dir); err != nil {
 		return err
@@ -755,7 +766,7 @@ func (s *Snapshots) SaveSnapshot(data []byte) error {
 	if err != nil {
 		return err
 	}
-	_, err = f.Write(data)
+	err = write(f)
 	if err == nil {
 		err = f.Sync()
 	}

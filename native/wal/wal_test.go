@@ -447,6 +447,27 @@ func TestSnapshotsFile(t *testing.T) {
 	if err := s.SaveSnapshot([]byte("junk")); !errors.Is(err, kv.ErrCorruption) {
 		t.Fatalf("saving junk: %v", err)
 	}
+	// A stream that fails leaves the saved snapshot and no temporary file.
+	if err := s.StreamSnapshot(func(w io.Writer) error {
+		_, err := w.Write([]byte("first"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("encoder failed")
+	if err := s.StreamSnapshot(func(w io.Writer) error {
+		w.Write([]byte("half of the second"))
+		return boom
+	}); !errors.Is(err, boom) {
+		t.Fatalf("failed stream: %v", err)
+	}
+	if b, err := s.LoadSnapshot(); string(b) != "first" || err != nil {
+		t.Fatalf("after a failed stream: %q %v", b, err)
+	}
+	ents, err := os.ReadDir(filepath.Dir(s.path))
+	if err != nil || len(ents) != 1 {
+		t.Fatalf("snapshot directory holds %v (%v), want the snapshot alone", ents, err)
+	}
 }
 
 // TestHelperProcess is the child of the cross-process tests; it does

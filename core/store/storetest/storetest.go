@@ -249,6 +249,52 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts Options) {
 		}
 	})
 
+	t.Run("ObjectWriter", func(t *testing.T) {
+		if opts.ReadOnly {
+			t.Skip("read-only store")
+		}
+		s := open(t)
+		w, err := store.NewObjectWriter(ctx, s, "w/obj")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []byte
+		for i := range 5 {
+			p := bytes.Repeat([]byte{byte('a' + i)}, 1000*(i+1))
+			want = append(want, p...)
+			if err := w.Append(p); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Stat(ctx, "w/obj"); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("Stat before Commit: err = %v, want ErrNotFound", err)
+			}
+		}
+		if err := w.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		w.Abort() // after Commit: nothing
+		if got, err := store.ReadAll(ctx, s, "w/obj"); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("committed object: %d bytes, %v; want %d bytes", len(got), err, len(want))
+		}
+		// An aborted object leaves nothing behind.
+		a, err := store.NewObjectWriter(ctx, s, "w/aborted")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Append([]byte("partial")); err != nil {
+			t.Fatal(err)
+		}
+		a.Abort()
+		if _, err := s.Stat(ctx, "w/aborted"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Stat after Abort: err = %v, want ErrNotFound", err)
+		}
+		if !opts.NoList {
+			if got, _ := s.List(ctx, store.ListOptions{Prefix: "w/"}); len(got) != 1 {
+				t.Fatalf("List after a commit and an abort = %v, want the committed object alone", got)
+			}
+		}
+	})
+
 	t.Run("Cancelled", func(t *testing.T) {
 		s := open(t)
 		put(t, s, map[string][]byte{"c/d": []byte("x")})
