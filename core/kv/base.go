@@ -130,6 +130,11 @@ func (c *baseChunk) key(i int) []byte { return entryKey(c.data[c.start(i):c.used
 
 func (c *baseChunk) len() int { return c.n }
 
+// nearlyFull reports whether at most an eighth of the block is free.
+func (c *baseChunk) nearlyFull() bool {
+	return 8*(len(c.data)-c.used-c.n*slotSize) <= len(c.data)
+}
+
 // search returns the index of the first entry whose key is >= key, and
 // whether that key equals key.
 func (c *baseChunk) search(kp uint64, key []byte) (int, bool) {

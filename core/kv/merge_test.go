@@ -90,7 +90,8 @@ func TestBackgroundMerge(t *testing.T) {
 	defer func(c, s int) { baseChunkSize, mergeStep = c, s }(baseChunkSize, mergeStep)
 	baseChunkSize, mergeStep = 4096, 3
 	var mu sync.RWMutex
-	v := newView()
+	blocks := &checkedBlocks{t: t, live: map[*byte]int{}}
+	v := newViewAlloc(blocks)
 	v.lk = &mu
 	model := map[string]string{}
 	const n = 12000
@@ -124,15 +125,19 @@ func TestBackgroundMerge(t *testing.T) {
 					count = size
 				}
 				k := keyOf(rng.IntN(n))
+				// An entry is valid only under the lock: a merge may free
+				// its block once the lock is released.
 				e := v.lookup([]byte(k))
 				want, ok := model[k]
+				bad := ok != (e != nil) || (ok && string(entryPayload(e)) != want)
+				got := string(e)
 				mu.RUnlock()
 				if count != size {
 					errs <- fmt.Errorf("walk saw %d keys, want %d", count, size)
 					return
 				}
-				if ok != (e != nil) || (ok && string(entryPayload(e)) != want) {
-					errs <- fmt.Errorf("lookup %s: %q, want %q", k, e, want)
+				if bad {
+					errs <- fmt.Errorf("lookup %s: %q, want %q", k, got, want)
 					return
 				}
 			}
@@ -211,7 +216,53 @@ func TestBackgroundMerge(t *testing.T) {
 	if v.base.n == 0 {
 		t.Fatal("no merge ran")
 	}
+	// Merges carry each step's last block into the next: the base is
+	// made of full blocks but its last.
+	for i, c := range v.base.chunks[:len(v.base.chunks)-1] {
+		if !c.nearlyFull() {
+			t.Fatalf("base block %d of %d: %d of %d bytes used", i, len(v.base.chunks), c.used+c.n*slotSize, len(c.data))
+		}
+	}
 	v.release()
+	if n := blocks.count(); n != 0 {
+		t.Fatalf("%d blocks not freed after release", n)
+	}
+}
+
+// checkedBlocks is a BlockAllocator that fills a freed block with 0xff
+// (so a read after Free sees garbage), fails the test on a double or
+// foreign Free, and counts the blocks not freed.
+type checkedBlocks struct {
+	t    *testing.T
+	mu   sync.Mutex
+	live map[*byte]int
+}
+
+func (c *checkedBlocks) Alloc(n int) []byte {
+	b := make([]byte, n)
+	c.mu.Lock()
+	c.live[&b[0]] = n
+	c.mu.Unlock()
+	return b
+}
+
+func (c *checkedBlocks) Free(b []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.live[&b[0]]; !ok {
+		c.t.Errorf("Free of a block that is not allocated")
+		return
+	}
+	delete(c.live, &b[0])
+	for i := range b {
+		b[i] = 0xff
+	}
+}
+
+func (c *checkedBlocks) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.live)
 }
 
 // A snapshot large enough to be checksummed while it is decoded: a flipped

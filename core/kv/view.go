@@ -401,12 +401,22 @@ func (v *view) startJob() {
 // blocks and the deltas' entries in their key range go into new blocks,
 // which replace the old ones in the view's base under lk. The deltas stay
 // in the view until the end, so every intermediate state reads the same.
+//
+// A step's last new block is usually part full. Unless it is nearly full,
+// it is carried into the next step, which rebuilds it together with that
+// step's blocks, so the new base is made of full blocks but its last: a
+// base rebuilt by many merges would otherwise keep a part-full block every
+// mergeStep blocks.
 func (v *view) runJob(j *mergeJob) {
 	old := j.base.chunks
-	done := 0 // old chunks whose job references are dropped
+	done := 0            // old chunks whose job references are dropped
+	var carry *baseChunk // the previous step's last block (a reference held)
 	defer func() {
 		for ; done < len(old); done++ {
 			old[done].blk.unref()
+		}
+		if carry != nil {
+			carry.blk.unref()
 		}
 		for _, d := range j.ds {
 			d.unref()
@@ -414,6 +424,7 @@ func (v *view) runJob(j *mergeJob) {
 		close(j.done)
 	}()
 	pos := 0 // where old[i] sits in the view's base
+	in := make([]baseChunk, 0, mergeStep+1)
 	for i := 0; i == 0 || i < len(old); i += mergeStep {
 		e := min(i+mergeStep, len(old))
 		var lo, hi []byte
@@ -430,7 +441,16 @@ func (v *view) runJob(j *mergeJob) {
 			s.load()
 			srcs = append(srcs, s)
 		}
-		bs := src{isBase: true, bc: (&baseRun{chunks: old[i:e]}).first()}
+		// The carried block holds merged entries below lo: it is read as
+		// base, and the deltas start at lo.
+		in = in[:0]
+		at, n := pos, e-i
+		if carry != nil {
+			in = append(in, *carry)
+			at, n = pos-1, n+1
+		}
+		in = append(in, old[i:e]...)
+		bs := src{isBase: true, bc: (&baseRun{chunks: in}).first()}
 		bs.load()
 		srcs = append(srcs, bs)
 		walk(srcs, true, func(en entry) bool {
@@ -447,16 +467,25 @@ func (v *view) runJob(j *mergeJob) {
 			nb.release()
 			return
 		}
-		run, replaced := v.base.splice(pos, e-i, nb.chunks)
+		run, replaced := v.base.splice(at, n, nb.chunks)
 		v.base = run
+		prev := carry
+		carry = nil
+		if k := len(nb.chunks); e < len(old) && k > 0 && !nb.chunks[k-1].nearlyFull() {
+			carry = &nb.chunks[k-1]
+			carry.blk.ref()
+		}
 		v.lk.Unlock()
 		for k := range replaced {
 			replaced[k].blk.unref()
 		}
+		if prev != nil {
+			prev.blk.unref()
+		}
 		for ; done < e; done++ {
 			old[done].blk.unref()
 		}
-		pos += len(nb.chunks)
+		pos = at + len(nb.chunks)
 	}
 	v.lk.Lock()
 	defer v.lk.Unlock()

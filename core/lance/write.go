@@ -42,8 +42,9 @@ type WriteOptions struct {
 	// fragment (default 1Mi, as Lance).
 	MaxRowsPerFile int
 	// MaxBytesPerFile starts a new data file once the current one reaches
-	// about this many bytes (default 90 GiB, as Lance; in practice memory
-	// bounds it: a data file is built in memory before it is stored).
+	// about this many bytes (default 90 GiB, as Lance). On a store that is
+	// a store.Streamer a file goes out as it is encoded; on others it is
+	// built in memory first, so memory bounds it in practice.
 	MaxBytesPerFile int64
 	// Commit tunes the commit.
 	Commit CommitOptions
@@ -71,7 +72,7 @@ const (
 // streamBytes is how many bytes of encoded pages a data file being written
 // may hold before they go to the store, on a store.Streamer as they come
 // (a variable so tests can stream small files).
-var streamBytes = 8 << 20
+var streamBytes = 1 << 20
 
 // ErrSchemaMismatch means appended rows do not have the dataset's schema.
 // Match it with errors.Is.

@@ -19,212 +19,47 @@
 //	get         random-order gets of every key, value copied out
 //	scan        one forward iteration over every key and value
 //	reopen      close, then open and read one key (kv0 with its snapshot)
-//	memory      a child process loads every key and reads them back; its peak
-//	            RSS (VmHWM) divided by the raw key+value bytes
+//	memory      a child process holding only the engine's code (memchild/kv0,
+//	            memchild/pebble) loads every key and reads them back; its
+//	            peak RSS (VmHWM) divided by the raw key+value bytes
 package kvbench
 
 import (
 	"bufio"
-	"context"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
-
-	"github.com/kv0/kv0/core/kv"
-	"github.com/kv0/kv0/native/kvdb"
-	"github.com/kv0/kv0/native/wal"
+	"github.com/kv0/kv0/tests/kvbench/kv0engine"
+	"github.com/kv0/kv0/tests/kvbench/pebbleengine"
+	"github.com/kv0/kv0/tests/kvbench/workload"
 )
 
 const (
-	keySize   = 16
-	valueSize = 100
+	keySize   = workload.KeySize
+	valueSize = workload.ValueSize
 )
 
-func numKeys() int {
-	if s := os.Getenv("KV0_BENCH_KEYS"); s != "" {
-		if n, err := strconv.Atoi(s); err == nil && n > 0 {
-			return n
-		}
-	}
-	return 1_000_000
-}
+var (
+	key     = workload.Key
+	value   = workload.Value
+	mix     = workload.Mix
+	numKeys = workload.NumKeys
+)
 
-// mix is splitmix64, a bijection: distinct i give distinct keys.
-func mix(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}
-
-// key writes the i-th key: 16 hex digits of a bijective hash of i, so keys
-// come in random order.
-func key(dst []byte, i int) []byte {
-	const digits = "0123456789abcdef"
-	h := mix(uint64(i))
-	dst = dst[:0]
-	for s := 60; s >= 0; s -= 4 {
-		dst = append(dst, digits[(h>>uint(s))&15])
-	}
-	return dst
-}
-
-// value writes the 100-byte value of key i.
-func value(dst []byte, i int) []byte {
-	dst = dst[:0]
-	x := uint64(i)
-	for len(dst) < valueSize {
-		x = mix(x)
-		dst = binary.LittleEndian.AppendUint64(dst, x)
-	}
-	return dst[:valueSize]
-}
-
-// engine is one store under test.
-type engine interface {
-	put(k, v []byte) error
-	get(k []byte) ([]byte, error)
-	scan(fn func(k, v []byte)) error
-	flush() error
-	close() error
-}
-
-type kv0Engine struct{ db *kv.DB }
-
-func openKV0(dir string, mode wal.SyncMode) (*kv0Engine, error) {
-	db, err := kvdb.Open(context.Background(), filepath.Join(dir, "db.lance"), kvdb.Options{WALDir: filepath.Join(dir, "wal"), WALMode: mode})
-	if err != nil {
-		return nil, err
-	}
-	return &kv0Engine{db: db}, nil
-}
-
-func (e *kv0Engine) put(k, v []byte) error { return e.db.Put(context.Background(), k, v, nil) }
-func (e *kv0Engine) get(k []byte) ([]byte, error) {
-	return e.db.Get(context.Background(), k)
-}
-func (e *kv0Engine) scan(fn func(k, v []byte)) error {
-	it, err := e.db.NewIter(context.Background(), nil)
-	if err != nil {
-		return err
-	}
-	for ok := it.First(); ok; ok = it.Next() {
-		fn(it.Key(), it.Value())
-	}
-	err = it.Error()
-	it.Close()
-	return err
-}
-func (e *kv0Engine) flush() error { return e.db.Flush(context.Background()) }
-func (e *kv0Engine) close() error { return e.db.Close() }
-
-type pebbleEngine struct {
-	db   *pebble.DB
-	stop chan struct{}
-	wg   sync.WaitGroup
-}
-
-// quietLogger drops Pebble's informational messages.
-type quietLogger struct{}
-
-func (quietLogger) Infof(string, ...any)      {}
-func (quietLogger) Errorf(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
-func (quietLogger) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
-
-// openPebble opens Pebble with its defaults plus 10-bit bloom filters on
-// every level (the usual setting for point reads) and a block cache of
-// twice the raw data (the memory budget kv0 targets, so reads compare at
-// equal memory rather than against Pebble's 8 MiB default); with
-// syncEvery > 0 a goroutine syncs the WAL at that interval (kv0's batch
-// mode).
-func openPebble(dir string, syncEvery time.Duration) (*pebbleEngine, error) {
-	cache := pebble.NewCache(int64(2 * numKeys() * (keySize + valueSize)))
-	defer cache.Unref()
-	o := &pebble.Options{Logger: quietLogger{}, Cache: cache}
-	for i := range o.Levels {
-		o.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
-	}
-	db, err := pebble.Open(filepath.Join(dir, "pebble"), o)
-	if err != nil {
-		return nil, err
-	}
-	e := &pebbleEngine{db: db, stop: make(chan struct{})}
-	if syncEvery > 0 {
-		e.wg.Add(1)
-		go func() {
-			defer e.wg.Done()
-			t := time.NewTicker(syncEvery)
-			defer t.Stop()
-			for {
-				select {
-				case <-e.stop:
-					return
-				case <-t.C:
-					_ = db.LogData([]byte("s"), pebble.Sync)
-				}
-			}
-		}()
-	}
-	return e, nil
-}
-
-func (e *pebbleEngine) put(k, v []byte) error { return e.db.Set(k, v, pebble.NoSync) }
-func (e *pebbleEngine) get(k []byte) ([]byte, error) {
-	v, c, err := e.db.Get(k)
-	if err != nil {
-		return nil, err
-	}
-	out := append(make([]byte, 0, len(v)), v...)
-	return out, c.Close()
-}
-func (e *pebbleEngine) scan(fn func(k, v []byte)) error {
-	it, err := e.db.NewIter(nil)
-	if err != nil {
-		return err
-	}
-	for ok := it.First(); ok; ok = it.Next() {
-		fn(it.Key(), it.Value())
-	}
-	return it.Close()
-}
-func (e *pebbleEngine) flush() error { return e.db.LogData([]byte("s"), pebble.Sync) }
-func (e *pebbleEngine) close() error {
-	close(e.stop)
-	e.wg.Wait()
-	return e.db.Close()
-}
-
-type opener func(dir string, batch bool) (engine, error)
+type engine = workload.Engine
 
 var engines = []struct {
 	name string
-	open opener
+	open workload.Opener
 }{
-	{"kv0", func(dir string, batch bool) (engine, error) {
-		mode := wal.SyncNone
-		if batch {
-			mode = wal.SyncBatch
-		}
-		return openKV0(dir, mode)
-	}},
-	{"pebble", func(dir string, batch bool) (engine, error) {
-		every := time.Duration(0)
-		if batch {
-			every = 100 * time.Millisecond
-		}
-		return openPebble(dir, every)
-	}},
+	{"kv0", kv0engine.Open},
+	{"pebble", pebbleengine.Open},
 }
 
 func benchDir(b *testing.B, name string) string {
@@ -242,14 +77,7 @@ func benchDir(b *testing.B, name string) string {
 }
 
 func load(b *testing.B, e engine, n int) {
-	var kb, vb []byte
-	kb, vb = make([]byte, 0, keySize), make([]byte, 0, valueSize+8)
-	for i := range n {
-		if err := e.put(key(kb, i), value(vb, i)); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := e.flush(); err != nil {
+	if err := workload.Load(e, n); err != nil {
 		b.Fatal(err)
 	}
 }
@@ -274,7 +102,7 @@ func BenchmarkKV(b *testing.B) {
 				b.StartTimer()
 				load(b, e, n)
 				b.StopTimer()
-				if err := e.close(); err != nil {
+				if err := e.Close(); err != nil {
 					b.Fatal(err)
 				}
 				os.RemoveAll(dir)
@@ -289,7 +117,7 @@ func BenchmarkKV(b *testing.B) {
 			for b.Loop() {
 				b.StopTimer()
 				if e != nil {
-					e.close()
+					e.Close()
 					os.RemoveAll(dir)
 					os.MkdirAll(dir, 0o755)
 				}
@@ -312,7 +140,7 @@ func BenchmarkKV(b *testing.B) {
 			for b.Loop() {
 				for j := range n {
 					i := int((uint64(j) * perm) % uint64(n)) // another random order
-					v, err := e.get(key(kb, i))
+					v, err := e.Get(key(kb, i))
 					if err != nil || string(v) != string(value(vb, i)) {
 						b.Fatalf("get %d: %v", i, err)
 					}
@@ -323,7 +151,7 @@ func BenchmarkKV(b *testing.B) {
 		b.Run("engine="+eng.name+"/op=scan", func(b *testing.B) {
 			for b.Loop() {
 				count, bytes := 0, 0
-				if err := e.scan(func(k, v []byte) { count++; bytes += len(k) + len(v) }); err != nil {
+				if err := e.Scan(func(k, v []byte) { count++; bytes += len(k) + len(v) }); err != nil {
 					b.Fatal(err)
 				}
 				if count != n {
@@ -336,7 +164,7 @@ func BenchmarkKV(b *testing.B) {
 			kb := make([]byte, 0, keySize)
 			for b.Loop() {
 				b.StopTimer()
-				if err := e.close(); err != nil {
+				if err := e.Close(); err != nil {
 					b.Fatal(err)
 				}
 				b.StartTimer()
@@ -344,13 +172,13 @@ func BenchmarkKV(b *testing.B) {
 				if e, err = eng.open(dir, false); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := e.get(key(kb, n/2)); err != nil {
+				if _, err := e.Get(key(kb, n/2)); err != nil {
 					b.Fatal(err)
 				}
 			}
 			b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/reopen")
 		})
-		e.close()
+		e.Close()
 		b.Run("engine="+eng.name+"/op=memory", func(b *testing.B) {
 			for b.Loop() {
 				rss := memoryChild(b, eng.name)
@@ -361,13 +189,14 @@ func BenchmarkKV(b *testing.B) {
 	}
 }
 
-// memoryChild runs TestMemoryChild in a child process for one engine and
-// returns its peak RSS in bytes.
+// memoryChild builds the engine's memory child (once per run), runs it on
+// a new folder and returns its peak RSS in bytes.
 func memoryChild(b *testing.B, name string) int64 {
-	dir := benchDir(b, name+"-mem")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestMemoryChild$", "-test.v")
-	cmd.Env = append(os.Environ(), "KVBENCH_MEM_ENGINE="+name, "KVBENCH_MEM_DIR="+dir)
-	out, err := cmd.CombinedOutput()
+	bin, err := childBinary(b, name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := exec.Command(bin, benchDir(b, name+"-mem")).CombinedOutput()
 	if err != nil {
 		b.Fatalf("memory child: %v\n%s", err, out)
 	}
@@ -382,56 +211,65 @@ func memoryChild(b *testing.B, name string) int64 {
 	return 0
 }
 
-// peakRSS reads VmHWM from /proc/self/status (Linux), in bytes.
-func peakRSS() int64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
+var (
+	childMu   sync.Mutex
+	childDir  string
+	childBins = map[string]string{}
+)
+
+// childBinary returns the path of memchild/<name>, built on first use.
+func childBinary(b *testing.B, name string) (string, error) {
+	childMu.Lock()
+	defer childMu.Unlock()
+	if bin, ok := childBins[name]; ok {
+		return bin, nil
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
+	if childDir == "" {
+		d, err := os.MkdirTemp("", "kvbench-memchild-")
+		if err != nil {
+			return "", err
 		}
+		childDir = d
 	}
-	return 0
+	bin, err := buildChild(childDir, name)
+	if err == nil {
+		childBins[name] = bin
+	}
+	return bin, err
 }
 
-// TestMemoryChild is the memory workload: it runs only as a child of the
-// memory benchmark.
-func TestMemoryChild(t *testing.T) {
-	name, dir := os.Getenv("KVBENCH_MEM_ENGINE"), os.Getenv("KVBENCH_MEM_DIR")
-	if name == "" {
-		t.Skip("runs as a child of BenchmarkKV/op=memory")
-	}
-	var open opener
-	for _, e := range engines {
-		if e.name == name {
-			open = e.open
-		}
-	}
-	e, err := open(dir, false)
+// buildChild builds memchild/<name> into dir with the go command.
+func buildChild(dir, name string) (string, error) {
+	gocmd, err := exec.LookPath("go")
 	if err != nil {
-		t.Fatal(err)
+		gocmd = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
 	}
-	n := numKeys()
-	kb, vb := make([]byte, 0, keySize), make([]byte, 0, valueSize+8)
-	for i := range n {
-		if err := e.put(key(kb, i), value(vb, i)); err != nil {
+	bin := filepath.Join(dir, name)
+	if out, err := exec.Command(gocmd, "build", "-o", bin, "./memchild/"+name).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building memchild/%s: %w\n%s", name, err, out)
+	}
+	return bin, nil
+}
+
+// TestMemoryChildren runs each engine's memory child on a few keys: the
+// children build, load, read back and report a peak.
+func TestMemoryChildren(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds two binaries")
+	}
+	t.Setenv("KV0_BENCH_KEYS", "2000")
+	for _, eng := range engines {
+		bin, err := buildChild(t.TempDir(), eng.name)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := e.flush(); err != nil {
-		t.Fatal(err)
-	}
-	for i := range n {
-		if _, err := e.get(key(kb, i)); err != nil {
-			t.Fatal(err)
+		out, err := exec.Command(bin, t.TempDir()).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s child: %v\n%s", eng.name, err, out)
 		}
-	}
-	runtime.GC()
-	fmt.Printf("PEAK_RSS %d\n", peakRSS())
-	if err := e.close(); err != nil {
-		t.Fatal(err)
+		v, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "PEAK_RSS ")
+		if n, err := strconv.ParseInt(v, 10, 64); !ok || err != nil || n <= 0 {
+			t.Fatalf("%s child printed %q", eng.name, out)
+		}
 	}
 }

@@ -156,12 +156,8 @@ func (l *Log) Root() string { return l.root }
 // committed, or nil with no error when another writer created the dataset
 // first.
 func (l *Log) create(ctx context.Context, rows []kv.Row) (*lance.Dataset, uint64, error) {
-	var rr lance.RecordReader = lance.Batches()
-	if len(rows) > 0 {
-		rec := buildRecord(rows)
-		defer rec.Release()
-		rr = lance.Batches(rec)
-	}
+	rr := &sliceRows{rows: rows}
+	defer rr.release()
 	d, err := lance.Create(ctx, l.st, l.root, schema, rr, lance.WriteOptions{MaxRowsPerFile: max(len(rows), 1), Commit: l.opts.Commit})
 	if errors.Is(err, lance.ErrExists) {
 		return nil, 0, nil
@@ -382,6 +378,39 @@ func take(ctx context.Context, d *lance.Dataset, addrs []uint64) ([][]byte, erro
 	return out, nil
 }
 
+// appendBatchRows is the number of rows in each record batch an append
+// hands to the Lance writer: enough for it to encode the columns side by
+// side, small enough that the Arrow copy of a large commit is never in
+// memory whole.
+const appendBatchRows = 16 << 10
+
+// sliceRows is a lance.RecordReader over rows, appendBatchRows at a time.
+type sliceRows struct {
+	rows []kv.Row
+	rec  arrow.RecordBatch
+}
+
+func (r *sliceRows) Next() bool {
+	r.release()
+	if len(r.rows) == 0 {
+		return false
+	}
+	n := min(len(r.rows), appendBatchRows)
+	r.rec = buildRecord(r.rows[:n])
+	r.rows = r.rows[n:]
+	return true
+}
+
+func (r *sliceRows) RecordBatch() arrow.RecordBatch { return r.rec }
+func (r *sliceRows) Err() error                     { return nil }
+
+func (r *sliceRows) release() {
+	if r.rec != nil {
+		r.rec.Release()
+		r.rec = nil
+	}
+}
+
 // buildRecord turns rows into one record batch.
 func buildRecord(rows []kv.Row) arrow.RecordBatch {
 	b := newBuilder(len(rows))
@@ -475,9 +504,9 @@ func (l *Log) Append(ctx context.Context, rows []kv.Row) (kv.CommitResult, error
 			return kv.CommitResult{}, mapErr("append", errors.Join(err, errors.New("dataset vanished after creation")))
 		}
 	}
-	rec := buildRecord(rows)
-	defer rec.Release()
-	nd, err := d.Append(ctx, lance.Batches(rec), lance.WriteOptions{MaxRowsPerFile: len(rows), Commit: l.opts.Commit})
+	rr := &sliceRows{rows: rows}
+	defer rr.release()
+	nd, err := d.Append(ctx, rr, lance.WriteOptions{MaxRowsPerFile: len(rows), Commit: l.opts.Commit})
 	if err != nil {
 		return kv.CommitResult{}, mapErr("append", err)
 	}
