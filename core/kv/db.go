@@ -436,6 +436,12 @@ func (d *db) write(ctx context.Context, rec []byte, count int, o *WriteOptions) 
 	}
 	logged := d.wal != nil && !wo.DisableWAL
 	d.wmu.Lock()
+	if d.closed.Load() {
+		// Close has begun: it may already have released the buffer's
+		// blocks, and nothing would commit this write.
+		d.wmu.Unlock()
+		return ErrClosed
+	}
 	rec = d.pbuf.copyIn(rec)
 	binary.LittleEndian.PutUint64(rec[1:], d.clock.next(count))
 	if logged {
@@ -1246,10 +1252,16 @@ func (d *db) close(ctx context.Context) error {
 	// empty view.
 	d.mu.Lock()
 	old := d.v
+	job := old.job
 	d.v = newViewAlloc(old.alloc)
 	d.v.lk = &d.mu
 	old.release()
 	d.mu.Unlock()
+	if job != nil {
+		// The release voided the running merge; it stops at its next
+		// splice and drops the blocks it holds.
+		<-job.done
+	}
 	return err
 }
 

@@ -357,3 +357,50 @@ func TestCompactionRereadsOnlyForLazyValues(t *testing.T) {
 		db.Close()
 	}
 }
+
+// countingBlocks is a BlockAllocator that counts the blocks not freed.
+type countingBlocks struct{ live atomic.Int64 }
+
+func (c *countingBlocks) Alloc(n int) []byte { c.live.Add(1); return make([]byte, n) }
+func (c *countingBlocks) Free([]byte)        { c.live.Add(-1) }
+
+// Writes racing Close either succeed before it or fail with ErrClosed, and
+// every block the handle allocated is freed once Close returns.
+func TestWritesRacingClose(t *testing.T) {
+	for round := range 20 {
+		blocks := &countingBlocks{}
+		opts := quiet()
+		opts.Blocks = blocks
+		db, err := kv.Open(ctx, kvtest.NewLog(store.NewMemory(), "", nil), opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var acked atomic.Int64
+		for w := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					err := db.Put(ctx, fmt.Appendf(nil, "w%d-%06d", w, i), bytes.Repeat([]byte("v"), 200), nil)
+					if errors.Is(err, kv.ErrClosed) {
+						return
+					}
+					if err != nil {
+						t.Errorf("put: %v", err)
+						return
+					}
+					acked.Add(1)
+				}
+			}()
+		}
+		time.Sleep(time.Duration(round%5) * time.Millisecond)
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		if n := blocks.live.Load(); n != 0 {
+			t.Fatalf("round %d: %d blocks not freed after Close (%d writes acknowledged)", round, n, acked.Load())
+		}
+	}
+}
