@@ -248,33 +248,23 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 		clean()
 		return nil, nil, err
 	}
-	put := func(key string, data [][]byte, sync bool) {
-		err := store.PutPartsNoSync(ctx, st, key, data)
-		if err == nil && sync {
-			err = store.Sync(ctx, st, key)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		keys = append(keys, key)
-		if !sync {
-			pending = append(pending, key)
-		}
-		if err != nil && putErr == nil {
-			putErr = fmt.Errorf("lance: storing data file %s: %w", key, err)
-		}
-	}
-	// putStreamed completes a file begun on obj, as put.
-	putStreamed := func(obj store.ObjectWriter, key string, data [][]byte, sync bool) {
+	// put stores a completed file: data are its bytes, or the rest of them
+	// when obj holds the beginning.
+	put := func(obj store.ObjectWriter, key string, data [][]byte, sync bool) {
 		var err error
-		for _, p := range data {
-			if err = obj.Append(p); err != nil {
-				break
+		if obj == nil {
+			err = store.PutPartsNoSync(ctx, st, key, data)
+		} else {
+			for _, p := range data {
+				if err = obj.Append(p); err != nil {
+					break
+				}
 			}
+			if err == nil {
+				err = obj.Commit(ctx)
+			}
+			obj.Abort()
 		}
-		if err == nil {
-			err = obj.Commit(ctx)
-		}
-		obj.Abort()
 		if err == nil && sync {
 			err = store.Sync(ctx, st, key)
 		}
@@ -349,11 +339,7 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if obj != nil {
-				putStreamed(obj, key, data, !last)
-			} else {
-				put(key, data, !last)
-			}
+			put(obj, key, data, !last)
 		}()
 		return nil
 	}
