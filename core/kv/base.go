@@ -75,12 +75,18 @@ func (b *block) unref() {
 // unique keys, stored back to back in large blocks (one allocation per MiB
 // instead of one per entry, and nothing for the garbage collector to
 // scan). Each block holds its entries from the front and an index from the
-// back, slot i at the i-th 12 bytes from the end:
+// back, slot i at the i-th 8 bytes from the end:
 //
 //	+---------+---------+-----+-----------+-----+--------+--------+
 //	| entry 0 | entry 1 | ... |  (free)   | ... | slot 1 | slot 0 |
 //	+---------+---------+-----+-----------+-----+--------+--------+
-//	slot := keyPrefix u64 LE | offset of the entry u32 LE
+//	slot := u64 LE: the key's prefix (keyPrefix) with its low 24 bits
+//	        replaced by the entry's offset in the block
+//
+// A binary search compares the 40 prefix bits and reads a key only when
+// they tie. Offsets must stay below 16 MiB: a block is 1 MiB unless it is
+// made for one larger entry, and a block whose entries reach 16 MiB takes
+// no more.
 //
 // A run holds one reference to each of its blocks; runs that share blocks
 // (a view's run after a partial merge, frozen copies) hold their own. A run
@@ -94,7 +100,11 @@ type baseRun struct {
 	size   int64
 }
 
-const slotSize = 12
+const (
+	slotSize = 8
+	offBits  = 24
+	offMask  = 1<<offBits - 1
+)
 
 type baseChunk struct {
 	blk   *block
@@ -112,11 +122,16 @@ func (c *baseChunk) slot(i int) []byte {
 	return c.data[end-slotSize : end]
 }
 
-func (c *baseChunk) prefix(i int) uint64 { return binary.LittleEndian.Uint64(c.slot(i)) }
+// prefix returns the stored prefix of entry i: its key's prefix with the
+// low offBits cleared (compare with cut(keyPrefix(key))).
+func (c *baseChunk) prefix(i int) uint64 { return binary.LittleEndian.Uint64(c.slot(i)) &^ offMask }
 
 func (c *baseChunk) start(i int) int {
-	return int(binary.LittleEndian.Uint32(c.slot(i)[8:]))
+	return int(binary.LittleEndian.Uint64(c.slot(i)) & offMask)
 }
+
+// cut clears the bits of a key prefix that a slot does not keep.
+func cut(kp uint64) uint64 { return kp &^ offMask }
 
 func (c *baseChunk) entry(i int) entry {
 	s, e := c.start(i), c.used
@@ -138,6 +153,7 @@ func (c *baseChunk) nearlyFull() bool {
 // search returns the index of the first entry whose key is >= key, and
 // whether that key equals key.
 func (c *baseChunk) search(kp uint64, key []byte) (int, bool) {
+	kp = cut(kp)
 	i, j := 0, c.n
 	for i < j {
 		m := int(uint(i+j) >> 1)
@@ -233,7 +249,7 @@ func newBaseBuilder(alloc BlockAllocator) *baseBuilder {
 func (bb *baseBuilder) add(e entry) {
 	r := bb.run
 	n := len(r.chunks)
-	if n == 0 || r.chunks[n-1].used+len(e)+(r.chunks[n-1].n+1)*slotSize > len(r.chunks[n-1].data) {
+	if n == 0 || r.chunks[n-1].used+len(e)+(r.chunks[n-1].n+1)*slotSize > len(r.chunks[n-1].data) || r.chunks[n-1].used > offMask {
 		size := max(baseChunkSize, len(e)+slotSize)
 		blk := newBlock(bb.alloc, size)
 		r.chunks = append(r.chunks, baseChunk{blk: blk, data: blk.data})
@@ -244,9 +260,7 @@ func (bb *baseBuilder) add(e entry) {
 	c.used += copy(c.data[start:], e)
 	k := entryKey(c.data[start:c.used])
 	kp := keyPrefix(k)
-	sl := c.slot(c.n)
-	binary.LittleEndian.PutUint64(sl, kp)
-	binary.LittleEndian.PutUint32(sl[8:], uint32(start))
+	binary.LittleEndian.PutUint64(c.slot(c.n), cut(kp)|uint64(start))
 	if c.n == 0 {
 		c.first, c.p0 = k, kp
 	}

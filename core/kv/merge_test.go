@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -330,5 +331,54 @@ func TestSnapshotParallelDecode(t *testing.T) {
 		if _, err := decodeSnapshot(bad, "snap", true); err == nil {
 			t.Fatalf("%d parts: entries out of order across parts accepted", parts)
 		}
+	}
+}
+
+// The base run's slots keep 40 bits of each key's prefix and a 24-bit
+// offset: keys that tie on those bits are told apart by the keys, and an
+// entry past 16 MiB (in a block of its own) is found like any other.
+func TestBaseSlots(t *testing.T) {
+	bb := newBaseBuilder(nil)
+	var keys []string
+	for i := range 3000 {
+		// Keys share 5 bytes and more, so most comparisons tie on the
+		// prefix.
+		keys = append(keys, fmt.Sprintf("sharedprefix%06d", i))
+	}
+	keys = append(keys, "sharedprefix9big")
+	slices.Sort(keys)
+	huge := bytes.Repeat([]byte("h"), offMask+2)
+	for i, k := range keys {
+		v := []byte(fmt.Sprint(i))
+		if strings.HasSuffix(k, "big") {
+			v = huge
+		}
+		bb.add(newPut(uint64(i+1), []byte(k), v))
+	}
+	for _, tail := range []string{"sharedprefix9x", "sharedprefix9y"} {
+		keys = append(keys, tail)
+		bb.add(newPut(9999, []byte(tail), []byte("after the big one")))
+	}
+	b := bb.finish()
+	defer b.release()
+	for i, c := range b.chunks {
+		if c.used > offMask+1 && c.n != 1 {
+			t.Fatalf("block %d of %d bytes holds %d entries", i, len(c.data), c.n)
+		}
+	}
+	for i, k := range keys {
+		e := b.get([]byte(k))
+		if e == nil || string(entryKey(e)) != k {
+			t.Fatalf("get %s: %q", k, e)
+		}
+		if strings.HasSuffix(k, "big") && len(entryPayload(e)) != len(huge) {
+			t.Fatalf("big value of %d bytes", len(entryPayload(e)))
+		}
+		if c := b.seekGE([]byte(k + "\x00")); i+1 < len(keys) && (!c.valid() || string(entryKey(c.entry())) != keys[i+1]) {
+			t.Fatalf("seekGE after %s", k)
+		}
+	}
+	if e := b.get([]byte("sharedprefix000000\x00")); e != nil {
+		t.Fatalf("found a missing key: %q", e)
 	}
 }

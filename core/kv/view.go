@@ -148,8 +148,8 @@ type src struct {
 func (s *src) load() {
 	if s.isBase {
 		if s.bc.valid() {
-			c := &s.bc.b.chunks[s.bc.ci]
-			s.p, s.e = c.prefix(s.bc.ei), c.entry(s.bc.ei)
+			s.e = s.bc.b.chunks[s.bc.ci].entry(s.bc.ei)
+			s.p = keyPrefix(entryKey(s.e)) // the slot keeps only part of it
 		} else {
 			s.e = nil
 		}
