@@ -10,6 +10,7 @@
 //	PutIfAbsent PutObject with If-None-Match: * (412 or 409 -> ErrExists)
 //	Put         PutObject
 //	Delete      DeleteObject
+//	CreateNoSync  multipart upload in parts of PartSize (store.Streamer)
 //
 // Every call runs under a deadline (Options.Timeout) and is retried with
 // exponential backoff on throttling, 5xx answers, timeouts and broken

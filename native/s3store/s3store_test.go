@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
@@ -193,5 +195,57 @@ func TestListPaginates(t *testing.T) {
 	some, err := s.List(ctx, store.ListOptions{Prefix: "v/", StartAfter: "v/00100", Limit: 1050})
 	if err != nil || len(some) != 1050 || some[0].Key != "v/00101" || some[1049].Key != "v/01150" {
 		t.Fatalf("List with StartAfter and Limit = %d, %v", len(some), err)
+	}
+}
+
+// An object streamed past one part is a multipart upload: nothing is
+// visible until Commit, and Abort after a part leaves no object and no
+// pending upload.
+func TestStreamMultipart(t *testing.T) {
+	defer func(old int) { s3store.PartSize = old }(s3store.PartSize)
+	s3store.PartSize = 5 << 20
+	endpoint := fake(t, nil)
+	ctx := context.Background()
+	s, err := s3store.Open(ctx, "s3://kv0-test/stream", testOptions(endpoint))
+	if err != nil {
+		t.Fatal(err)
+	}
+	piece := bytes.Repeat([]byte("p"), 3<<20)
+	w, err := s.CreateNoSync(ctx, "obj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 4 { // 12 MiB: parts of 5, 5 and 2 MiB
+		if err := w.Append(piece); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Stat(ctx, "obj"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("before commit: %v", err)
+	}
+	if err := w.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := store.ReadAll(ctx, s, "obj"); err != nil || !bytes.Equal(got, bytes.Repeat([]byte("p"), 12<<20)) {
+		t.Fatalf("read back %d bytes, %v", len(got), err)
+	}
+
+	a, err := s.CreateNoSync(ctx, "aborted")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Append(bytes.Repeat([]byte("q"), 6<<20)); err != nil {
+		t.Fatal(err)
+	}
+	a.Abort()
+	if _, err := s.Stat(ctx, "aborted"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("after abort: %v", err)
+	}
+	ups, err := s.Client().ListMultipartUploads(ctx, &s3.ListMultipartUploadsInput{Bucket: aws.String("kv0-test")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ups.Uploads) != 0 {
+		t.Fatalf("%d uploads left after commit and abort", len(ups.Uploads))
 	}
 }

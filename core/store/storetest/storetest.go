@@ -276,6 +276,29 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts Options) {
 		if got, err := store.ReadAll(ctx, s, "w/obj"); err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("committed object: %d bytes, %v; want %d bytes", len(got), err, len(want))
 		}
+		// A large object, in pieces of 1 MiB (a multipart upload on S3).
+		big, err := store.NewObjectWriter(ctx, s, "w/big")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var bigWant []byte
+		for i := range 12 {
+			p := bytes.Repeat([]byte{byte(i)}, 1<<20)
+			p[0], p[len(p)-1] = 'a', 'z'
+			bigWant = append(bigWant, p...)
+			if err := big.Append(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Stat(ctx, "w/big"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("Stat of a large object before Commit: err = %v, want ErrNotFound", err)
+		}
+		if err := big.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := store.ReadAll(ctx, s, "w/big"); err != nil || !bytes.Equal(got, bigWant) {
+			t.Fatalf("large object: %d bytes, %v; want %d bytes", len(got), err, len(bigWant))
+		}
 		// An aborted object leaves nothing behind.
 		a, err := store.NewObjectWriter(ctx, s, "w/aborted")
 		if err != nil {
@@ -289,8 +312,8 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts Options) {
 			t.Fatalf("Stat after Abort: err = %v, want ErrNotFound", err)
 		}
 		if !opts.NoList {
-			if got, _ := s.List(ctx, store.ListOptions{Prefix: "w/"}); len(got) != 1 {
-				t.Fatalf("List after a commit and an abort = %v, want the committed object alone", got)
+			if got, _ := s.List(ctx, store.ListOptions{Prefix: "w/"}); len(got) != 2 {
+				t.Fatalf("List after two commits and an abort = %v, want the committed objects alone", got)
 			}
 		}
 	})
