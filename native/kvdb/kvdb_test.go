@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -104,13 +105,13 @@ func TestReadOnlyAndTimeTravel(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want[vs[len(vs)-1].Version] = maps(cur)
+		want[vs[len(vs)-1].Version] = maps.Clone(cur)
 	}
 	if err := db.CompactRange(ctx, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	vs, _ := db.Versions(ctx)
-	want[vs[len(vs)-1].Version] = maps(cur)
+	want[vs[len(vs)-1].Version] = maps.Clone(cur)
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}

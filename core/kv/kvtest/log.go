@@ -1,6 +1,7 @@
 // Package kvtest holds test support for package kv: an operation log over
 // any store.Store (memory for unit tests, a local folder for crash tests),
-// an in-memory WAL, an in-memory snapshot store and a fault-injecting store.
+// an in-memory WAL, an in-memory snapshot store, a fault-injecting store,
+// and RunModel, the randomized model test every backend of kv.DB runs.
 //
 // Nothing here is meant for production; the log keeps the semantics kv
 // relies on (atomic commits, non-conflicting appends, row addresses stable
