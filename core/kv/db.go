@@ -985,6 +985,12 @@ func (d *db) maybeCompact(ctx context.Context, force bool) error {
 	live := d.v.live()
 	readVersion := d.synced
 	nfrag = len(d.seen)
+	if readVersion == 0 {
+		// Nothing was ever committed: there is nothing to compact.
+		d.mu.Unlock()
+		d.wmu.Unlock()
+		return nil
+	}
 	var snap *view
 	var remove []uint64
 	if force || rows > 2*uint64(live)+1024 {

@@ -404,3 +404,19 @@ func TestWritesRacingClose(t *testing.T) {
 		}
 	}
 }
+
+// Compacting a log nothing was ever committed to does nothing.
+func TestCompactNothingCommitted(t *testing.T) {
+	log := kvtest.NewLog(store.NewMemory(), "", nil)
+	db, err := kv.Open(ctx, log, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.CompactRange(ctx, nil, nil); err != nil {
+		t.Fatalf("compact with nothing committed: %v", err)
+	}
+	if vs, err := db.Versions(ctx); err != nil || len(vs) != 0 {
+		t.Fatalf("versions after compacting nothing: %v, %v", vs, err)
+	}
+}

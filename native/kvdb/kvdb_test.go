@@ -177,6 +177,33 @@ func TestMemoryLocation(t *testing.T) {
 	}
 }
 
+// A fresh database compacts (there is nothing to do) and works afterwards,
+// on a folder and in memory.
+func TestCompactEmpty(t *testing.T) {
+	ctx := context.Background()
+	for _, loc := range []string{filepath.Join(t.TempDir(), "empty.lance"), "memory://kvdb-compact-empty"} {
+		db, err := kvdb.Open(ctx, loc, quiet(t.TempDir()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.CompactRange(ctx, nil, nil); err != nil {
+			t.Fatalf("%s: compact of an empty database: %v", loc, err)
+		}
+		if err := db.Put(ctx, []byte("a"), []byte("1"), &kv.WriteOptions{Sync: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.CompactRange(ctx, nil, nil); err != nil {
+			t.Fatalf("%s: compact: %v", loc, err)
+		}
+		if v, err := db.Get(ctx, []byte("a")); err != nil || string(v) != "1" {
+			t.Fatalf("%s: get after compaction: %q %v", loc, v, err)
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func TestPurge(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "db.lance")
