@@ -25,6 +25,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/kv0/kv0/core/store"
 )
@@ -203,6 +204,20 @@ func readDirUnsorted(name string) ([]os.DirEntry, error) {
 	return f.ReadDir(-1)
 }
 
+// staleTemp is the age past which a temporary file is the leftover of a
+// writer that crashed (a streamed data file is written for seconds, not
+// hours).
+const staleTemp = 24 * time.Hour
+
+// removeStale removes the temporary file e of folder dir if it is older
+// than staleTemp. Listing is what finds them: a cleanup lists the data
+// folder, so a crash's leftovers go with the next cleanup.
+func (s *Store) removeStale(dir string, e fs.DirEntry) {
+	if info, err := e.Info(); err == nil && !info.IsDir() && time.Since(info.ModTime()) > staleTemp {
+		_ = os.Remove(filepath.Join(s.root, filepath.FromSlash(dir), e.Name()))
+	}
+}
+
 // walk calls fn with the key of every file below dir that is not a
 // temporary file (regular files and anything else but folders; List
 // checks the type when it stats the file).
@@ -220,6 +235,7 @@ func (s *Store) walk(ctx context.Context, dir string, fn func(key string)) error
 	}
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), tmpPrefix) {
+			s.removeStale(dir, e)
 			continue
 		}
 		key := e.Name()

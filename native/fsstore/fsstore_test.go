@@ -3,9 +3,11 @@ package fsstore_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/kv0/kv0/core/store"
 	"github.com/kv0/kv0/core/store/storetest"
@@ -56,9 +58,25 @@ func TestListSkipsTemporaryFiles(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "v", ".kv0-tmp-abc"), []byte("partial"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A temporary file older than a day is a crashed writer's: listing
+	// removes it.
+	stale := filepath.Join(dir, "v", ".kv0-tmp-old")
+	if err := os.WriteFile(stale, []byte("left by a crash"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-25 * time.Hour)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
 	got, err := s.List(ctx, store.ListOptions{Prefix: "v/"})
 	if err != nil || len(got) != 1 || got[0].Key != "v/a" {
 		t.Fatalf("List = %v, %v; want only v/a", got, err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("stale temporary file after List: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "v", ".kv0-tmp-abc")); err != nil {
+		t.Fatalf("fresh temporary file after List: %v", err)
 	}
 }
 

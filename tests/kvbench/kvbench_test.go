@@ -20,8 +20,9 @@
 //	scan        one forward iteration over every key and value
 //	reopen      close, then open and read one key (kv0 with its snapshot)
 //	memory      a child process holding only the engine's code (memchild/kv0,
-//	            memchild/pebble) loads every key and reads them back; its
-//	            peak RSS (VmHWM) divided by the raw key+value bytes
+//	            memchild/pebble) loads every key, reads them back and closes
+//	            the database; its peak RSS (VmHWM) divided by the raw
+//	            key+value bytes
 package kvbench
 
 import (

@@ -45,6 +45,6 @@ $(row_ops scan "forward scan" "")
 
 Command: \`KV0_BENCH_KEYS=$keys bash tests/kvbench/run.sh\`. Pebble runs with 10-bit bloom filters and a block
 cache of 2× the raw data; its batch mode is NoSync writes plus a WAL sync every 100 ms. Peak RSS is VmHWM of a child
-process that holds only that engine's code (tests/kvbench/memchild), loads every key (no-sync WAL) and reads each
-back.
+process that holds only that engine's code (tests/kvbench/memchild), loads every key (no-sync WAL), reads each
+back and closes the database.
 TABLE
