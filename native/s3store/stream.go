@@ -51,9 +51,8 @@ func (w *partWriter) Append(p []byte) error {
 		return fmt.Errorf("s3 put s3://%s/%s: append after commit or abort", w.s.bucket, w.okey)
 	}
 	for len(p) > 0 {
-		if w.buf == nil {
-			w.buf = make([]byte, 0, PartSize)
-		}
+		// The buffer grows to a part as pieces come: a small object never
+		// costs a whole part.
 		n := min(len(p), PartSize-len(w.buf))
 		w.buf = append(w.buf, p[:n]...)
 		p = p[n:]
