@@ -1,6 +1,7 @@
 package kv_test
 
 import (
+	"cmp"
 	"flag"
 	"math/rand/v2"
 	"testing"
@@ -11,8 +12,10 @@ import (
 )
 
 var (
-	flagSeed     = flag.Uint64("kv.seed", 0, "seed of the randomized model test (0: the fixed CI seeds)")
-	flagDuration = flag.Duration("kv.duration", 0, "run the model test with fresh seeds for this long")
+	flagSeed          = flag.Uint64("kv.seed", 0, "seed of the randomized model test (0: the fixed CI seeds)")
+	flagDuration      = flag.Duration("kv.duration", 0, "run the model test with fresh seeds for this long")
+	flagSeedShort     = flag.Uint64("seed", 0, "short for -kv.seed")
+	flagDurationShort = flag.Duration("duration", 0, "short for -kv.duration")
 )
 
 // TestModel runs random histories through kv.DB on the fake op log, over
@@ -35,8 +38,8 @@ func TestModel(t *testing.T) {
 		Seeds:      []uint64{1, 2, 3, 4, 5, 6},
 		Steps:      2000,
 		ShortSteps: 300,
-		Seed:       *flagSeed,
-		Duration:   *flagDuration,
+		Seed:       cmp.Or(*flagSeed, *flagSeedShort),
+		Duration:   cmp.Or(*flagDuration, *flagDurationShort),
 		LongSteps:  3000,
 		SeedFlag:   "kv.seed",
 	})

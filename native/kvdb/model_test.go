@@ -1,6 +1,7 @@
 package kvdb_test
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"math/rand/v2"
@@ -17,6 +18,9 @@ var (
 	flagSeed  = flag.Uint64("kvdb.seed", 0, "seed of the model test on the Lance binding (0: fixed CI seeds)")
 	flagSteps = flag.Int("kvdb.steps", 0, "steps per model-test run (0: default)")
 	flagFor   = flag.Duration("kvdb.duration", 0, "run the model test with fresh seeds for this long")
+
+	flagSeedShort = flag.Uint64("seed", 0, "short for -kvdb.seed")
+	flagForShort  = flag.Duration("duration", 0, "short for -kvdb.duration")
 )
 
 // TestModelLance runs random histories through kv.DB on the real Lance
@@ -73,8 +77,8 @@ func TestModelLance(t *testing.T) {
 				},
 				Seeds:    []uint64{1, 2, 3},
 				Steps:    steps,
-				Seed:     *flagSeed,
-				Duration: *flagFor,
+				Seed:     cmp.Or(*flagSeed, *flagSeedShort),
+				Duration: cmp.Or(*flagFor, *flagForShort),
 				SeedFlag: "kvdb.seed",
 				Keys:     300,
 			})
