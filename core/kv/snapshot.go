@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"runtime"
-	"slices"
 	"sync"
 
 	"github.com/zeebo/xxh3"
@@ -47,7 +46,6 @@ type snapshot struct {
 // view's lock.
 func encodeSnapshot(dst []byte, threshold, version uint64, frags []FragmentInfo, v *view) []byte {
 	sw := snapWriter{buf: dst, start: len(dst)}
-	sw.buf = slices.Grow(sw.buf, snapshotSize(frags, v))
 	sw.encode(threshold, version, frags, v)
 	return sw.buf
 }
@@ -145,26 +143,6 @@ func (sw *snapWriter) encode(threshold, version uint64, frags []FragmentInfo, v 
 		sum = xxh3.Hash(sw.buf[sw.start:])
 	}
 	sw.buf = binary.LittleEndian.AppendUint64(sw.buf, sum)
-}
-
-// snapshotSize returns about how many bytes the snapshot of v takes.
-func snapshotSize(frags []FragmentInfo, v *view) int {
-	size := 64
-	for _, f := range frags {
-		size += 32 + len(f.DataFile) + len(f.DeletionFile)
-	}
-	for w := range v.marks {
-		size += 16 + len(w)
-	}
-	v.ascend(nil, func(e entry) bool {
-		size += uvarintLen(uint64(len(e))) + len(e)
-		return true
-	})
-	v.dels.Ascend(func(s *span) bool {
-		size += 24 + len(s.start) + len(s.end)
-		return true
-	})
-	return size
 }
 
 var errSnapshot = errors.New("malformed snapshot")

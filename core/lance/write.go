@@ -301,8 +301,7 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 				return fmt.Errorf("lance: storing data file %s: %w", k.data(owName), err)
 			}
 		}
-		parts, _ := w.TakePlaced()
-		for _, p := range parts {
+		for _, p := range w.TakePlaced() {
 			if err := ow.Append(p); err != nil {
 				return fmt.Errorf("lance: storing data file %s: %w", k.data(owName), err)
 			}

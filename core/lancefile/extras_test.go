@@ -193,3 +193,67 @@ func TestReaderRangesReadOnlyTheirPages(t *testing.T) {
 		}
 	}
 }
+
+// What TakePlaced hands out along the way, followed by FinishParts, is the
+// file Finish builds in one piece; Placed counts what was not taken yet.
+func TestTakePlaced(t *testing.T) {
+	as := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64}, {Name: "s", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	s := mustSchema(t, as)
+	batch := func(from int) arrow.RecordBatch {
+		ab := array.NewInt64Builder(memory.DefaultAllocator)
+		sb := array.NewStringBuilder(memory.DefaultAllocator)
+		for i := from; i < from+3000; i++ {
+			ab.Append(int64(i))
+			if i%5 == 0 {
+				sb.AppendNull()
+			} else {
+				sb.Append(string(bytes.Repeat([]byte{'a' + byte(i%26)}, i%40)))
+			}
+		}
+		a, b := ab.NewArray(), sb.NewArray()
+		defer a.Release()
+		defer b.Release()
+		return array.NewRecordBatch(as, []arrow.Array{a, b}, 3000)
+	}
+	whole, err := NewWriter(s, WriterOptions{MaxPageRows: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamed, _ := NewWriter(s, WriterOptions{MaxPageRows: 1000})
+	var out []byte
+	for k := range 4 {
+		rec := batch(3000 * k)
+		if err := whole.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := streamed.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+		placed := streamed.Placed()
+		if placed == 0 {
+			t.Fatalf("batch %d placed no pages", k)
+		}
+		n := len(out)
+		for _, p := range streamed.TakePlaced() {
+			out = append(out, p...)
+		}
+		if len(out)-n != placed || streamed.Placed() != 0 {
+			t.Fatalf("batch %d: took %d bytes, Placed said %d, then %d", k, len(out)-n, placed, streamed.Placed())
+		}
+	}
+	want, err := whole.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest, size, err := streamed.FinishParts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rest {
+		out = append(out, p...)
+	}
+	if int64(len(out)) != size || !bytes.Equal(out, want) {
+		t.Fatalf("streamed file of %d bytes (size %d) differs from the whole one of %d", len(out), size, len(want))
+	}
+}

@@ -257,10 +257,10 @@ func padBuffer(b []byte) []byte {
 // forgets them: a caller that writes them out at once keeps no more than
 // the open pages in memory. FinishParts then returns only the rest of the
 // file. The slices are not modified afterwards.
-func (w *Writer) TakePlaced() (parts [][]byte, size int) {
-	parts, w.segs = w.segs, nil
-	size, w.taken = w.size-w.taken, w.size
-	return parts, size
+func (w *Writer) TakePlaced() [][]byte {
+	parts := w.segs
+	w.segs, w.taken = nil, w.size
+	return parts
 }
 
 // Placed returns how many bytes of pages are placed and not yet taken.

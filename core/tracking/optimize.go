@@ -280,25 +280,18 @@ func (r *Repo) foldSeries(ctx context.Context, live map[string]bool) (int, error
 	var marks []seriesRow
 	total := 0
 	err = scanAll(ctx, d, lance.ScanOptions{}, func(rec arrow.RecordBatch) error {
-		sid := col[*array.Uint64](rec, "series_id")
-		id := col[*array.String](rec, "run_id")
-		name := col[*array.String](rec, "name")
-		cx := col[*array.String](rec, "context")
-		created := col[*array.Timestamp](rec, "created_at")
-		for i := 0; i < int(rec.NumRows()); i++ {
+		eachSeriesRow(rec, func(s seriesRow) {
 			total++
-			s := seriesRow{id: SeriesID(sid.Value(i)), runID: id.Value(i), name: name.Value(i), ctx: cx.Value(i), created: int64(created.Value(i))}
-			if isMarkRun(s.runID) {
+			switch {
+			case isMarkRun(s.runID):
 				marks = append(marks, s)
-				continue
+			case !live[s.runID]:
+			default:
+				if old, ok := byID[s.id]; !ok || s.created < old.created {
+					byID[s.id] = s
+				}
 			}
-			if !live[s.runID] {
-				continue
-			}
-			if old, ok := byID[s.id]; !ok || s.created < old.created {
-				byID[s.id] = s
-			}
-		}
+		})
 		return nil
 	})
 	if err != nil {

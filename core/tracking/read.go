@@ -613,24 +613,18 @@ func (r *Repo) seriesView(ctx context.Context) (*seriesView, error) {
 	}
 	if len(a.fresh) > 0 {
 		err := scanAll(ctx, a.d, lance.ScanOptions{Fragments: a.fresh}, func(rec arrow.RecordBatch) error {
-			sid := col[*array.Uint64](rec, "series_id")
-			id := col[*array.String](rec, "run_id")
-			name := col[*array.String](rec, "name")
-			cx := col[*array.String](rec, "context")
-			created := col[*array.Timestamp](rec, "created_at")
-			for i := 0; i < int(rec.NumRows()); i++ {
-				rid := id.Value(i)
-				if isMarkRun(rid) {
-					continue
+			eachSeriesRow(rec, func(r seriesRow) {
+				if isMarkRun(r.runID) {
+					return
 				}
-				s := SeriesInfo{ID: SeriesID(sid.Value(i)), RunID: rid, Name: name.Value(i), Context: cx.Value(i), CreatedAt: usTime(created.Value(i))}
+				s := SeriesInfo{ID: r.id, RunID: r.runID, Name: r.name, Context: r.ctx, CreatedAt: usTime(arrow.Timestamp(r.created))}
 				if old, ok := c.byID[s.ID]; !ok || s.CreatedAt.Before(old.CreatedAt) {
 					// Strings of Arrow arrays share the decoded pages: the
 					// cache keeps its own copies.
 					s.RunID, s.Name, s.Context = strings.Clone(s.RunID), strings.Clone(s.Name), strings.Clone(s.Context)
 					c.byID[s.ID] = s
 				}
-			}
+			})
 			return nil
 		})
 		if err != nil {
@@ -675,4 +669,17 @@ func (r *Repo) liveSeries(ctx context.Context) ([]SeriesInfo, error) {
 		return nil, err
 	}
 	return filterRows(all, func(s SeriesInfo) bool { return live[s.RunID] }), nil
+}
+
+// eachSeriesRow calls fn with every row of a batch of the series table.
+// The strings share the batch's memory.
+func eachSeriesRow(rec arrow.RecordBatch, fn func(seriesRow)) {
+	sid := col[*array.Uint64](rec, "series_id")
+	id := col[*array.String](rec, "run_id")
+	name := col[*array.String](rec, "name")
+	cx := col[*array.String](rec, "context")
+	created := col[*array.Timestamp](rec, "created_at")
+	for i := 0; i < int(rec.NumRows()); i++ {
+		fn(seriesRow{id: SeriesID(sid.Value(i)), runID: id.Value(i), name: name.Value(i), ctx: cx.Value(i), created: int64(created.Value(i))})
+	}
 }

@@ -33,7 +33,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/kv0/kv0/tests/kvbench/kv0engine"
@@ -181,8 +180,15 @@ func BenchmarkKV(b *testing.B) {
 		})
 		e.Close()
 		b.Run("engine="+eng.name+"/op=memory", func(b *testing.B) {
+			bin, err := buildChild(b.TempDir(), eng.name)
+			if err != nil {
+				b.Fatal(err)
+			}
 			for b.Loop() {
-				rss := memoryChild(b, eng.name)
+				rss, err := runChild(bin, benchDir(b, eng.name+"-mem"))
+				if err != nil {
+					b.Fatal(err)
+				}
 				b.ReportMetric(float64(rss)/float64(n*(keySize+valueSize)), "x-raw")
 				b.ReportMetric(float64(rss)/(1<<20), "peak-RSS-MiB")
 			}
@@ -190,53 +196,22 @@ func BenchmarkKV(b *testing.B) {
 	}
 }
 
-// memoryChild builds the engine's memory child (once per run), runs it on
-// a new folder and returns its peak RSS in bytes.
-func memoryChild(b *testing.B, name string) int64 {
-	bin, err := childBinary(b, name)
+// runChild runs a memory child on a new database in dir and returns the
+// peak RSS it reports, in bytes.
+func runChild(bin, dir string) (int64, error) {
+	out, err := exec.Command(bin, dir).CombinedOutput()
 	if err != nil {
-		b.Fatal(err)
-	}
-	out, err := exec.Command(bin, benchDir(b, name+"-mem")).CombinedOutput()
-	if err != nil {
-		b.Fatalf("memory child: %v\n%s", err, out)
+		return 0, fmt.Errorf("memory child: %w\n%s", err, out)
 	}
 	sc := bufio.NewScanner(strings.NewReader(string(out)))
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "PEAK_RSS "); ok {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			return n
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil && n > 0 {
+				return n, nil
+			}
 		}
 	}
-	b.Fatalf("memory child printed no peak:\n%s", out)
-	return 0
-}
-
-var (
-	childMu   sync.Mutex
-	childDir  string
-	childBins = map[string]string{}
-)
-
-// childBinary returns the path of memchild/<name>, built on first use.
-func childBinary(b *testing.B, name string) (string, error) {
-	childMu.Lock()
-	defer childMu.Unlock()
-	if bin, ok := childBins[name]; ok {
-		return bin, nil
-	}
-	if childDir == "" {
-		d, err := os.MkdirTemp("", "kvbench-memchild-")
-		if err != nil {
-			return "", err
-		}
-		childDir = d
-	}
-	bin, err := buildChild(childDir, name)
-	if err == nil {
-		childBins[name] = bin
-	}
-	return bin, err
+	return 0, fmt.Errorf("memory child printed no peak:\n%s", out)
 }
 
 // buildChild builds memchild/<name> into dir with the go command.
@@ -264,13 +239,8 @@ func TestMemoryChildren(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out, err := exec.Command(bin, t.TempDir()).CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s child: %v\n%s", eng.name, err, out)
-		}
-		v, ok := strings.CutPrefix(strings.TrimSpace(string(out)), "PEAK_RSS ")
-		if n, err := strconv.ParseInt(v, 10, 64); !ok || err != nil || n <= 0 {
-			t.Fatalf("%s child printed %q", eng.name, out)
+		if _, err := runChild(bin, t.TempDir()); err != nil {
+			t.Fatalf("%s: %v", eng.name, err)
 		}
 	}
 }
