@@ -23,12 +23,10 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/kv0/kv0/core/expr"
-	"github.com/kv0/kv0/core/jsonl"
 	"github.com/kv0/kv0/core/lance"
 	"github.com/kv0/kv0/core/store"
 	"github.com/kv0/kv0/native/fsstore"
@@ -445,73 +443,4 @@ func cmdCleanup(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		stats.VersionsRemoved, stats.DataFilesRemoved, stats.DeletionFilesRemoved, stats.TransactionFilesRemoved,
 		stats.IndexFilesRemoved, stats.BytesRemoved)
 	return nil
-}
-
-// catWhere prints the rows of d matching where, projected to cols (all
-// when empty), at most limit rows (no limit when negative).
-func catWhere(ctx context.Context, d *lance.Dataset, loc string, cols []string, limit int64, where string, stdout io.Writer) error {
-	e, err := expr.Parse(where)
-	if err != nil {
-		return exprError(where, err)
-	}
-	b, err := e.Bind(d.ArrowSchema())
-	if err != nil {
-		return usagef("--where: %v", err)
-	}
-	out := cols
-	if len(out) == 0 {
-		for _, f := range d.ArrowSchema().Fields() {
-			out = append(out, f.Name)
-		}
-	}
-	read := append([]string(nil), out...)
-	for _, c := range b.Columns() {
-		found := false
-		for _, o := range read {
-			found = found || o == c
-		}
-		if !found {
-			read = append(read, c)
-		}
-	}
-	sc, err := d.Scan(ctx, lance.ScanOptions{Columns: read})
-	if err != nil {
-		return fmt.Errorf("%s: %w", loc, err)
-	}
-	defer sc.Close()
-	bw := bufio.NewWriterSize(stdout, 256<<10)
-	w := jsonl.NewWriter(bw)
-	var mask []bool
-	var printed int64
-	for sc.Next() && (limit < 0 || printed < limit) {
-		rec := sc.Record()
-		if mask, err = b.Filter(rec, mask); err != nil {
-			return err
-		}
-		for i := 0; i < len(mask) && (limit < 0 || printed < limit); {
-			if !mask[i] {
-				i++
-				continue
-			}
-			j := i
-			for j < len(mask) && mask[j] && (limit < 0 || printed+int64(j-i) < limit) {
-				j++
-			}
-			part := rec.NewSlice(int64(i), int64(j))
-			proj := array.NewRecordBatch(arrow.NewSchema(part.Schema().Fields()[:len(out)], nil), part.Columns()[:len(out)], part.NumRows())
-			err := w.Write(proj)
-			proj.Release()
-			part.Release()
-			if err != nil {
-				return err
-			}
-			printed += int64(j - i)
-			i = j
-		}
-	}
-	if err := sc.Err(); err != nil {
-		bw.Flush()
-		return fmt.Errorf("%s: %w", loc, err)
-	}
-	return bw.Flush()
 }

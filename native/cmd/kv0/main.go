@@ -25,6 +25,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kv0/kv0/core/inspect"
 	"github.com/kv0/kv0/core/jsonl"
 	"github.com/kv0/kv0/core/lance"
 	"github.com/kv0/kv0/core/store"
@@ -244,64 +245,39 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if *where != "" {
-		return catWhere(ctx, d, loc, cols, *limit, *where, stdout)
-	}
-	so := lance.ScanOptions{Columns: cols}
-	if *limit > 0 {
-		so.Limit = *limit
-	}
-	sc, err := d.Scan(ctx, so)
+	rows, err := inspect.ScanRows(ctx, d, inspect.RowsOptions{Columns: cols, Limit: *limit, Where: *where})
 	if err != nil {
-		return fmt.Errorf("%s: %w", loc, err)
+		return viewError(loc, err)
 	}
-	defer sc.Close()
+	defer rows.Close()
 	bw := bufio.NewWriterSize(stdout, 256<<10)
 	w := jsonl.NewWriter(bw)
-	for sc.Next() {
-		if err := w.Write(sc.Record()); err != nil {
+	for rows.Next() {
+		if err := w.Write(rows.Record()); err != nil {
 			return fmt.Errorf("%s: %w", loc, err)
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := rows.Err(); err != nil {
 		bw.Flush()
 		return fmt.Errorf("%s: %w", loc, err)
 	}
 	return bw.Flush()
 }
 
+// viewError turns a bad argument of a view into a usage error naming its
+// flag, and prefixes other errors with the location.
+func viewError(loc string, err error) error {
+	var ae *inspect.ArgError
+	if errors.As(err, &ae) {
+		if ae.Caret != "" {
+			return usagef("--%s: %v\n%s", ae.Arg, ae.Err, ae.Caret)
+		}
+		return usagef("--%s: %v", ae.Arg, ae.Err)
+	}
+	return fmt.Errorf("%s: %w", loc, err)
+}
+
 // ---------------------------------------------------------------- info
-
-// infoJSON is the --json output of info.
-type infoJSON struct {
-	Path       string         `json:"path"`
-	Version    uint64         `json:"version"`
-	Timestamp  string         `json:"timestamp"`
-	DataFormat string         `json:"data_format"`
-	Rows       uint64         `json:"rows"`
-	Schema     []fieldJSON    `json:"schema"`
-	Fragments  []fragmentJSON `json:"fragments"`
-}
-
-type fieldJSON struct {
-	Name     string `json:"name"`
-	Type     string `json:"type"`
-	Nullable bool   `json:"nullable"`
-}
-
-type fragmentJSON struct {
-	ID           uint64     `json:"id"`
-	PhysicalRows uint64     `json:"physical_rows"`
-	DeletedRows  uint64     `json:"deleted_rows"`
-	Files        []fileJSON `json:"files"`
-	DeletionFile string     `json:"deletion_file,omitempty"`
-}
-
-type fileJSON struct {
-	Path    string `json:"path"`
-	Size    int64  `json:"size"`
-	Version string `json:"version"`
-}
 
 func cmdInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("info")
@@ -324,28 +300,9 @@ func cmdInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	rows, err := d.CountRows(ctx)
+	info, err := inspect.DatasetInfo(ctx, d, loc)
 	if err != nil {
 		return fmt.Errorf("%s: %w", loc, err)
-	}
-	info := infoJSON{
-		Path:       loc,
-		Version:    d.Version(),
-		Timestamp:  formatTime(d.Timestamp()),
-		DataFormat: d.DataFormat(),
-		Rows:       rows,
-		Schema:     []fieldJSON{},
-		Fragments:  []fragmentJSON{},
-	}
-	for _, f := range d.ArrowSchema().Fields() {
-		info.Schema = append(info.Schema, fieldJSON{Name: f.Name, Type: f.Type.String(), Nullable: f.Nullable})
-	}
-	for _, fr := range d.Fragments() {
-		fj := fragmentJSON{ID: fr.ID, PhysicalRows: fr.PhysicalRows, DeletedRows: fr.DeletedRows, DeletionFile: fr.DeletionFile, Files: []fileJSON{}}
-		for _, df := range fr.Files {
-			fj.Files = append(fj.Files, fileJSON{Path: df.Path, Size: df.Size, Version: df.Version})
-		}
-		info.Fragments = append(info.Fragments, fj)
 	}
 	bw := bufio.NewWriter(stdout)
 	if *asJSON {
@@ -386,28 +343,9 @@ func cmdInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 // formatTime renders a commit time in RFC 3339 UTC with the precision it has.
-func formatTime(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339Nano)
-}
+func formatTime(t time.Time) string { return inspect.FormatTime(t) }
 
 // ---------------------------------------------------------------- log
-
-// logJSON is one element of the --json output of log.
-type logJSON struct {
-	Version          uint64   `json:"version"`
-	Timestamp        string   `json:"timestamp"`
-	Operation        string   `json:"operation"`
-	RowsAdded        uint64   `json:"rows_added"`
-	RowsRemoved      uint64   `json:"rows_removed"`
-	FragmentsAdded   int      `json:"fragments_added"`
-	FragmentsRemoved int      `json:"fragments_removed"`
-	Predicate        string   `json:"predicate"`
-	Tags             []string `json:"tags"`
-	Rows             uint64   `json:"rows"` // live rows in this version
-}
 
 func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("log")
@@ -424,28 +362,9 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	versions, err := lance.Log(ctx, st, root)
+	out, err := inspect.DatasetLog(ctx, st, root)
 	if err != nil {
 		return fmt.Errorf("%s: %w", loc, err)
-	}
-	out := make([]logJSON, 0, len(versions))
-	for _, v := range versions {
-		tags := v.Tags
-		if tags == nil {
-			tags = []string{}
-		}
-		out = append(out, logJSON{
-			Version:          v.Version,
-			Timestamp:        formatTime(v.Timestamp),
-			Operation:        v.Operation,
-			RowsAdded:        v.RowsAdded,
-			RowsRemoved:      v.RowsRemoved,
-			FragmentsAdded:   v.FragmentsAdded,
-			FragmentsRemoved: v.FragmentsRemoved,
-			Predicate:        v.Predicate,
-			Tags:             tags,
-			Rows:             v.TotalRows,
-		})
 	}
 	bw := bufio.NewWriter(stdout)
 	if *asJSON {

@@ -18,6 +18,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/kv0/kv0/core/inspect"
 	"github.com/kv0/kv0/core/tracking"
 	"github.com/kv0/kv0/native/wal"
 )
@@ -250,7 +251,7 @@ func cmdParams(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer r.Close()
-	ps, err := r.AllParams(ctx, in.ID)
+	ps, err := inspect.RunParams(ctx, r, in.ID)
 	if err != nil {
 		return err
 	}
@@ -260,16 +261,12 @@ func cmdParams(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	slices.Sort(keys)
 	if *asJSON {
-		m := map[string]json.RawMessage{}
-		for k, p := range ps {
-			m[k] = p.Value
-		}
-		return writeJSON(stdout, m)
+		return writeJSON(stdout, ps)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tVALUE")
 	for _, k := range keys {
-		fmt.Fprintf(tw, "%s\t%s\n", k, ps[k].Value)
+		fmt.Fprintf(tw, "%s\t%s\n", k, ps[k])
 	}
 	return tw.Flush()
 }
@@ -285,36 +282,20 @@ func cmdSeries(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // printSeries prints a run's series with their statistics.
 func printSeries(ctx context.Context, r *tracking.Repo, in tracking.RunInfo, asJSON bool, stdout io.Writer) error {
-	series, err := r.AllSeries(ctx, in.ID)
-	if err != nil {
-		return err
-	}
-	ids := make([]tracking.SeriesID, len(series))
-	for i, s := range series {
-		ids[i] = s.ID
-	}
-	stats, err := r.SeriesStats(ctx, ids)
+	series, err := inspect.RunSeries(ctx, r, in.ID)
 	if err != nil {
 		return err
 	}
 	if asJSON {
-		type row struct {
-			tracking.SeriesInfo
-			Stats *tracking.SeriesStats `json:"stats,omitempty"`
-		}
-		out := make([]row, len(series))
-		for i, s := range series {
-			out[i].SeriesInfo = s
-			if st, ok := stats[s.ID]; ok {
-				out[i].Stats = &st
-			}
-		}
-		return writeJSON(stdout, out)
+		return writeJSON(stdout, series)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tCONTEXT\tPOINTS\tSTEPS\tLAST\tMIN (STEP)\tMAX (STEP)\tNON-FINITE")
 	for _, s := range series {
-		st := stats[s.ID]
+		var st tracking.SeriesStats
+		if s.Stats != nil {
+			st = *s.Stats
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d..%d\t%s\t%s (%d)\t%s (%d)\t%d\n", s.Name, s.Context, st.Count, st.FirstStep, st.LastStep,
 			fmtFloat(st.LastValue), fmtFloat(st.Min), st.MinStep, fmtFloat(st.Max), st.MaxStep, st.NonFinite)
 	}
