@@ -139,3 +139,24 @@ func TestNumericFlagRanges(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParseDuration: the duration flags' parser never panics, never
+// yields a negative duration, and reads back what formatDuration prints.
+func FuzzParseDuration(f *testing.F) {
+	for _, s := range []string{"0", "0s", "0d", "14d", "2w", "1d12h", "90m", "1.5h", "-1h", "1d-2h", "15250w", "106752d", "w", "3d2w", " 7d ", "1w1d1h"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, err := parseDuration(s)
+		if err != nil {
+			return
+		}
+		if d < 0 {
+			t.Fatalf("%q: negative %v", s, d)
+		}
+		back, err := parseDuration(formatDuration(d))
+		if err != nil || back != d {
+			t.Fatalf("%q: %v prints as %q, which reads as %v, %v", s, d, formatDuration(d), back, err)
+		}
+	})
+}
