@@ -38,8 +38,9 @@
 // Read methods (Runs, Run, AllParams, AllSeries, SeriesStats, ReadMany)
 // flush the handle's own buffer first (read-your-writes), then read the
 // latest committed version of each table. ReadMany downsamples a series for
-// charts while keeping its first and last point and each bucket's minimum
-// and maximum, so spikes survive.
+// charts while keeping its first and last point and each bucket's finite
+// minimum and maximum, so spikes survive; a NaN or ±Inf never takes a
+// spike's place but is counted in its bucket (MetricData.Buckets).
 //
 // # Maintenance
 //

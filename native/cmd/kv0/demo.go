@@ -31,8 +31,8 @@ var demoExperiments = []demoExperiment{
 
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := trackingFlags("demo")
-	runsPer := fs.Int("runs", 3, "runs per experiment (4 experiments)")
-	steps := fs.Int("steps", 20000, "training steps per run")
+	runsPer := intFlag(fs, "runs", 3, 1, 1000, "`N` runs per experiment (4 experiments), 1 to 1000")
+	steps := intFlag(fs, "steps", 20000, 1, 10_000_000, "`N` training steps per run, 1 to 10^7")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -25,7 +26,7 @@ const kvUsageText = `  kv0 kv get      PATH KEY [--version N]
   kv0 kv scan     PATH [--start K] [--end K] [--prefix P] [--reverse] [--limit N] [--version N] [--keys-only]
   kv0 kv versions PATH [--json]
   kv0 kv compact  PATH
-  kv0 kv cleanup  PATH [--older-than DURATION]   (default 168h)
+  kv0 kv cleanup  PATH [--older-than DURATION]   (default 7d; Go durations, plus d and w)
   kv0 kv purge    PATH [--force]
   kv0 kv tag      PATH NAME [--version N]
   Keys and values are taken and printed as text unless --hex or --base64 is
@@ -140,7 +141,7 @@ func runKV(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	nargs := 0
 	switch sub {
 	case "get":
-		fs.Uint64Var(&version, "version", 0, "read this version")
+		versionVar(fs, &version, "version", "read version `N`, from 1 (default: latest)")
 		nargs = 2
 	case "put":
 		nargs = 3
@@ -152,8 +153,8 @@ func runKV(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fs.Func("end", "end key (exclusive)", func(s string) error { end, haveEnd = s, true; return nil })
 		fs.StringVar(&prefix, "prefix", "", "only keys with this prefix")
 		fs.BoolVar(&reverse, "reverse", false, "largest key first")
-		fs.IntVar(&limit, "limit", 0, "at most this many keys (0: all)")
-		fs.Uint64Var(&version, "version", 0, "read this version")
+		intVar(fs, &limit, "limit", 0, math.MaxInt, "at most `N` keys (0: all)")
+		versionVar(fs, &version, "version", "read version `N`, from 1 (default: latest)")
 		fs.BoolVar(&keysOnly, "keys-only", false, "print keys only")
 		nargs = 1
 	case "versions":
@@ -162,13 +163,14 @@ func runKV(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "compact":
 		nargs = 1
 	case "cleanup":
-		fs.DurationVar(&olderThan, "older-than", 7*24*time.Hour, "remove versions older than this")
+		olderThan = 7 * 24 * time.Hour
+		durationVar(fs, &olderThan, "older-than", 0, 0, "remove versions older than `DURATION` (e.g. 14d, 36h; 0 leaves only the latest and tagged ones)")
 		nargs = 1
 	case "purge":
 		fs.BoolVar(&force, "force", false, "delete tags that keep deleted keys instead of failing")
 		nargs = 1
 	case "tag":
-		fs.Uint64Var(&version, "version", 0, "version to tag (default: the latest)")
+		versionVar(fs, &version, "version", "version `N` to tag, from 1 (default: the latest)")
 		nargs = 2
 	default:
 		return usagef("unknown kv subcommand %q", sub)

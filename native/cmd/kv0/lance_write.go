@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -212,7 +213,7 @@ func cmdWrite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlagSet("write")
 	mode := fs.String("mode", "", "create, append or overwrite")
 	input := fs.String("input", "-", "Arrow IPC stream or file to read (`FILE`, - for stdin)")
-	maxRows := fs.Int("max-rows-per-file", 0, "rows per data file (default 1Mi)")
+	maxRows := intFlag(fs, "max-rows-per-file", 0, 0, maxRowCount, "`N` rows per data file, up to 2^32-1 (0: the default, 1Mi)")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
@@ -314,7 +315,7 @@ func exprError(src string, err error) error {
 
 func cmdCompact(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("compact")
-	target := fs.Int("target-rows", 0, "target rows per fragment (default 1Mi)")
+	target := intFlag(fs, "target-rows", 0, 0, maxRowCount, "target `N` rows per fragment, up to 2^32-1 (0: the default, 1Mi)")
 	keep := fs.Bool("keep-deletions", false, "do not rewrite fragments just to drop deleted rows")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
@@ -346,7 +347,8 @@ func cmdTag(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	action := args[0]
 	fs := newFlagSet("tag " + action)
-	version := fs.Uint64("version", 0, "version `N` to tag (default: latest)")
+	var version uint64
+	versionVar(fs, &version, "version", "version `N` to tag, from 1 (default: latest)")
 	pos, err := parseArgs(fs, args[1:], stderr)
 	if err != nil {
 		return err
@@ -376,7 +378,7 @@ func cmdTag(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return usagef("tag %s takes PATH NAME", action)
 		}
 		if action == "create" {
-			return d.CreateTag(ctx, pos[1], *version)
+			return d.CreateTag(ctx, pos[1], version)
 		}
 		return d.DeleteTag(ctx, pos[1])
 	}
@@ -385,7 +387,8 @@ func cmdTag(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("restore")
-	version := fs.Uint64("version", 0, "version `N` to restore")
+	var version uint64
+	versionVar(fs, &version, "version", "version `N` to restore, from 1")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
@@ -394,25 +397,25 @@ func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if *version == 0 {
+	if version == 0 {
 		return usagef("restore needs --version N")
 	}
 	d, err := openLatestForWrite(ctx, loc)
 	if err != nil {
 		return err
 	}
-	nd, err := d.Restore(ctx, *version)
+	nd, err := d.Restore(ctx, version)
 	if err != nil {
 		return fmt.Errorf("%s: %w", loc, err)
 	}
-	fmt.Fprintf(stdout, "version %d restores version %d\n", nd.Version(), *version)
+	fmt.Fprintf(stdout, "version %d restores version %d\n", nd.Version(), version)
 	return nil
 }
 
 func cmdCleanup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("cleanup")
-	olderThan := fs.String("older-than", "", "remove versions older than `DURATION` (e.g. 14d, 36h)")
-	retain := fs.Int("retain-versions", 0, "always keep this many newest versions")
+	olderThan := durationFlag(fs, "older-than", 0, 0, 0, "remove versions older than `DURATION` (e.g. 14d, 36h; 0 leaves only the latest and tagged ones)")
+	retain := intFlag(fs, "retain-versions", 0, 0, math.MaxInt32, "always keep the `N` newest versions (0: no minimum)")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
@@ -421,13 +424,10 @@ func cmdCleanup(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if *olderThan == "" {
+	if !flagGiven(fs, "older-than") {
 		return usagef("cleanup needs --older-than DURATION")
 	}
-	dur, err := lance.ParseDuration(*olderThan)
-	if err != nil {
-		return usagef("--older-than: %v", err)
-	}
+	dur := *olderThan
 	st, root, err := writableLocation(loc, false)
 	if err != nil {
 		return err

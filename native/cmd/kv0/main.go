@@ -161,7 +161,7 @@ type versionFlags struct {
 }
 
 func (v *versionFlags) register(fs *flag.FlagSet) {
-	fs.Uint64Var(&v.version, "version", 0, "read version `N` (default: latest)")
+	versionVar(fs, &v.version, "version", "read version `N`, from 1 (default: latest)")
 	fs.StringVar(&v.tag, "tag", "", "read the version tagged `T`")
 }
 
@@ -215,7 +215,7 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var vf versionFlags
 	vf.register(fs)
 	columns := fs.String("columns", "", "comma-separated `list` of columns to print (default: all)")
-	limit := fs.Int64("limit", -1, "print at most `N` rows")
+	limit := limitFlag(fs, "limit", "print at most `N` rows (0 prints none; default: all)")
 	where := fs.String("where", "", "print only rows matching the filter `EXPR`")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {

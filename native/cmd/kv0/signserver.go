@@ -36,7 +36,7 @@ func cmdSignServer(ctx context.Context, args []string, stdout, stderr io.Writer)
 	bucketURI := fs.String("bucket-uri", "", "repository `location` s3://bucket/prefix")
 	listen := fs.String("listen", "127.0.0.1:8787", "`address` to listen on")
 	tokenFile := fs.String("token-file", "", "`file` holding the bearer token")
-	expiry := fs.Duration("expiry", signer.DefaultExpiry, "lifetime of each presigned URL")
+	expiry := durationFlag(fs, "expiry", signer.DefaultExpiry, time.Second, signer.MaxExpiry, "lifetime of each presigned URL, 1s to 7d (`DURATION`: Go durations, plus d and w)")
 	origin := fs.String("allow-origin", "*", "Access-Control-Allow-Origin answered to browsers")
 	var o s3store.Options
 	fs.StringVar(&o.Endpoint, "endpoint", "", "S3 endpoint `URL` (default: AWS or AWS_ENDPOINT_URL)")

@@ -304,7 +304,7 @@ func printSeries(ctx context.Context, r *tracking.Repo, in tracking.RunInfo, asJ
 
 func cmdMetrics(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := trackingFlags("metrics")
-	maxPoints := fs.Int("max-points", 0, "downsample to at most `N` points (first, last and each bucket's min and max)")
+	maxPoints := intFlag(fs, "max-points", 0, 0, math.MaxInt, "downsample to at most `N` points: the first, the last and each bucket's finite min and max (0: every point)")
 	asCSV := fs.Bool("csv", false, "print CSV (step,epoch,timestamp,value)")
 	ctxJSON := fs.String("context", "", "the series' context as a JSON object")
 	pos, err := parseArgs(fs, args, stderr)
