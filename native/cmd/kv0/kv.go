@@ -19,18 +19,10 @@ import (
 	"github.com/kv0/kv0/native/kvdb"
 )
 
-const kvUsageText = `  kv0 kv get      PATH KEY [--version N]
-  kv0 kv put      PATH KEY VALUE
-  kv0 kv delete   PATH KEY [--end END]     (with --end: every key in [KEY, END))
-  kv0 kv scan     PATH [--start K] [--end K] [--prefix P] [--reverse] [--limit N] [--version N] [--keys-only]
-  kv0 kv versions PATH [--json]
-  kv0 kv compact  PATH
-  kv0 kv cleanup  PATH [--older-than DURATION]   (default 168h)
-  kv0 kv purge    PATH [--force]
-  kv0 kv tag      PATH NAME [--version N]
-  Keys and values are taken and printed as text unless --hex or --base64 is
-  given; scan prints "key<TAB>value" lines, quoting (Go syntax) text that is
-  not printable. --wal-dir sets the WAL root.
+// kvDetails is the help text of the kv group.
+const kvDetails = `Keys and values are taken and printed as text unless --hex or --base64 is
+given; scan prints "key<TAB>value" lines, quoting (Go syntax) text that is
+not printable. --wal-dir sets the root of the write-ahead logs.
 `
 
 // kvFlags are the flags every kv subcommand takes.
@@ -99,24 +91,8 @@ func (f *kvFlags) options(readOnly bool, version uint64) kvdb.Options {
 		FlushInterval: -1, RefreshInterval: -1}}
 }
 
-// cmdKV runs `kv0 kv SUB ...`; usage errors also print the kv usage.
-func cmdKV(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 1 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
-		fmt.Fprint(stdout, "usage:\n"+kvUsageText)
-		return nil
-	}
-	err := runKV(ctx, args, stdout, stderr)
-	var ue *usageError
-	if errors.As(err, &ue) {
-		fmt.Fprint(stderr, "usage:\n"+kvUsageText)
-	}
-	return err
-}
-
+// runKV runs `kv0 kv SUB ...`.
 func runKV(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usagef("missing kv subcommand (get, put, delete, scan, versions, compact, cleanup, purge or tag)")
-	}
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet("kv0 kv "+sub, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)

@@ -34,34 +34,6 @@ import (
 	"github.com/kv0/kv0/native/fsstore"
 )
 
-const writeUsageText = `  kv0 lance write   PATH --mode create|append|overwrite [--input FILE]
-  kv0 lance delete  PATH --where EXPR
-  kv0 lance compact PATH [--target-rows N]
-  kv0 lance tag     create|delete|list PATH [NAME] [--version N]
-  kv0 lance restore PATH --version N
-  kv0 lance cleanup PATH --older-than DURATION   (Go durations, plus d and w)
-  kv0 lance cat     PATH ... [--where EXPR]
-`
-
-// cmdLanceWrite runs the write subcommands.
-func cmdLanceWrite(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
-	switch sub {
-	case "write":
-		return cmdWrite(ctx, args, stdout, stderr)
-	case "delete":
-		return cmdDelete(ctx, args, stdout, stderr)
-	case "compact":
-		return cmdCompact(ctx, args, stdout, stderr)
-	case "tag":
-		return cmdTag(ctx, args, stdout, stderr)
-	case "restore":
-		return cmdRestore(ctx, args, stdout, stderr)
-	case "cleanup":
-		return cmdCleanup(ctx, args, stdout, stderr)
-	}
-	return usagef("unknown lance subcommand %q", sub)
-}
-
 // mtimeStore adds modification times to a folder store, so cleanup can
 // age files no manifest references.
 type mtimeStore struct {
@@ -347,6 +319,15 @@ func cmdTag(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return usagef("tag needs create, delete or list")
 	}
 	action := args[0]
+	if strings.HasPrefix(action, "-") {
+		// Flags before the action: only help makes sense there.
+		fs := newFlagSet("tag")
+		fs.Uint64("version", 0, "version `N` to tag (create; default: latest)")
+		if _, err := parseArgs(fs, args, stderr); err != nil {
+			return err
+		}
+		return usagef("tag needs create, delete or list before its flags")
+	}
 	fs := newFlagSet("tag " + action)
 	version := fs.Uint64("version", 0, "version `N` to tag (default: latest)")
 	pos, err := parseArgs(fs, args[1:], stderr)
