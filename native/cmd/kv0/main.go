@@ -439,6 +439,9 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			if c = strings.TrimSpace(c); c == "" {
 				return usagef("--columns: empty column name")
 			}
+			if slices.Contains(cols, c) {
+				return usagef("--columns: column %q is named twice", c)
+			}
 			cols = append(cols, c)
 		}
 	}

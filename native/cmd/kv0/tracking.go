@@ -157,6 +157,22 @@ func resolveRun(ctx context.Context, r *tracking.Repo, arg string) (tracking.Run
 	return in, fmt.Errorf("%d runs are named %q; give an id", len(found), arg)
 }
 
+// resolveRuns resolves run ids or unique names (resolveRun) to ids, each
+// run once, in the order first given.
+func resolveRuns(ctx context.Context, r *tracking.Repo, args []string) ([]string, error) {
+	var ids []string
+	for _, a := range args {
+		in, err := resolveRun(ctx, r, a)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(ids, in.ID) {
+			ids = append(ids, in.ID)
+		}
+	}
+	return ids, nil
+}
+
 func runArgs(name string, args []string, stderr io.Writer) (*flag.FlagSet, *bool, []string, error) {
 	fs := trackingFlags(name)
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -644,11 +660,16 @@ func cmdDeleteRuns(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	if err := r.DeleteRuns(ctx, pos[1:]); err != nil {
+	ids, err := resolveRuns(ctx, r, pos[1:])
+	if err != nil {
 		r.Close()
 		return err
 	}
-	fmt.Fprintf(stdout, "deleted %d runs\n", len(pos)-1)
+	if err := r.DeleteRuns(ctx, ids); err != nil {
+		r.Close()
+		return err
+	}
+	fmt.Fprintf(stdout, "deleted %d runs\n", len(ids))
 	return r.Close()
 }
 
