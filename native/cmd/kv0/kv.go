@@ -87,7 +87,7 @@ func printable(b []byte) bool {
 }
 
 func (f *kvFlags) options(readOnly bool, version uint64) kvdb.Options {
-	return kvdb.Options{WALDir: f.walDir, DB: kv.Options{ReadOnly: readOnly, Version: version,
+	return kvdb.Options{WALDir: f.walDir, Location: locationOptions, DB: kv.Options{ReadOnly: readOnly, Version: version,
 		FlushInterval: -1, RefreshInterval: -1}}
 }
 

@@ -32,6 +32,7 @@ import (
 	"github.com/kv0/kv0/core/lance"
 	"github.com/kv0/kv0/core/store"
 	"github.com/kv0/kv0/native/fsstore"
+	"github.com/kv0/kv0/native/location"
 )
 
 // mtimeStore adds modification times to a folder store, so cleanup can
@@ -51,26 +52,30 @@ func (s mtimeStore) ModTime(ctx context.Context, key string) (time.Time, error) 
 	return fi.ModTime(), nil
 }
 
-// writableLocation opens PATH for writing; create makes the folder.
+// writableLocation opens PATH for writing; create makes a missing local
+// folder. Local folders get modification times (mtimeStore); read-only
+// locations are refused before anything is written.
 func writableLocation(loc string, create bool) (store.Store, string, error) {
-	if !create {
-		st, root, err := openLocation(loc)
-		if err != nil {
-			return nil, "", err
-		}
-		if fs, ok := st.(*fsstore.Store); ok {
-			return mtimeStore{fs}, root, nil
-		}
-		return st, root, nil
+	if location.ReadOnly(loc, locationOptions) {
+		return nil, "", fmt.Errorf("%s: the location is read-only", loc)
 	}
-	if i := strings.Index(loc, "://"); i > 0 && !strings.ContainsAny(loc[:i], `/\`) {
-		return nil, "", fmt.Errorf("%s: unsupported location scheme %q (only local folders so far)", loc, loc[:i])
+	var st store.Store
+	var root string
+	var err error
+	if create {
+		lo := locationOptions
+		lo.Create = true
+		st, root, err = location.Open(context.Background(), loc, lo)
+	} else {
+		st, root, err = openLocation(loc)
 	}
-	st, err := fsstore.Open(loc)
 	if err != nil {
 		return nil, "", err
 	}
-	return mtimeStore{st}, "", nil
+	if fs, ok := st.(*fsstore.Store); ok {
+		return mtimeStore{fs}, root, nil
+	}
+	return st, root, nil
 }
 
 func openLatestForWrite(ctx context.Context, loc string) (*lance.Dataset, error) {

@@ -100,12 +100,80 @@ func init() {
 	}
 }
 
+// readCommands are the commands that only read; they work on signed
+// locations (--signer, kv0+signer://).
+var readCommands = map[string]bool{
+	"lance info": true, "lance log": true, "lance cat": true,
+	"kv get": true, "kv scan": true, "kv versions": true,
+	"runs": true, "run": true, "params": true, "series": true, "metrics": true,
+}
+
 const usageFooter = `Locations: a local folder, memory://NAME, s3://BUCKET/PREFIX, http(s)://HOST/PATH
-(read-only), or kv0+signer://HOST:PORT/KEY (read-only, through kv0 sign-server).
+(read-only), or kv0+signer://HOST:PORT/KEY: KEY of the repository a kv0
+sign-server at HOST:PORT signs reads of (read-only; kv0+signers:// for https).
+` + signedFlagsText + `
 Flags may come before or after the arguments. Data goes to stdout; errors go
 to stderr as "kv0: MESSAGE" with exit status 1, usage errors with status 2.
 Run "kv0 COMMAND --help" for a command's flags.
 `
+
+// signedFlagsText describes the flags of signed reads, which every read
+// command takes.
+const signedFlagsText = `Signed reads take two more flags: --signer URL (the sign server; locations
+without a scheme are then keys of its repository) and --token-file FILE (its
+bearer token; default $KV0_SIGNER_TOKEN or the file $KV0_SIGNER_TOKEN_FILE).
+`
+
+// locationOptions are the options every location of the current command
+// line is opened with (--signer, --token-file); run sets them.
+var locationOptions location.Options
+
+// signedFlags removes --signer URL and --token-file FILE (also -signer,
+// --signer=URL, ...) from args, anywhere before "--", and returns the
+// location options they set. sign-server keeps its own --token-file.
+func signedFlags(args []string) ([]string, location.Options, error) {
+	var lo location.Options
+	if len(args) == 0 || args[0] == "sign-server" {
+		return args, lo, nil
+	}
+	out := make([]string, 0, len(args))
+	tokenFile := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			out = append(out, args[i:]...)
+			break
+		}
+		name, val, hasVal := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		if !strings.HasPrefix(a, "-") || (name != "signer" && name != "token-file") {
+			out = append(out, a)
+			continue
+		}
+		if !hasVal {
+			if i+1 == len(args) {
+				return nil, lo, usagef("flag needs an argument: %s", a)
+			}
+			i++
+			val = args[i]
+		}
+		if val == "" {
+			return nil, lo, usagef("%s: empty value", a)
+		}
+		if name == "signer" {
+			lo.Signer = val
+		} else {
+			tokenFile = val
+		}
+	}
+	if tokenFile != "" {
+		tok, err := location.ReadToken(tokenFile)
+		if err != nil {
+			return nil, lo, fmt.Errorf("--token-file: %w", err)
+		}
+		lo.SignerToken = tok
+	}
+	return out, lo, nil
+}
 
 // writeUsage prints the list of commands of group g ("" for all groups).
 func writeUsage(w io.Writer, only string) {
@@ -230,7 +298,14 @@ func main() {
 // error prints the usage of the command it concerns: its synopsis, or the
 // list of a group's commands, or of every command.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	c, grp, err := dispatch(ctx, args, stdout, stderr)
+	var c *command
+	var grp string
+	args, lo, err := signedFlags(args)
+	if err == nil {
+		locationOptions = lo
+		c, grp, err = dispatch(ctx, args, stdout, stderr)
+		locationOptions = location.Options{}
+	}
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
@@ -279,6 +354,9 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) (*co
 		}
 		return nil, "", usagef("unknown command %q", args[0])
 	}
+	if locationOptions.Signer != "" && !readCommands[c.name] {
+		return c, "", usagef("--signer: kv0 %s writes; signed locations are read-only", c.name)
+	}
 	if help || wantsHelp(rest) {
 		// The command's own flag set prints its flags (parseArgs), to
 		// stdout since help was asked for.
@@ -301,6 +379,9 @@ func writeHelp(w io.Writer, fs *flag.FlagSet) {
 		fmt.Fprintf(w, "%s\n\n%s.\n", c.usageLine(), strings.ToUpper(c.summary[:1])+c.summary[1:])
 		if c.details != "" {
 			fmt.Fprintf(w, "\n%s", c.details)
+		}
+		if readCommands[c.name] {
+			fmt.Fprintf(w, "\n%s", signedFlagsText)
 		}
 	}
 	n := 0
@@ -389,7 +470,7 @@ func (v *versionFlags) options(fs *flag.FlagSet) (lance.OpenOptions, error) {
 // store and the dataset's root key within it: a local folder, memory://name,
 // s3://bucket/prefix (options from the environment) or http(s):// (read-only).
 func openLocation(loc string) (store.Store, string, error) {
-	st, root, err := location.Open(context.Background(), loc, location.Options{})
+	st, root, err := location.Open(context.Background(), loc, locationOptions)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, "", fmt.Errorf("%s: no such folder", loc)
