@@ -57,6 +57,7 @@ var forbiddenCodes = map[string]bool{
 	"AccessDenied": true, "InvalidAccessKeyId": true, "SignatureDoesNotMatch": true, "ExpiredToken": true,
 	"InvalidToken": true, "TokenRefreshRequired": true, "AllAccessDisabled": true, "AccountProblem": true,
 	"InvalidSecurity": true, "RequestTimeTooSkewed": true, "Forbidden": true, "Unauthorized": true,
+	"XAdminUserNotFound": true, // versitygw's answer (a 404) to an unknown access key
 }
 
 // Defaults used when the matching Options field is zero.

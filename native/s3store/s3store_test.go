@@ -294,6 +294,7 @@ func TestErrorCodes(t *testing.T) {
 	}{
 		{http.StatusForbidden, "InvalidAccessKeyId", true},
 		{http.StatusNotFound, "InvalidAccessKeyId", true},
+		{http.StatusNotFound, "XAdminUserNotFound", true}, // versitygw, unknown access key
 		{http.StatusForbidden, "AccessDenied", true},
 		{http.StatusForbidden, "SignatureDoesNotMatch", true},
 		{http.StatusNotFound, "NoSuchUpload", false},

@@ -654,7 +654,7 @@ func cmdDeleteRuns(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	if len(pos) < 2 {
-		return usagef("kv0 delete-runs: want REPO ID...")
+		return usagef("kv0 delete-runs: want REPO RUN...")
 	}
 	r, err := openRepo(ctx, pos[0], true, false)
 	if err != nil {
