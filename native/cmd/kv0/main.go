@@ -354,7 +354,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) (*co
 		}
 		return nil, "", usagef("unknown command %q", args[0])
 	}
-	if locationOptions.Signer != "" && !readCommands[c.name] {
+	if !help && !wantsHelp(rest) && locationOptions.Signer != "" && !readCommands[c.name] {
 		return c, "", usagef("--signer: kv0 %s writes; signed locations are read-only", c.name)
 	}
 	if help || wantsHelp(rest) {
