@@ -54,7 +54,7 @@ type Fragment struct {
 type DataFileInfo struct {
 	Path    string // e.g. "data/0101…df.lance"
 	Size    int64  // 0 when the manifest does not record it
-	Version string // file format version, "2.0", "2.1"; "legacy" for 0.x
+	Version string // file format version as lance names it: "2.0", "2.1"; "0.1" for the legacy format
 }
 
 // Open reads one version of the dataset whose files live under root (a key
@@ -208,7 +208,7 @@ func baseName(key string) string {
 func fileVersion(df *tablepb.DataFile) string {
 	maj, mnr := df.GetFileMajorVersion(), df.GetFileMinorVersion()
 	if maj == 0 && mnr < 3 {
-		return "legacy"
+		return "0.1" // lance's name of the legacy format (alias "legacy")
 	}
 	switch {
 	case maj == 0 && mnr == 3:
@@ -246,7 +246,8 @@ func pbTime(m *tablepb.Manifest) time.Time {
 }
 
 // DataFormat returns the data file format version, e.g. "2.1". Manifests
-// that do not record it get the version of the first data file, or "legacy".
+// that do not record it get the version of the first data file, or "0.1"
+// (lance's name of the legacy format).
 func (d *Dataset) DataFormat() string {
 	if v := d.mf.m.GetDataFormat().GetVersion(); v != "" {
 		return v
@@ -256,7 +257,7 @@ func (d *Dataset) DataFormat() string {
 			return f.Files[0].Version
 		}
 	}
-	return "legacy"
+	return "0.1"
 }
 
 // Schema returns the dataset schema. Callers must not modify it.
@@ -336,9 +337,9 @@ func (d *Dataset) checkFiles(f *Fragment) error {
 		}
 		switch v := fileVersion(df); v {
 		case "2.0", "2.1":
-		case "legacy":
+		case "0.1":
 			return &lancefile.FormatError{File: key, Column: -1, Page: -1, Offset: -1, Err: lancefile.ErrUnsupportedVersion,
-				Msg: fmt.Sprintf("legacy format %d.%d (kv0 reads 2.0 and 2.1)", df.GetFileMajorVersion(), df.GetFileMinorVersion())}
+				Msg: fmt.Sprintf("format 0.1 (legacy, file version %d.%d; kv0 reads 2.0 and 2.1)", df.GetFileMajorVersion(), df.GetFileMinorVersion())}
 		default:
 			return &lancefile.FormatError{File: key, Column: -1, Page: -1, Offset: -1, Err: lancefile.ErrUnsupportedVersion,
 				Msg: fmt.Sprintf("format %s (kv0 reads 2.0 and 2.1)", v)}

@@ -55,7 +55,7 @@ func ListVersions(ctx context.Context, st store.Store, root string) ([]VersionRe
 }
 
 func noDataset(k keys) error {
-	return fmt.Errorf("%w: no dataset at %q (no manifests under %s)", ErrNotFound, k.root, k.versions())
+	return fmt.Errorf("%w: no dataset (no manifests under %s)", ErrNotFound, k.versions())
 }
 
 // listVersions lists _versions/ and parses every manifest name, oldest first.
@@ -250,8 +250,8 @@ func gallop(ctx context.Context, st store.Store, k keys) (*manifestFile, error) 
 		}
 		return lo, nil
 	}
-	return nil, fmt.Errorf("%w: no dataset at %q (the store cannot list, and neither %s nor version 1 exists)",
-		ErrNotFound, k.root, k.hint())
+	return nil, fmt.Errorf("%w: no dataset (the store cannot list, and neither %s nor version 1 exists)",
+		ErrNotFound, k.hint())
 }
 
 // readVersion reads the manifest of version v: the V2 name first, then V1.
@@ -268,6 +268,6 @@ func readVersion(ctx context.Context, st store.Store, k keys, v uint64) (*manife
 		mf.naming = n
 		return mf, nil
 	}
-	return nil, fmt.Errorf("%w: version %d of dataset %q (neither %s nor %s exists)", ErrNotFound, v, k.root,
+	return nil, fmt.Errorf("%w: version %d of %s (neither %s nor %s exists)", ErrNotFound, v, k,
 		k.manifest(v, NamingV2), k.manifest(v, NamingV1))
 }

@@ -125,9 +125,10 @@ func Open(ctx context.Context, st store.Store, key string, size int64) (*File, e
 		f.version = V2_1
 	case (major == 2 && minor == 0) || (major == 0 && minor == 3):
 		f.version = V2_0
-	case major == 0 || major == 1:
+	case major == 0:
+		// Lance calls every footer version before 0.3 the 0.1 ("legacy") format.
 		return nil, &FormatError{File: key, Column: -1, Page: -1, Offset: -1, Err: ErrUnsupportedVersion,
-			Msg: fmt.Sprintf("legacy format %d.%d (kv0 reads 2.0 and 2.1)", major, minor)}
+			Msg: fmt.Sprintf("format 0.1 (legacy, file version %d.%d; kv0 reads 2.0 and 2.1)", major, minor)}
 	default:
 		return nil, &FormatError{File: key, Column: -1, Page: -1, Offset: -1, Err: ErrUnsupportedVersion,
 			Msg: fmt.Sprintf("format %d.%d (kv0 reads 2.0 and 2.1)", major, minor)}

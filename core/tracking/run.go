@@ -61,6 +61,9 @@ type RunSpec struct {
 	Tags        []string
 	Kind        string
 	Target      string // JSON text describing what the run is about
+	// CreatedAt, when not zero, is the run's creation time, for runs
+	// imported or back-filled after the fact (default: now).
+	CreatedAt time.Time
 }
 
 // RunPatch changes some fields of a run; nil fields are left alone. Only
@@ -175,9 +178,13 @@ func (r *Repo) StartRun(ctx context.Context, spec RunSpec) (*Run, error) {
 		return nil, err
 	}
 	now := r.opts.Now().UTC()
+	created := now
+	if !spec.CreatedAt.IsZero() {
+		created = spec.CreatedAt.UTC()
+	}
 	rw := runRow{seq: r.nextSeq(now), fields: FieldsAll, hasMsk: true, info: RunInfo{
 		ID: id, Name: spec.Name, Experiment: spec.Experiment, Description: spec.Description,
-		Tags: append([]string{}, spec.Tags...), Status: StatusRunning, CreatedAt: now, UpdatedAt: now,
+		Tags: append([]string{}, spec.Tags...), Status: StatusRunning, CreatedAt: created, UpdatedAt: now,
 		Kind: spec.Kind, Target: spec.Target}}
 	if err := r.addRunRow(rw); err != nil {
 		return nil, err

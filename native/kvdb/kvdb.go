@@ -8,6 +8,7 @@
 //	memory://name         process memory      none
 //	s3://bucket/prefix    S3                  yes (always on local disk)
 //	http(s)://...         read-only HTTP      none (read-only handle)
+//	kv0+signer://...      read-only, signed   none (read-only handle)
 //
 // Read-only handles (Options.ReadOnly, a Version to travel to, or an HTTP
 // location) never create or replay a WAL.
@@ -61,7 +62,7 @@ var ErrNoDatabase = fmt.Errorf("kvdb: no database: %w", store.ErrNotFound)
 // with ErrNoDatabase.
 func Open(ctx context.Context, loc string, opts Options) (*kv.DB, error) {
 	o := opts.DB
-	if isHTTP(loc) {
+	if location.ReadOnly(loc, opts.Location) {
 		o.ReadOnly = true
 	}
 	readOnly := o.ReadOnly || o.Version != 0
@@ -127,6 +128,10 @@ func OpenLog(ctx context.Context, loc string, create bool, opts Options) (*lance
 	if err != nil {
 		return nil, "", err
 	}
+	if lo.Signer != "" && !strings.Contains(loc, "://") {
+		// A key of the sign server's repository, not a local path.
+		uri = "kv0+signer:" + strings.TrimRight(lo.Signer, "/") + "/" + root
+	}
 	return log, uri, nil
 }
 
@@ -150,11 +155,6 @@ func URI(loc string) (string, error) {
 		return "", fmt.Errorf("kvdb: %s: %w", loc, err)
 	}
 	return "file://" + filepath.ToSlash(abs), nil
-}
-
-func isHTTP(loc string) bool {
-	l := strings.ToLower(loc)
-	return strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://")
 }
 
 // Tag names version of the database at location (the latest when version

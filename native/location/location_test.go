@@ -63,3 +63,43 @@ func TestOpen(t *testing.T) {
 		t.Fatal("unknown scheme accepted")
 	}
 }
+
+func TestSignedLocations(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv("KV0_SIGNER_TOKEN", "")
+	t.Setenv("KV0_SIGNER_TOKEN_FILE", "")
+	if _, _, err := location.Open(ctx, "kv0+signer://127.0.0.1:1/repo", location.Options{}); !errors.Is(err, location.ErrNoToken) {
+		t.Errorf("no token: %v", err)
+	}
+	tok := filepath.Join(t.TempDir(), "tok")
+	os.WriteFile(tok, []byte("  secret-token \nsecond line\n"), 0o600)
+	t.Setenv("KV0_SIGNER_TOKEN_FILE", tok)
+	for loc, want := range map[string]string{
+		"kv0+signer://127.0.0.1:1/runs/": "runs", "KV0+Signers://sign.example/a/b.lance": "a/b.lance", "kv0+signer://h:1": "", "kv0+signer://h:1/.": "",
+	} {
+		st, root, err := location.Open(ctx, loc, location.Options{})
+		if _, ok := st.(*httpstore.Store); !ok || err != nil || root != want {
+			t.Errorf("%s: %T root %q %v, want root %q", loc, st, root, err, want)
+		}
+		if !location.ReadOnly(loc, location.Options{}) {
+			t.Errorf("%s is not read-only", loc)
+		}
+	}
+	for _, loc := range []string{"kv0+signer:///x", "kv0+signer://h:1/a/../b", "kv0+signer://h:1/a//b"} {
+		if _, _, err := location.Open(ctx, loc, location.Options{}); err == nil {
+			t.Errorf("%s accepted", loc)
+		}
+	}
+	// With Signer, a plain location is a key of the signer's repository.
+	st, root, err := location.Open(ctx, "sub/t.lance", location.Options{Signer: "https://sign.example/base", SignerToken: "x"})
+	if _, ok := st.(*httpstore.Store); !ok || err != nil || root != "sub/t.lance" {
+		t.Errorf("--signer: %T %q %v", st, root, err)
+	}
+	if !location.ReadOnly("sub/t.lance", location.Options{Signer: "https://sign.example"}) || location.ReadOnly("sub/t.lance", location.Options{}) ||
+		location.ReadOnly("s3://b/p", location.Options{}) || !location.ReadOnly("https://x/y", location.Options{}) {
+		t.Error("ReadOnly")
+	}
+	if got, err := location.ReadToken(tok); err != nil || got != "secret-token" {
+		t.Errorf("ReadToken: %q %v", got, err)
+	}
+}

@@ -92,7 +92,14 @@ func demoRun(ctx context.Context, r *tracking.Repo, rng *rand.Rand, e demoExperi
 	seed := 1 + k
 	lr := e.baseLR * []float64{1, 0.5, 2, 0.25, 4}[k%5]
 	bs := []int{128, 256, 64, 512, 32}[k%5]
+	// The run is dated as if it had started hours ago and trained at
+	// about six steps a second until now; its points fall between its
+	// creation and its end.
+	const perStep = 160 * time.Millisecond
+	created := time.Now().Add(-time.Duration(steps)*perStep - time.Second)
+	t0 := created.Add(time.Second)
 	run, err := r.StartRun(ctx, tracking.RunSpec{
+		CreatedAt:   created,
 		Name:        fmt.Sprintf("%s-%d", e.name, k+1),
 		Experiment:  e.name,
 		Description: fmt.Sprintf("%s with lr %.2g, batch size %d", e.model, lr, bs),
@@ -112,9 +119,6 @@ func demoRun(ctx context.Context, r *tracking.Repo, rng *rand.Rand, e demoExperi
 		return 0, err
 	}
 	warm := steps / 50
-	// Points get timestamps as if the run had started hours ago at about
-	// six steps a second.
-	t0 := time.Now().Add(-time.Duration(steps) * 160 * time.Millisecond)
 	quality := 1 + 0.15*rng.NormFloat64() // some runs end better than others
 	var n int64
 	stepsPerEpoch := int64(max(1, steps/10))
@@ -133,7 +137,7 @@ func demoRun(ctx context.Context, r *tracking.Repo, rng *rand.Rand, e demoExperi
 		if rng.IntN(5000) == 0 {
 			loss *= 3 + 2*rng.Float64() // a spike
 		}
-		at := t0.Add(time.Duration(s) * 160 * time.Millisecond)
+		at := t0.Add(time.Duration(s) * perStep)
 		opts := tracking.TrackOptions{Step: &step, Epoch: &epoch, Context: train, Time: at}
 		if err := run.Track(loss, "loss", opts); err != nil {
 			return n, err

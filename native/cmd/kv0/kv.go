@@ -20,18 +20,10 @@ import (
 	"github.com/kv0/kv0/native/kvdb"
 )
 
-const kvUsageText = `  kv0 kv get      PATH KEY [--version N]
-  kv0 kv put      PATH KEY VALUE
-  kv0 kv delete   PATH KEY [--end END]     (with --end: every key in [KEY, END))
-  kv0 kv scan     PATH [--start K] [--end K] [--prefix P] [--reverse] [--limit N] [--version N] [--keys-only]
-  kv0 kv versions PATH [--json]
-  kv0 kv compact  PATH
-  kv0 kv cleanup  PATH [--older-than DURATION]   (default 7d; Go durations, plus d and w)
-  kv0 kv purge    PATH [--force]
-  kv0 kv tag      PATH NAME [--version N]
-  Keys and values are taken and printed as text unless --hex or --base64 is
-  given; scan prints "key<TAB>value" lines, quoting (Go syntax) text that is
-  not printable. --wal-dir sets the WAL root.
+// kvDetails is the help text of the kv group.
+const kvDetails = `Keys and values are taken and printed as text unless --hex or --base64 is
+given; scan prints "key<TAB>value" lines, quoting (Go syntax) text that is
+not printable. --wal-dir sets the root of the write-ahead logs.
 `
 
 // kvFlags are the flags every kv subcommand takes.
@@ -96,28 +88,12 @@ func printable(b []byte) bool {
 }
 
 func (f *kvFlags) options(readOnly bool, version uint64) kvdb.Options {
-	return kvdb.Options{WALDir: f.walDir, DB: kv.Options{ReadOnly: readOnly, Version: version,
+	return kvdb.Options{WALDir: f.walDir, Location: locationOptions, DB: kv.Options{ReadOnly: readOnly, Version: version,
 		FlushInterval: -1, RefreshInterval: -1}}
 }
 
-// cmdKV runs `kv0 kv SUB ...`; usage errors also print the kv usage.
-func cmdKV(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 1 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
-		fmt.Fprint(stdout, "usage:\n"+kvUsageText)
-		return nil
-	}
-	err := runKV(ctx, args, stdout, stderr)
-	var ue *usageError
-	if errors.As(err, &ue) {
-		fmt.Fprint(stderr, "usage:\n"+kvUsageText)
-	}
-	return err
-}
-
+// runKV runs `kv0 kv SUB ...`.
 func runKV(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usagef("missing kv subcommand (get, put, delete, scan, versions, compact, cleanup, purge or tag)")
-	}
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet("kv0 kv "+sub, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -206,9 +182,21 @@ func runKV(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		err = kvWrite(ctx, db, sub, key, value, end, haveEnd, &f, olderThan, force, stdout)
+		var before logState
+		if sub == "compact" {
+			before, err = readLogState(ctx, path, &f)
+		}
+		if err == nil {
+			err = kvWrite(ctx, db, sub, key, value, end, haveEnd, &f, olderThan, force, stdout)
+		}
 		if cerr := db.Close(); err == nil {
 			err = cerr
+		}
+		if err == nil && sub == "compact" {
+			var after logState
+			if after, err = readLogState(ctx, path, &f); err == nil {
+				printCompaction(stdout, before, after)
+			}
 		}
 		return err
 	}
@@ -235,19 +223,35 @@ func runKV(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		log, _, err := kvdb.OpenLog(ctx, path, false, f.options(true, 0))
+		if err != nil {
+			return err
+		}
+		ts, err := log.Tags(ctx)
+		if err != nil {
+			return err
+		}
+		tags := map[uint64][]string{}
+		for _, t := range ts {
+			tags[t.Version] = append(tags[t.Version], t.Name)
+		}
 		if asJSON {
 			enc := json.NewEncoder(stdout)
 			for _, v := range vs {
-				if err := enc.Encode(map[string]any{"version": v.Version, "timestamp": v.Timestamp.UTC().Format(time.RFC3339Nano)}); err != nil {
+				vt := tags[v.Version]
+				if vt == nil {
+					vt = []string{}
+				}
+				if err := enc.Encode(map[string]any{"version": v.Version, "timestamp": v.Timestamp.UTC().Format(time.RFC3339Nano), "tags": vt}); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "VERSION\tTIMESTAMP")
+		fmt.Fprintln(tw, "VERSION\tTIMESTAMP\tTAGS")
 		for _, v := range vs {
-			fmt.Fprintf(tw, "%d\t%s\n", v.Version, v.Timestamp.UTC().Format(time.RFC3339))
+			fmt.Fprintf(tw, "%d\t%s\t%s\n", v.Version, v.Timestamp.UTC().Format(time.RFC3339), orDash(strings.Join(tags[v.Version], ",")))
 		}
 		return tw.Flush()
 	}
@@ -324,6 +328,52 @@ func kvWrite(ctx context.Context, db *kv.DB, sub string, key, value []byte, end 
 	}
 	fmt.Fprintf(stdout, "removed %d versions\n", n)
 	return nil
+}
+
+// logState is what kv compact reports of a database's operation log.
+type logState struct {
+	version   uint64
+	fragments int
+	rows      uint64 // physical rows, deleted ones included
+}
+
+func readLogState(ctx context.Context, path string, f *kvFlags) (logState, error) {
+	log, _, err := kvdb.OpenLog(ctx, path, false, f.options(true, 0))
+	if err != nil {
+		return logState{}, err
+	}
+	v, err := log.Latest(ctx)
+	if err != nil || v == 0 {
+		return logState{}, err
+	}
+	frags, err := log.Fragments(ctx, v)
+	if err != nil {
+		return logState{}, err
+	}
+	st := logState{version: v, fragments: len(frags)}
+	for _, fr := range frags {
+		st.rows += fr.Rows
+	}
+	return st, nil
+}
+
+// printCompaction says what kv compact did.
+func printCompaction(w io.Writer, before, after logState) {
+	if after.version == before.version {
+		fmt.Fprintf(w, "version %d: nothing to compact (%s, %s)\n", after.version, plural(after.fragments, "fragment"), plural(int(after.rows), "row"))
+		return
+	}
+	fmt.Fprintf(w, "version %d: %s (%s) compacted into %s (%s) at version %d\n",
+		before.version, plural(before.fragments, "fragment"), plural(int(before.rows), "row"),
+		plural(after.fragments, "fragment"), plural(int(after.rows), "row"), after.version)
+}
+
+// plural returns "1 thing" or "n things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.Itoa(n) + " " + thing + "s"
 }
 
 // prefixEnd returns the smallest key above every key with prefix p, or nil

@@ -31,35 +31,8 @@ import (
 	"github.com/kv0/kv0/core/lance"
 	"github.com/kv0/kv0/core/store"
 	"github.com/kv0/kv0/native/fsstore"
+	"github.com/kv0/kv0/native/location"
 )
-
-const writeUsageText = `  kv0 lance write   PATH --mode create|append|overwrite [--input FILE]
-  kv0 lance delete  PATH --where EXPR
-  kv0 lance compact PATH [--target-rows N]
-  kv0 lance tag     create|delete|list PATH [NAME] [--version N]
-  kv0 lance restore PATH --version N
-  kv0 lance cleanup PATH --older-than DURATION   (Go durations, plus d and w)
-  kv0 lance cat     PATH ... [--where EXPR]
-`
-
-// cmdLanceWrite runs the write subcommands.
-func cmdLanceWrite(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
-	switch sub {
-	case "write":
-		return cmdWrite(ctx, args, stdout, stderr)
-	case "delete":
-		return cmdDelete(ctx, args, stdout, stderr)
-	case "compact":
-		return cmdCompact(ctx, args, stdout, stderr)
-	case "tag":
-		return cmdTag(ctx, args, stdout, stderr)
-	case "restore":
-		return cmdRestore(ctx, args, stdout, stderr)
-	case "cleanup":
-		return cmdCleanup(ctx, args, stdout, stderr)
-	}
-	return usagef("unknown lance subcommand %q", sub)
-}
 
 // mtimeStore adds modification times to a folder store, so cleanup can
 // age files no manifest references.
@@ -78,26 +51,30 @@ func (s mtimeStore) ModTime(ctx context.Context, key string) (time.Time, error) 
 	return fi.ModTime(), nil
 }
 
-// writableLocation opens PATH for writing; create makes the folder.
+// writableLocation opens PATH for writing; create makes a missing local
+// folder. Local folders get modification times (mtimeStore); read-only
+// locations are refused before anything is written.
 func writableLocation(loc string, create bool) (store.Store, string, error) {
-	if !create {
-		st, root, err := openLocation(loc)
-		if err != nil {
-			return nil, "", err
-		}
-		if fs, ok := st.(*fsstore.Store); ok {
-			return mtimeStore{fs}, root, nil
-		}
-		return st, root, nil
+	if location.ReadOnly(loc, locationOptions) {
+		return nil, "", fmt.Errorf("%s: the location is read-only", loc)
 	}
-	if i := strings.Index(loc, "://"); i > 0 && !strings.ContainsAny(loc[:i], `/\`) {
-		return nil, "", fmt.Errorf("%s: unsupported location scheme %q (only local folders so far)", loc, loc[:i])
+	var st store.Store
+	var root string
+	var err error
+	if create {
+		lo := locationOptions
+		lo.Create = true
+		st, root, err = location.Open(context.Background(), loc, lo)
+	} else {
+		st, root, err = openLocation(loc)
 	}
-	st, err := fsstore.Open(loc)
 	if err != nil {
 		return nil, "", err
 	}
-	return mtimeStore{st}, "", nil
+	if fs, ok := st.(*fsstore.Store); ok {
+		return mtimeStore{fs}, root, nil
+	}
+	return st, root, nil
 }
 
 func openLatestForWrite(ctx context.Context, loc string) (*lance.Dataset, error) {
@@ -346,6 +323,15 @@ func cmdTag(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return usagef("tag needs create, delete or list")
 	}
 	action := args[0]
+	if strings.HasPrefix(action, "-") {
+		// Flags before the action: only help makes sense there.
+		fs := newFlagSet("tag")
+		fs.Uint64("version", 0, "version `N` to tag (create; default: latest)")
+		if _, err := parseArgs(fs, args, stderr); err != nil {
+			return err
+		}
+		return usagef("tag needs create, delete or list before its flags")
+	}
 	fs := newFlagSet("tag " + action)
 	var version uint64
 	versionVar(fs, &version, "version", "version `N` to tag, from 1 (default: latest)")

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,12 +8,6 @@ import (
 )
 
 // runCLI runs one command line and returns its stdout, stderr and status.
-func runCLI(args ...string) (string, string, int) {
-	var out, errb bytes.Buffer
-	code := run(context.Background(), args, &out, &errb)
-	return out.String(), errb.String(), code
-}
-
 // TestNumericFlagRanges: every numeric and duration flag refuses values
 // out of its range as a usage error (status 2) naming the flag, before the
 // command touches anything, and accepts its boundaries.
@@ -24,16 +16,16 @@ func TestNumericFlagRanges(t *testing.T) {
 	tmp := t.TempDir()
 	db := filepath.Join(tmp, "db.lance") // a key-value database is a Lance dataset too
 	for _, k := range []string{"a", "b", "c"} {
-		if _, e, code := runCLI("kv", "put", db, k, "v"); code != 0 {
+		if code, _, e := runCLI("kv", "put", db, k, "v"); code != 0 {
 			t.Fatalf("put: %s", e)
 		}
 	}
 	repo := filepath.Join(tmp, "repo")
-	if _, e, code := runCLI("demo", repo, "--runs", "1", "--steps", "1"); code != 0 {
+	if code, _, e := runCLI("demo", repo, "--runs", "1", "--steps", "1"); code != 0 {
 		t.Fatalf("demo at the lower boundaries: %s", e)
 	}
 	versions := func() string {
-		out, e, code := runCLI("kv", "versions", db, "--json")
+		code, out, e := runCLI("kv", "versions", db, "--json")
 		if code != 0 {
 			t.Fatalf("versions: %s", e)
 		}
@@ -88,7 +80,7 @@ func TestNumericFlagRanges(t *testing.T) {
 	}
 	for _, c := range refused {
 		t.Run("refuse "+strings.Join(c.args[1:], " "), func(t *testing.T) {
-			_, e, code := runCLI(c.args...)
+			code, _, e := runCLI(c.args...)
 			if code != 2 {
 				t.Fatalf("exit %d, want 2 (usage error): %s", code, e)
 			}
@@ -133,7 +125,7 @@ func TestNumericFlagRanges(t *testing.T) {
 		{append(s3, "--expiry", "1w"), 1, func(_, e string) bool { return strings.Contains(e, "token file") }},
 	}
 	for _, c := range accepted {
-		out, e, code := runCLI(c.args...)
+		code, out, e := runCLI(c.args...)
 		if code != c.code || !c.check(out, e) {
 			t.Errorf("%s: exit %d, stdout %q, stderr %q", strings.Join(c.args, " "), code, out, e)
 		}
