@@ -6,11 +6,10 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/kv0/kv0/core/tracking"
+	"github.com/kv0/kv0/native/location"
 )
 
 // demoExperiment is one family of demo runs.
@@ -33,6 +32,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := trackingFlags("demo")
 	runsPer := fs.Int("runs", 3, "runs per experiment (4 experiments)")
 	steps := fs.Int("steps", 20000, "training steps per run")
+	create := fs.Bool("create", true, "create the repository when there is none")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
@@ -41,10 +41,14 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(loc, tracking.RunsTable)); err == nil {
-		return fmt.Errorf("%s already holds a repository; remove it first (rm -rf %s)", loc, loc)
+	if st, root, err := location.Open(ctx, loc, location.Options{}); err == nil {
+		if ok, err := repoExists(ctx, st, root); err != nil {
+			return fmt.Errorf("%s: %w", loc, err)
+		} else if ok {
+			return fmt.Errorf("%s already holds a repository; the demo writes a new one (choose another location)", loc)
+		}
 	}
-	r, err := openRepo(ctx, loc, true, false)
+	r, err := openRepoWith(ctx, loc, repoOpen{writable: true, create: *create})
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/csv"
 	"encoding/json"
@@ -11,7 +10,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,7 +17,6 @@ import (
 	"time"
 
 	"github.com/kv0/kv0/core/tracking"
-	"github.com/kv0/kv0/native/wal"
 )
 
 const trackingUsageText = `  kv0 runs    REPO [--experiment E] [--status S] [--json]
@@ -27,14 +24,12 @@ const trackingUsageText = `  kv0 runs    REPO [--experiment E] [--status S] [--j
   kv0 params  REPO ID [--json]
   kv0 series  REPO ID [--json]
   kv0 metrics REPO RUN NAME [--max-points N] [--csv] [--context JSON]
-  kv0 track   REPO --run NAME [--experiment E] [--resume ID] [--no-wal]   (JSON Lines on stdin)
-  kv0 optimize REPO
-  kv0 delete-runs REPO ID...
-  kv0 demo    REPO [--runs N] [--steps N]
+  kv0 track   REPO (--run NAME [--experiment E] | --resume RUN [--finish]) [--flush-interval D] [--flush-rows N]
+              [--ack] [--strict] [--create=false] [--no-wal]   (JSON Lines on stdin; kv0 track --help)
+  kv0 optimize REPO [--create]
+  kv0 delete-runs REPO [--create] ID...
+  kv0 demo    REPO [--runs N] [--steps N] [--create=false]
 `
-
-// stdin is where kv0 track reads; tests replace it.
-var stdin io.Reader = os.Stdin
 
 // cmdTracking runs one tracking command.
 func cmdTracking(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) error {
@@ -66,40 +61,6 @@ func trackingFlags(name string) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	return fs
-}
-
-// openRepo opens the repository at loc. A writable open creates the folder
-// and, with useWAL, logs writes in the local WAL (native/wal).
-func openRepo(ctx context.Context, loc string, writable, useWAL bool) (*tracking.Repo, error) {
-	if writable && !strings.Contains(loc, "://") {
-		if err := os.MkdirAll(loc, 0o755); err != nil {
-			return nil, err
-		}
-	}
-	st, root, err := openLocation(loc)
-	if err != nil {
-		return nil, err
-	}
-	opts := tracking.RepoOptions{ReadOnly: !writable}
-	if writable && useWAL {
-		abs, err := filepath.Abs(loc)
-		if err != nil {
-			return nil, err
-		}
-		l, err := wal.Open("repo:"+abs, wal.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("wal: %w", err)
-		}
-		opts.WAL = l
-	}
-	r, err := tracking.OpenRepo(ctx, st, root, opts)
-	if err != nil {
-		if errors.Is(err, tracking.ErrNotFound) {
-			return nil, fmt.Errorf("%s: not a tracking repository", loc)
-		}
-		return nil, fmt.Errorf("%s: %w", loc, err)
-	}
-	return r, nil
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -385,107 +346,9 @@ func cmdMetrics(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return tw.Flush()
 }
 
-// trackLine is one line of kv0 track's input: a point, or a parameter set.
-//
-//	{"name": "loss", "value": 0.25, "step": 10, "epoch": 1, "context": {"subset": "train"}}
-//	{"params": {"optimizer": {"lr": 0.001}, "batch_size": 32}}
-//	{"status": "failed"}                         (ends the run with that status)
-type trackLine struct {
-	Name    *string         `json:"name"`
-	Value   *float64        `json:"value"`
-	Step    *int64          `json:"step"`
-	Epoch   *int64          `json:"epoch"`
-	Context map[string]any  `json:"context"`
-	Params  map[string]any  `json:"params"`
-	Status  string          `json:"status"`
-	Raw     json.RawMessage `json:"-"`
-}
-
-func cmdTrack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := trackingFlags("track")
-	name := fs.String("run", "", "name of the new run `NAME`")
-	exp := fs.String("experiment", "", "experiment `E` of the new run")
-	resume := fs.String("resume", "", "append to the existing run `ID` instead of starting one")
-	noWAL := fs.Bool("no-wal", false, "do not log writes in the local write-ahead log")
-	pos, err := parseArgs(fs, args, stderr)
-	if err != nil {
-		return err
-	}
-	loc, err := onePath(pos)
-	if err != nil {
-		return err
-	}
-	if *name == "" && *resume == "" {
-		return usagef("kv0 track: --run NAME or --resume ID is required")
-	}
-	r, err := openRepo(ctx, loc, true, !*noWAL)
-	if err != nil {
-		return err
-	}
-	var run *tracking.Run
-	if *resume != "" {
-		run, err = r.ResumeRun(ctx, *resume)
-	} else {
-		run, err = r.StartRun(ctx, tracking.RunSpec{Name: *name, Experiment: *exp})
-	}
-	if err != nil {
-		r.Close()
-		return err
-	}
-	fmt.Fprintln(stderr, "run", run.ID())
-	sc := bufio.NewScanner(stdin)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	status := tracking.StatusFinished
-	var n, lineNo int
-	fail := func(err error) error {
-		s := tracking.StatusFailed
-		_ = run.Finish(ctx, s)
-		_ = r.Close()
-		return err
-	}
-	for sc.Scan() {
-		lineNo++
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		var tl trackLine
-		if err := json.Unmarshal([]byte(line), &tl); err != nil {
-			return fail(fmt.Errorf("stdin line %d: %v", lineNo, err))
-		}
-		switch {
-		case tl.Params != nil:
-			if err := run.SetParams(tl.Params); err != nil {
-				return fail(fmt.Errorf("stdin line %d: %w", lineNo, err))
-			}
-		case tl.Name != nil && tl.Value != nil:
-			if err := run.Track(*tl.Value, *tl.Name, tracking.TrackOptions{Step: tl.Step, Epoch: tl.Epoch, Context: tl.Context}); err != nil {
-				return fail(fmt.Errorf("stdin line %d: %w", lineNo, err))
-			}
-			n++
-		case tl.Status != "":
-			status = tl.Status
-		default:
-			return fail(fmt.Errorf("stdin line %d: want {\"name\", \"value\"}, {\"params\"} or {\"status\"}", lineNo))
-		}
-		if ctx.Err() != nil {
-			status = tracking.StatusAborted
-			break
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fail(err)
-	}
-	if err := run.Finish(context.Background(), status); err != nil {
-		r.Close()
-		return err
-	}
-	fmt.Fprintf(stderr, "tracked %d points\n", n)
-	return r.Close()
-}
-
 func cmdOptimize(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := trackingFlags("optimize")
+	create := fs.Bool("create", false, "create the repository when there is none")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
@@ -494,7 +357,7 @@ func cmdOptimize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	r, err := openRepo(ctx, loc, true, false)
+	r, err := openRepoWith(ctx, loc, repoOpen{writable: true, create: *create})
 	if err != nil {
 		return err
 	}
@@ -516,6 +379,7 @@ func cmdOptimize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 func cmdDeleteRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := trackingFlags("delete-runs")
+	create := fs.Bool("create", false, "create the repository when there is none")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
@@ -523,7 +387,7 @@ func cmdDeleteRuns(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if len(pos) < 2 {
 		return usagef("kv0 delete-runs: want REPO ID...")
 	}
-	r, err := openRepo(ctx, pos[0], true, false)
+	r, err := openRepoWith(ctx, pos[0], repoOpen{writable: true, create: *create})
 	if err != nil {
 		return err
 	}
