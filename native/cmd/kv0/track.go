@@ -365,8 +365,10 @@ read:
 				} else {
 					fmt.Fprintf(t.stderr, "kv0 track: line %d: %v (skipped)\n", l.no, err)
 				}
+				t.handed.Store(l.no)
 			} else {
 				accepted++
+				t.handed.Store(l.no)
 				if tl.isPoint() {
 					points++
 					if t.pending.Add(1) >= int64(t.flags.flushRows) {
@@ -377,7 +379,6 @@ read:
 					}
 				}
 			}
-			t.handed.Store(l.no)
 		}
 	}
 	interrupted := ctx.Err() != nil
