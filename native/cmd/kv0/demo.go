@@ -41,6 +41,9 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	if err := checkWritable(loc); err != nil {
+		return err
+	}
 	if st, root, err := location.Open(ctx, loc, location.Options{}); err == nil {
 		if ok, err := repoExists(ctx, st, root); err != nil {
 			return fmt.Errorf("%s: %w", loc, err)

@@ -54,10 +54,7 @@ func openRepoWith(ctx context.Context, loc string, o repoOpen) (*tracking.Repo, 
 		opts.CrashedAfter = ca
 	}
 	if o.writable {
-		if location.ReadOnly(loc) {
-			return nil, fmt.Errorf("%s: http(s) locations are read-only; write to a local folder or s3://", loc)
-		}
-		if err := checkNotInDataset(loc); err != nil {
+		if err := checkWritable(loc); err != nil {
 			return nil, err
 		}
 	}
@@ -147,6 +144,15 @@ func walKey(loc string) (string, error) {
 		return "repo:" + filepath.FromSlash(strings.TrimPrefix(c, "file://")), nil
 	}
 	return "repo:" + c, nil
+}
+
+// checkWritable refuses, before anything is written, read-only locations
+// (http(s)://) and locations inside a Lance dataset (checkNotInDataset).
+func checkWritable(loc string) error {
+	if location.ReadOnly(loc) {
+		return fmt.Errorf("%s: http(s) locations are read-only; write to a local folder or s3://", loc)
+	}
+	return checkNotInDataset(loc)
 }
 
 // checkNotInDataset refuses a local location inside a Lance dataset's
