@@ -146,3 +146,47 @@ func TestHeartbeatCrashed(t *testing.T) {
 		t.Fatalf("Optimize changed the run: %+v, was %+v", after, before)
 	}
 }
+
+// TestHeartbeatWhenIdle checks that a handle that writes nothing (and
+// never flushes on time) still records heartbeats of its active runs, and
+// stops once the run is finished.
+func TestHeartbeatWhenIdle(t *testing.T) {
+	ctx := context.Background()
+	st := store.NewMemory()
+	w := openTest(t, st, RepoOptions{FlushInterval: -1, HeartbeatInterval: 5 * time.Millisecond})
+	run, err := w.StartRun(ctx, RunSpec{ID: "idle"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	reader := openTest(t, st, RepoOptions{ReadOnly: true})
+	first, err := reader.Run(ctx, "idle")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		in, err := reader.Run(ctx, "idle")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.HeartbeatAt.After(first.HeartbeatAt) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no heartbeat from an idle writer")
+		}
+		time.Sleep(time.Millisecond) // polling the table, not waiting for a fixed time
+	}
+	if err := run.Finish(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	due := w.heartbeatDueLocked(time.Now().Add(time.Hour))
+	w.mu.Unlock()
+	if due {
+		t.Fatal("a finished run still gets heartbeats")
+	}
+}
