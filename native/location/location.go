@@ -111,12 +111,6 @@ func Canonical(location string) (string, error) {
 	return "", fmt.Errorf("location %s: unsupported scheme %q (want a path, memory://, s3:// or http(s)://)", location, scheme)
 }
 
-// IsLocal reports whether location is a local path (or file://).
-func IsLocal(location string) bool {
-	scheme, _, isURI := splitScheme(location)
-	return !isURI || scheme == "file"
-}
-
 // LocalPath returns the path of a local location (a path or file://path)
 // and false for any other.
 func LocalPath(location string) (string, bool) {

@@ -199,7 +199,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	for _, kv := range [][2]string{{"id", in.ID}, {"name", orDash(in.Name)}, {"experiment", orDash(in.Experiment)},
 		{"description", orDash(in.Description)}, {"tags", orDash(strings.Join(in.Tags, ","))}, {"status", in.Status},
 		{"archived", strconv.FormatBool(in.Archived)}, {"kind", orDash(in.Kind)}, {"target", orDash(in.Target)},
-		{"created", fmtTime(in.CreatedAt)}, {"updated", fmtTime(in.UpdatedAt)}, {"ended", fmtTime(in.EndedAt)}} {
+		{"created", fmtTime(in.CreatedAt)}, {"updated", fmtTime(in.UpdatedAt)}, {"ended", fmtTime(in.EndedAt)},
+		{"heartbeat", fmtTime(in.HeartbeatAt)}} {
 		fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
 	}
 	return tw.Flush()
