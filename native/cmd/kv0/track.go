@@ -317,13 +317,14 @@ func (t *tracker) loop(ctx context.Context, stopSignals func()) error {
 	status := ""
 	var points, skipped, accepted int64
 	var endErr error
+	flusherEnded := false
 read:
 	for {
 		select {
 		case <-ctx.Done():
 			break read
 		case err := <-flusherDone:
-			endErr = err
+			endErr, flusherEnded = err, true
 			break read
 		case l, ok := <-lines:
 			if !ok {
@@ -387,8 +388,10 @@ read:
 	}
 	stopReading()
 	close(stopFlusher)
-	if err := <-flusherDone; err != nil && endErr == nil {
-		endErr = err
+	if !flusherEnded {
+		if err := <-flusherDone; err != nil && endErr == nil {
+			endErr = err
+		}
 	}
 	switch {
 	case interrupted:
@@ -461,9 +464,6 @@ func (t *tracker) ack(line int64) {
 	if line > t.acked {
 		t.acked = line
 		fmt.Fprintln(t.stdout, line)
-		if f, ok := t.stdout.(interface{ Sync() error }); ok {
-			_ = f.Sync()
-		}
 	}
 }
 
