@@ -84,7 +84,12 @@ func TestHeartbeatCrashed(t *testing.T) {
 	if len(beats) < 6 || len(beats) > 8 {
 		t.Fatalf("%d heartbeats in 60 s at a 10 s interval (plus the creation): %v", len(beats), beats)
 	}
-	// The writer goes silent: after CrashedAfter the run reads as crashed.
+	// The writer goes away without finishing (its background goroutine
+	// would otherwise keep beating): after CrashedAfter the run reads as
+	// crashed.
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
 	last := beats[len(beats)-1]
 	clk.add(time.Minute + time.Second)
 	if s, hb := status("r1"); s != StatusCrashed || !hb.Equal(last) {
