@@ -318,67 +318,77 @@ func (t *tracker) loop(ctx context.Context, stopSignals func()) error {
 	var points, skipped, accepted int64
 	var endErr error
 	flusherEnded := false
+	// handle writes one line; false ends the input (endErr says why, if
+	// for an error).
+	handle := func(l inputLine) bool {
+		if l.err != nil && !errors.Is(l.err, errLineTooLong) {
+			endErr = fmt.Errorf("stdin: %w", l.err)
+			return false
+		}
+		err := l.err
+		var tl trackLine
+		if err == nil {
+			var blank bool
+			if tl, blank, err = parseTrackLine(l.text); blank {
+				t.handed.Store(l.no)
+				return true
+			}
+		}
+		if err == nil {
+			if err = t.apply(tl, &status); err != nil && !errors.Is(err, tracking.ErrInvalid) {
+				endErr = fmt.Errorf("line %d: %w", l.no, err) // not the line's fault: stop
+				return false
+			}
+		}
+		if err != nil {
+			sep := ": "
+			if errors.Is(err, errLineTooLong) {
+				sep = " " // "line N is longer than 16 MiB"
+			}
+			if t.flags.strict {
+				endErr = fmt.Errorf("line %d%s%w", l.no, sep, err)
+				status = tracking.StatusFailed
+				return false
+			}
+			skipped++
+			fmt.Fprintf(t.stderr, "kv0 track: line %d%s%v (skipped)\n", l.no, sep, err)
+			t.handed.Store(l.no)
+			return true
+		}
+		accepted++
+		t.handed.Store(l.no)
+		if tl.isPoint() {
+			points++
+			if t.pending.Add(1) >= int64(t.flags.flushRows) {
+				select {
+				case flushNow <- struct{}{}:
+				default:
+				}
+			}
+		}
+		return true
+	}
 read:
 	for {
 		select {
 		case <-ctx.Done():
-			break read
+			// Write the lines already read before stopping.
+			for {
+				select {
+				case l, ok := <-lines:
+					if ok && handle(l) {
+						continue
+					}
+				default:
+				}
+				break read
+			}
 		case err := <-flusherDone:
 			endErr, flusherEnded = err, true
 			break read
 		case l, ok := <-lines:
-			if !ok {
+			if !ok || !handle(l) {
 				break read
-			}
-			if l.err != nil && !errors.Is(l.err, errLineTooLong) {
-				endErr = fmt.Errorf("stdin: %w", l.err)
-				break read
-			}
-			err := l.err
-			var tl trackLine
-			if err == nil {
-				var blank bool
-				tl, blank, err = parseTrackLine(l.text)
-				if blank {
-					t.handed.Store(l.no)
-					continue
-				}
-			}
-			if err == nil {
-				err = t.apply(tl, &status)
-				if err != nil && !errors.Is(err, tracking.ErrInvalid) {
-					endErr = fmt.Errorf("line %d: %w", l.no, err)
-					break read
-				}
-			}
-			if err != nil {
-				if t.flags.strict {
-					endErr = fmt.Errorf("line %d: %w", l.no, err)
-					if errors.Is(err, errLineTooLong) {
-						endErr = fmt.Errorf("line %d %w", l.no, err)
-					}
-					status = tracking.StatusFailed
-					break read
-				}
-				skipped++
-				if errors.Is(err, errLineTooLong) {
-					fmt.Fprintf(t.stderr, "kv0 track: line %d %v (skipped)\n", l.no, err)
-				} else {
-					fmt.Fprintf(t.stderr, "kv0 track: line %d: %v (skipped)\n", l.no, err)
-				}
-				t.handed.Store(l.no)
-			} else {
-				accepted++
-				t.handed.Store(l.no)
-				if tl.isPoint() {
-					points++
-					if t.pending.Add(1) >= int64(t.flags.flushRows) {
-						select {
-						case flushNow <- struct{}{}:
-						default:
-						}
-					}
-				}
 			}
 		}
 	}
