@@ -250,19 +250,52 @@ type inputLine struct {
 
 var errLineTooLong = fmt.Errorf("is longer than %d MiB", maxTrackLine>>20)
 
-// readLines sends stdin's lines on out until EOF, an error or ctx ends.
-func readLines(ctx context.Context, in io.Reader, out chan<- inputLine) {
+// readLines sends stdin's lines on out, in batches (as many as were read
+// without waiting, up to 256), until EOF, an error or ctx ends.
+func readLines(ctx context.Context, in io.Reader, out chan<- []inputLine) {
 	defer close(out)
 	br := bufio.NewReaderSize(in, 1<<20)
-	send := func(l inputLine) bool {
-		select {
-		case out <- l:
+	var (
+		batch      []inputLine
+		data       []byte // the batch's line texts, back to back
+		starts     []int  // where each line's text starts in data (-1: none)
+		no         int64
+		lastLength int
+	)
+	send := func() bool {
+		if len(batch) == 0 {
 			return true
+		}
+		for i, st := range starts {
+			if st >= 0 {
+				end := len(data)
+				for _, next := range starts[i+1:] {
+					if next >= 0 {
+						end = next
+						break
+					}
+				}
+				batch[i].text = data[st:end:end]
+			}
+		}
+		select {
+		case out <- batch:
 		case <-ctx.Done():
 			return false
 		}
+		batch, starts = make([]inputLine, 0, 16), starts[:0]
+		data = make([]byte, 0, max(4096, lastLength))
+		return true
 	}
-	var no int64
+	add := func(l inputLine, text []byte) {
+		batch = append(batch, l)
+		if text == nil {
+			starts = append(starts, -1)
+			return
+		}
+		starts = append(starts, len(data))
+		data = append(data, text...)
+	}
 	for {
 		line, err := br.ReadSlice('\n')
 		no++
@@ -282,24 +315,20 @@ func readLines(ctx context.Context, in io.Reader, out chan<- inputLine) {
 			if len(line) > maxTrackLine+1 || len(line) > maxTrackLine && line[len(line)-1] != '\n' {
 				tooLong = true
 			}
-		} else {
-			line = bytes.Clone(line)
 		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			send(inputLine{no: no, err: err})
-			return
+		switch {
+		case err != nil && !errors.Is(err, io.EOF):
+			add(inputLine{no: no, err: err}, nil)
+		case tooLong:
+			add(inputLine{no: no, err: errLineTooLong}, nil)
+		case len(line) > 0:
+			add(inputLine{no: no}, line)
 		}
-		if tooLong {
-			if !send(inputLine{no: no, err: errLineTooLong}) {
+		if err != nil || len(batch) >= 256 || br.Buffered() == 0 {
+			lastLength = len(data)
+			if !send() || err != nil {
 				return
 			}
-		} else if len(line) > 0 {
-			if !send(inputLine{no: no, text: line}) {
-				return
-			}
-		}
-		if err != nil { // EOF
-			return
 		}
 	}
 }
@@ -308,7 +337,7 @@ func readLines(ctx context.Context, in io.Reader, out chan<- inputLine) {
 func (t *tracker) loop(ctx context.Context, stopSignals func()) error {
 	readCtx, stopReading := context.WithCancel(ctx)
 	defer stopReading()
-	lines := make(chan inputLine, 256)
+	lines := make(chan []inputLine, 16)
 	go readLines(readCtx, stdin, lines)
 	flushNow := make(chan struct{}, 1)
 	flusherDone := make(chan error, 1)
@@ -368,6 +397,14 @@ func (t *tracker) loop(ctx context.Context, stopSignals func()) error {
 		}
 		return true
 	}
+	handleAll := func(b []inputLine) bool {
+		for _, l := range b {
+			if !handle(l) {
+				return false
+			}
+		}
+		return true
+	}
 read:
 	for {
 		select {
@@ -375,8 +412,8 @@ read:
 			// Write the lines already read before stopping.
 			for {
 				select {
-				case l, ok := <-lines:
-					if ok && handle(l) {
+				case b, ok := <-lines:
+					if ok && handleAll(b) {
 						continue
 					}
 				default:
@@ -386,8 +423,8 @@ read:
 		case err := <-flusherDone:
 			endErr, flusherEnded = err, true
 			break read
-		case l, ok := <-lines:
-			if !ok || !handle(l) {
+		case b, ok := <-lines:
+			if !ok || !handleAll(b) {
 				break read
 			}
 		}
@@ -523,13 +560,12 @@ func parseTrackLine(line []byte) (tl trackLine, blank bool, err error) {
 	if len(line) == 0 {
 		return tl, true, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(quoteNonFinite(line)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&tl); err != nil {
+	line = quoteNonFinite(line)
+	if err := json.Unmarshal(line, &tl); err != nil {
 		return tl, false, jsonLineError(err)
 	}
-	if dec.More() {
-		return tl, false, errors.New("more than one JSON value on the line")
+	if k, ok := unknownField(line); ok {
+		return tl, false, fmt.Errorf("unknown field %q", k)
 	}
 	point := tl.Name != nil || tl.Value != nil || tl.Step != nil || tl.Epoch != nil || tl.Context != nil || tl.Timestamp != nil
 	kinds := 0
@@ -560,18 +596,76 @@ func parseTrackLine(line []byte) (tl trackLine, blank bool, err error) {
 // jsonLineError words a decoding error by the field it concerns.
 func jsonLineError(err error) error {
 	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) && te.Field != "" {
+	if errors.As(err, &te) {
+		if te.Field == "" {
+			return fmt.Errorf("want a JSON object, got a JSON %s", te.Value)
+		}
 		return fmt.Errorf("field %q: want %s, got a JSON %s", te.Field, typeName(te.Type.String()), te.Value)
 	}
 	var fe *fieldError
 	if errors.As(err, &fe) {
 		return err
 	}
-	msg := strings.TrimPrefix(err.Error(), "json: ")
-	if f, ok := strings.CutPrefix(msg, "unknown field "); ok {
-		return fmt.Errorf("unknown field %s", f)
+	return fmt.Errorf("malformed JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// trackFields are the fields of trackLine, as encoding/json matches them
+// (case-insensitively).
+var trackFields = [][]byte{[]byte("name"), []byte("value"), []byte("step"), []byte("epoch"), []byte("context"),
+	[]byte("timestamp"), []byte("params"), []byte("status")}
+
+// unknownField returns the first top-level key of the valid JSON object
+// line that is not one of trackFields, and whether there is one. It is the
+// check of json.Decoder.DisallowUnknownFields at a fraction of its cost.
+func unknownField(line []byte) (string, bool) {
+	depth, inString, escaped, expectKey, keyStart, keyEscaped := 0, false, false, false, -1, false
+	for i, c := range line {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped, keyEscaped = true, keyEscaped || keyStart >= 0
+			case c == '"':
+				inString = false
+				if keyStart >= 0 {
+					key := line[keyStart:i]
+					if keyEscaped {
+						var k string
+						_ = json.Unmarshal(line[keyStart-1:i+1], &k)
+						key = []byte(k)
+					}
+					known := false
+					for _, f := range trackFields {
+						if bytes.EqualFold(key, f) {
+							known = true
+							break
+						}
+					}
+					if !known {
+						return string(key), true
+					}
+					keyStart, keyEscaped = -1, false
+				}
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+			if depth == 1 && expectKey {
+				keyStart, expectKey = i+1, false
+			}
+		case '{', '[':
+			depth++
+			expectKey = depth == 1 && c == '{'
+		case '}', ']':
+			depth--
+		case ',':
+			expectKey = depth == 1
+		}
 	}
-	return fmt.Errorf("malformed JSON: %s", msg)
+	return "", false
 }
 
 func typeName(goType string) string {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -133,10 +134,21 @@ func TestTrackInput(t *testing.T) {
 func FuzzTrackLine(f *testing.F) {
 	for _, s := range []string{`{"name": "m", "value": NaN}`, `{"name":"m","value":-Infinity,"step":3,"epoch":1,"context":{"a":"NaN"}}`,
 		`{"params": {"a": {"b": 1}}}`, `{"status": "aborted"}`, `{"name": "m", "value": 1, "timestamp": "2020-01-01T00:00:00Z"}`,
-		`{"name": "m", "value": 1, "timestamp": 1.5e9}`, `"NaN"`, `[NaN]`, `{"name": "NaNa", "value": Infinityx}`, ``} {
+		`{"name": "m", "value": 1, "timestamp": 1.5e9}`, `"NaN"`, `[NaN]`, `{"name": "NaNa", "value": Infinityx}`, ``, `{"NAME": "m", "Value": 1}`, `{"n\u0061me": "m", "value": 1}`,
+		`{"name": "m", "value": 1, "context": {"stpe": [1, {"x": "}"}]}}`, `{"stpe": 1}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {
+		// unknownField agrees with encoding/json's own check.
+		var probe trackLine
+		if q := quoteNonFinite(bytes.TrimSpace(line)); json.Unmarshal(q, &probe) == nil {
+			dec := json.NewDecoder(bytes.NewReader(q))
+			dec.DisallowUnknownFields()
+			derr := dec.Decode(&trackLine{})
+			if got, unknown := unknownField(q); unknown != (derr != nil) {
+				t.Fatalf("%q: unknownField %q, json.Decoder %v", q, got, derr)
+			}
+		}
 		tl, blank, err := parseTrackLine(line)
 		if err != nil || blank {
 			return
