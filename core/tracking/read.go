@@ -226,7 +226,9 @@ func (r *Repo) prepareRead(ctx context.Context) error {
 // RunFilter selects runs; zero fields match everything.
 type RunFilter struct {
 	Experiment string
-	Status     string
+	// Status matches the reported status: StatusCrashed selects running
+	// runs with an old heartbeat, StatusRunning only the others.
+	Status string
 	// Tags lists tags every selected run carries.
 	Tags []string
 	// Archived, when set, selects archived (true) or active (false) runs.
