@@ -195,3 +195,38 @@ func TestHeartbeatWhenIdle(t *testing.T) {
 		t.Fatal("a finished run still gets heartbeats")
 	}
 }
+
+// TestNoHeartbeatStaysRunning checks runs written before heartbeats
+// existed (a creation row with a null fields column, or one with every
+// field but the heartbeat): they have no heartbeat and never read as
+// crashed, however old.
+func TestNoHeartbeatStaysRunning(t *testing.T) {
+	ctx := context.Background()
+	st := store.NewMemory()
+	clk := &fakeClock{t: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
+	w := openTest(t, st, RepoOptions{FlushInterval: -1, Now: clk.Now})
+	w.mu.Lock()
+	for i, rw := range []runRow{
+		{seq: 1, info: RunInfo{ID: "legacy-null", Status: StatusRunning, CreatedAt: clk.Now(), UpdatedAt: clk.Now()}},
+		{seq: 2, info: RunInfo{ID: "legacy-all", Status: StatusRunning, CreatedAt: clk.Now(), UpdatedAt: clk.Now()}, fields: FieldsAll, hasMsk: true},
+	} {
+		if err := w.addRunRow(rw); err != nil {
+			t.Fatal(i, err)
+		}
+	}
+	w.mu.Unlock()
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clk.add(365 * 24 * time.Hour)
+	r := openTest(t, st, RepoOptions{ReadOnly: true, Now: clk.Now, CrashedAfter: time.Second})
+	for _, id := range []string{"legacy-null", "legacy-all"} {
+		in, err := r.Run(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if in.Status != StatusRunning || !in.HeartbeatAt.IsZero() {
+			t.Errorf("%s: %s, heartbeat %v", id, in.Status, in.HeartbeatAt)
+		}
+	}
+}
