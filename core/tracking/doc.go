@@ -42,6 +42,16 @@
 // minimum and maximum, so spikes survive; a NaN or ±Inf never takes a
 // spike's place but is counted in its bucket (MetricData.Buckets).
 //
+// # Heartbeats
+//
+// A writing handle records a heartbeat for each run it writes: the
+// creation row carries one, and a flush adds a heartbeat row (fields bit
+// FieldHeartbeat, the time in updated_at) per active run when the last is
+// RepoOptions.HeartbeatInterval old; an idle handle flushes for it. Reads
+// report a run whose stored status is running but whose heartbeat is older
+// than RepoOptions.CrashedAfter (default 5 minutes) as StatusCrashed, which
+// is never stored. Runs without heartbeats (older writers) stay running.
+//
 // # Maintenance
 //
 // Optimize folds run change rows, rewrites the metrics points it has not

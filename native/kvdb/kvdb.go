@@ -18,7 +18,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/kv0/kv0/core/kv"
@@ -136,25 +135,18 @@ func OpenLog(ctx context.Context, loc string, create bool, opts Options) (*lance
 }
 
 // URI returns the canonical form of location that keys its WAL and
-// snapshot directory: file://<absolute path> for local folders, the
-// location without trailing slashes for URIs, and "" for memory://.
+// snapshot directory (location.Canonical: file://<absolute path> for local
+// folders, the cleaned URI otherwise) and "" for memory://, which keeps no
+// local state.
 func URI(loc string) (string, error) {
-	scheme, _, isURI := strings.Cut(loc, "://")
-	if isURI && !strings.ContainsAny(scheme, `/\.`) && len(scheme) > 1 {
-		switch strings.ToLower(scheme) {
-		case "memory":
-			return "", nil
-		case "file":
-			loc = loc[len("file://"):]
-		default:
-			return strings.TrimRight(loc, "/"), nil
-		}
-	}
-	abs, err := filepath.Abs(loc)
+	c, err := location.Canonical(loc)
 	if err != nil {
-		return "", fmt.Errorf("kvdb: %s: %w", loc, err)
+		return "", fmt.Errorf("kvdb: %w", err)
 	}
-	return "file://" + filepath.ToSlash(abs), nil
+	if strings.HasPrefix(c, "memory://") {
+		return "", nil
+	}
+	return c, nil
 }
 
 // Tag names version of the database at location (the latest when version

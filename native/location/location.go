@@ -166,6 +166,64 @@ func openSigned(location, base, key string, opts Options) (store.Store, string, 
 	return st, key, nil
 }
 
+// Canonical returns the one spelling of location that names the same
+// dataset or repository from any working directory, for keys that must not
+// depend on how a user typed it (the local WAL and snapshot directories):
+//
+//	./t.lance, /data/../data/t.lance, file:///data/t.lance   file:///data/t.lance (absolute, cleaned)
+//	s3://bucket//prefix/                                     s3://bucket/prefix
+//	memory://name/                                           memory://name
+//	HTTPS://host/path/                                       https://host/path
+//
+// Schemes are lower-cased and trailing slashes dropped. Unknown schemes
+// fail as Open does.
+func Canonical(location string) (string, error) {
+	scheme, rest, isURI := splitScheme(location)
+	if !isURI || scheme == "file" {
+		if isURI {
+			location = rest
+		}
+		abs, err := filepath.Abs(location)
+		if err != nil {
+			return "", fmt.Errorf("location %s: %w", location, err)
+		}
+		return "file://" + filepath.ToSlash(abs), nil
+	}
+	switch scheme {
+	case "memory":
+		name := strings.Trim(rest, "/")
+		if name == "" {
+			return "", fmt.Errorf("location %s: memory:// needs a name", location)
+		}
+		return "memory://" + name, nil
+	case "s3":
+		bucket, prefix, err := s3store.ParseURI("s3://" + rest)
+		if err != nil {
+			return "", fmt.Errorf("location %s: %w", location, err)
+		}
+		if prefix == "" {
+			return "s3://" + bucket, nil
+		}
+		return "s3://" + bucket + "/" + prefix, nil
+	case "http", "https", "kv0+signer", "kv0+signers":
+		return scheme + "://" + strings.TrimRight(rest, "/"), nil
+	}
+	return "", fmt.Errorf("location %s: unsupported scheme %q (want a path, memory://, s3:// or http(s)://)", location, scheme)
+}
+
+// LocalPath returns the path of a local location (a path or file://path)
+// and false for any other.
+func LocalPath(location string) (string, bool) {
+	scheme, rest, isURI := splitScheme(location)
+	switch {
+	case !isURI:
+		return location, true
+	case scheme == "file":
+		return rest, true
+	}
+	return "", false
+}
+
 // splitScheme recognizes "scheme://rest"; Windows drive letters and paths
 // with a slash before "://" are not URIs.
 func splitScheme(loc string) (scheme, rest string, ok bool) {

@@ -103,3 +103,37 @@ func TestSignedLocations(t *testing.T) {
 		t.Errorf("ReadToken: %q %v", got, err)
 	}
 }
+
+func TestCanonical(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	abs, _ := filepath.Abs("repo")
+	want := "file://" + filepath.ToSlash(abs)
+	for _, loc := range []string{"repo", "./repo/", abs, abs + "/", filepath.Join(abs, "..", "repo"), "file://" + abs, "FILE://" + abs + "/"} {
+		if got, err := location.Canonical(loc); err != nil || got != want {
+			t.Errorf("%s: %q %v, want %q", loc, got, err, want)
+		}
+	}
+	for loc, want := range map[string]string{
+		"s3://b/p": "s3://b/p", "s3://b/p/": "s3://b/p", "s3://b//p//": "s3://b/p", "S3://b/p": "s3://b/p", "s3://b": "s3://b",
+		"memory://x/": "memory://x", "HTTPS://h/p/": "https://h/p", "http://h:1/p": "http://h:1/p", "kv0+signer://h:1/db.lance/": "kv0+signer://h:1/db.lance",
+	} {
+		if got, err := location.Canonical(loc); err != nil || got != want {
+			t.Errorf("%s: %q %v, want %q", loc, got, err, want)
+		}
+	}
+	for _, loc := range []string{"gs://b/x", "s3:///x", "memory://"} {
+		if got, err := location.Canonical(loc); err == nil {
+			t.Errorf("%s: %q, want an error", loc, got)
+		}
+	}
+	if !location.ReadOnly("HTTPS://x/y", location.Options{}) || location.ReadOnly("s3://b", location.Options{}) || location.ReadOnly("rel/path", location.Options{}) {
+		t.Error("ReadOnly")
+	}
+	if p, ok := location.LocalPath("file:///a/b"); !ok || p != "/a/b" {
+		t.Errorf("LocalPath(file:///a/b) = %q %v", p, ok)
+	}
+	if _, ok := location.LocalPath("s3://b/p"); ok {
+		t.Error("LocalPath(s3://b/p) is local")
+	}
+}

@@ -6,11 +6,10 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/kv0/kv0/core/tracking"
+	"github.com/kv0/kv0/native/location"
 )
 
 // demoExperiment is one family of demo runs.
@@ -33,6 +32,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := trackingFlags("demo")
 	runsPer := intFlag(fs, "runs", 3, 1, 1000, "`N` runs per experiment (4 experiments), 1 to 1000")
 	steps := intFlag(fs, "steps", 20000, 1, 10_000_000, "`N` training steps per run, 1 to 10^7")
+	create := fs.Bool("create", true, "create the repository when there is none")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
@@ -41,10 +41,17 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(loc, tracking.RunsTable)); err == nil {
-		return fmt.Errorf("%s already holds a repository; remove it first (rm -rf %s)", loc, loc)
+	if err := checkWritable(loc); err != nil {
+		return err
 	}
-	r, err := openRepo(ctx, loc, true, false)
+	if st, root, err := location.Open(ctx, loc, location.Options{}); err == nil {
+		if ok, err := repoExists(ctx, st, root); err != nil {
+			return fmt.Errorf("%s: %w", loc, err)
+		} else if ok {
+			return fmt.Errorf("%s already holds a repository; the demo writes a new one (choose another location)", loc)
+		}
+	}
+	r, err := openRepoWith(ctx, loc, repoOpen{writable: true, create: *create})
 	if err != nil {
 		return err
 	}

@@ -93,10 +93,11 @@ func init() {
 		{"params", "REPO RUN [--json]", "show a run's parameters", "", cmdParams},
 		{"series", "REPO RUN [--json]", "list a run's metric series with their statistics", "", cmdSeries},
 		{"metrics", "REPO RUN NAME... [--context JSON] [--max-points N] [--csv | --json]", "print the points of metric series", metricsDetails, cmdMetrics},
-		{"track", "REPO --run NAME [--experiment E] | --resume RUN", "record a run from JSON Lines on stdin", "", cmdTrack},
-		{"optimize", "REPO", "compact the repository's tables and sort the metrics", "", cmdOptimize},
-		{"delete-runs", "REPO RUN...", "delete runs (ids or unique names) and their data", "", cmdDeleteRuns},
-		{"demo", "REPO [--runs N] [--steps N]", "write a demo repository of training runs", "", cmdDemo},
+		{"track", "REPO (--run NAME [--experiment E] | --resume RUN [--finish]) [--flush-interval D] [--flush-rows N] [--ack] [--strict] < points.jsonl",
+			"record a run from JSON Lines on stdin", trackDetails, cmdTrack},
+		{"optimize", "REPO [--create]", "compact the repository's tables and sort the metrics", "", cmdOptimize},
+		{"delete-runs", "REPO [--create] RUN...", "delete runs (ids or unique names) and their data", "", cmdDeleteRuns},
+		{"demo", "REPO [--runs N] [--steps N] [--create=false]", "write a demo repository of training runs", "", cmdDemo},
 		{"sign-server", "--bucket-uri s3://BUCKET/PREFIX --token-file FILE [--listen ADDR]", "hand out presigned read URLs of one repository", signServerDetails, cmdSignServer},
 	}
 }

@@ -18,7 +18,7 @@ func metricsRepo(t *testing.T) (dir, runID string) {
 	t.Helper()
 	ctx := context.Background()
 	dir = filepath.Join(t.TempDir(), "repo")
-	r, err := openRepo(ctx, dir, true, false)
+	r, err := openRepoWith(ctx, dir, repoOpen{writable: true, create: true})
 	if err != nil {
 		t.Fatal(err)
 	}

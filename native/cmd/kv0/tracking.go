@@ -11,7 +11,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,51 +19,13 @@ import (
 
 	"github.com/kv0/kv0/core/inspect"
 	"github.com/kv0/kv0/core/tracking"
-	"github.com/kv0/kv0/native/wal"
 )
-
-// stdin is where kv0 track reads; tests replace it.
-var stdin io.Reader = os.Stdin
 
 func trackingFlags(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("kv0 "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	return fs
-}
-
-// openRepo opens the repository at loc. A writable open creates the folder
-// and, with useWAL, logs writes in the local WAL (native/wal).
-func openRepo(ctx context.Context, loc string, writable, useWAL bool) (*tracking.Repo, error) {
-	if writable && !strings.Contains(loc, "://") {
-		if err := os.MkdirAll(loc, 0o755); err != nil {
-			return nil, err
-		}
-	}
-	st, root, err := openLocation(loc)
-	if err != nil {
-		return nil, err
-	}
-	opts := tracking.RepoOptions{ReadOnly: !writable}
-	if writable && useWAL {
-		abs, err := filepath.Abs(loc)
-		if err != nil {
-			return nil, err
-		}
-		l, err := wal.Open("repo:"+abs, wal.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("wal: %w", err)
-		}
-		opts.WAL = l
-	}
-	r, err := tracking.OpenRepo(ctx, st, root, opts)
-	if err != nil {
-		if errors.Is(err, tracking.ErrNotFound) {
-			return nil, fmt.Errorf("%s: not a tracking repository", loc)
-		}
-		return nil, fmt.Errorf("%s: %w", loc, err)
-	}
-	return r, nil
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -219,7 +180,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	for _, kv := range [][2]string{{"id", in.ID}, {"name", orDash(in.Name)}, {"experiment", orDash(in.Experiment)},
 		{"description", orDash(in.Description)}, {"tags", orDash(strings.Join(in.Tags, ","))}, {"status", in.Status},
 		{"archived", strconv.FormatBool(in.Archived)}, {"kind", orDash(in.Kind)}, {"target", orDash(in.Target)},
-		{"created", fmtTime(in.CreatedAt)}, {"updated", fmtTime(in.UpdatedAt)}, {"ended", fmtTime(in.EndedAt)}} {
+		{"created", fmtTime(in.CreatedAt)}, {"updated", fmtTime(in.UpdatedAt)}, {"ended", fmtTime(in.EndedAt)},
+		{"heartbeat", fmtTime(in.HeartbeatAt)}} {
 		fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
 	}
 	return tw.Flush()
@@ -499,107 +461,9 @@ func selectSeries(runID string, all []tracking.SeriesInfo, names []string, ctxGi
 	return sel, nil
 }
 
-// trackLine is one line of kv0 track's input: a point, or a parameter set.
-//
-//	{"name": "loss", "value": 0.25, "step": 10, "epoch": 1, "context": {"subset": "train"}}
-//	{"params": {"optimizer": {"lr": 0.001}, "batch_size": 32}}
-//	{"status": "failed"}                         (ends the run with that status)
-type trackLine struct {
-	Name    *string         `json:"name"`
-	Value   *float64        `json:"value"`
-	Step    *int64          `json:"step"`
-	Epoch   *int64          `json:"epoch"`
-	Context map[string]any  `json:"context"`
-	Params  map[string]any  `json:"params"`
-	Status  string          `json:"status"`
-	Raw     json.RawMessage `json:"-"`
-}
-
-func cmdTrack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := trackingFlags("track")
-	name := fs.String("run", "", "name of the new run `NAME`")
-	exp := fs.String("experiment", "", "experiment `E` of the new run")
-	resume := fs.String("resume", "", "append to the existing run `ID` instead of starting one")
-	noWAL := fs.Bool("no-wal", false, "do not log writes in the local write-ahead log")
-	pos, err := parseArgs(fs, args, stderr)
-	if err != nil {
-		return err
-	}
-	loc, err := onePath(pos)
-	if err != nil {
-		return err
-	}
-	if *name == "" && *resume == "" {
-		return usagef("kv0 track: --run NAME or --resume ID is required")
-	}
-	r, err := openRepo(ctx, loc, true, !*noWAL)
-	if err != nil {
-		return err
-	}
-	var run *tracking.Run
-	if *resume != "" {
-		run, err = r.ResumeRun(ctx, *resume)
-	} else {
-		run, err = r.StartRun(ctx, tracking.RunSpec{Name: *name, Experiment: *exp})
-	}
-	if err != nil {
-		r.Close()
-		return err
-	}
-	fmt.Fprintln(stderr, "run", run.ID())
-	sc := bufio.NewScanner(stdin)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	status := tracking.StatusFinished
-	var n, lineNo int
-	fail := func(err error) error {
-		s := tracking.StatusFailed
-		_ = run.Finish(ctx, s)
-		_ = r.Close()
-		return err
-	}
-	for sc.Scan() {
-		lineNo++
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		var tl trackLine
-		if err := json.Unmarshal([]byte(line), &tl); err != nil {
-			return fail(fmt.Errorf("stdin line %d: %v", lineNo, err))
-		}
-		switch {
-		case tl.Params != nil:
-			if err := run.SetParams(tl.Params); err != nil {
-				return fail(fmt.Errorf("stdin line %d: %w", lineNo, err))
-			}
-		case tl.Name != nil && tl.Value != nil:
-			if err := run.Track(*tl.Value, *tl.Name, tracking.TrackOptions{Step: tl.Step, Epoch: tl.Epoch, Context: tl.Context}); err != nil {
-				return fail(fmt.Errorf("stdin line %d: %w", lineNo, err))
-			}
-			n++
-		case tl.Status != "":
-			status = tl.Status
-		default:
-			return fail(fmt.Errorf("stdin line %d: want {\"name\", \"value\"}, {\"params\"} or {\"status\"}", lineNo))
-		}
-		if ctx.Err() != nil {
-			status = tracking.StatusAborted
-			break
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fail(err)
-	}
-	if err := run.Finish(context.Background(), status); err != nil {
-		r.Close()
-		return err
-	}
-	fmt.Fprintf(stderr, "tracked %d points\n", n)
-	return r.Close()
-}
-
 func cmdOptimize(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := trackingFlags("optimize")
+	create := fs.Bool("create", false, "create the repository when there is none")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
@@ -608,7 +472,7 @@ func cmdOptimize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	r, err := openRepo(ctx, loc, true, false)
+	r, err := openRepoWith(ctx, loc, repoOpen{writable: true, create: *create})
 	if err != nil {
 		return err
 	}
@@ -630,6 +494,7 @@ func cmdOptimize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 func cmdDeleteRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := trackingFlags("delete-runs")
+	create := fs.Bool("create", false, "create the repository when there is none")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
@@ -637,7 +502,7 @@ func cmdDeleteRuns(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if len(pos) < 2 {
 		return usagef("kv0 delete-runs: want REPO RUN...")
 	}
-	r, err := openRepo(ctx, pos[0], true, false)
+	r, err := openRepoWith(ctx, pos[0], repoOpen{writable: true, create: *create})
 	if err != nil {
 		return err
 	}
