@@ -24,6 +24,9 @@ type OpenOptions struct {
 	// opened again. Nil gives the Dataset (and the versions committed on
 	// top of it) a cache of its own.
 	Files *FileCache
+	// Warn, when set, receives the manifest names the search for the
+	// latest version ignored (see ListOptions).
+	Warn func(error)
 }
 
 // Dataset is one version of a Lance dataset: its manifest, decoded. It is
@@ -94,7 +97,7 @@ func Open(ctx context.Context, st store.Store, root string, opts OpenOptions) (*
 	case opts.Version != 0:
 		mf, err = readVersion(ctx, st, k, opts.Version)
 	default:
-		mf, err = openLatest(ctx, st, k)
+		mf, err = openLatest(ctx, st, k, opts.Warn)
 	}
 	if err != nil {
 		return nil, err
@@ -102,9 +105,10 @@ func Open(ctx context.Context, st store.Store, root string, opts OpenOptions) (*
 	return newDataset(st, k, mf)
 }
 
-// openLatest reads the newest manifest.
-func openLatest(ctx context.Context, st store.Store, k keys) (*manifestFile, error) {
-	ref, err := latestByListing(ctx, st, k)
+// openLatest reads the newest manifest; warn (when not nil) receives the
+// manifest names the listing ignored.
+func openLatest(ctx context.Context, st store.Store, k keys, warn func(error)) (*manifestFile, error) {
+	ref, err := latestByListing(ctx, st, k, warn)
 	if isNotSupported(err) {
 		return latestByHint(ctx, st, k)
 	}

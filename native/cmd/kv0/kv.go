@@ -37,6 +37,7 @@ const kvUsageText = `  kv0 kv get      PATH KEY [--version N]
 type kvFlags struct {
 	hex, b64 bool
 	walDir   string
+	warn     func(error) // where warnings of the Lance layer go
 }
 
 func (f *kvFlags) register(fs *flag.FlagSet) {
@@ -95,8 +96,10 @@ func printable(b []byte) bool {
 }
 
 func (f *kvFlags) options(readOnly bool, version uint64) kvdb.Options {
-	return kvdb.Options{WALDir: f.walDir, DB: kv.Options{ReadOnly: readOnly, Version: version,
+	o := kvdb.Options{WALDir: f.walDir, DB: kv.Options{ReadOnly: readOnly, Version: version,
 		FlushInterval: -1, RefreshInterval: -1}}
+	o.Log.Warn = f.warn
+	return o
 }
 
 // cmdKV runs `kv0 kv SUB ...`; usage errors also print the kv usage.
@@ -121,7 +124,7 @@ func runKV(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kv0 kv "+sub, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	var f kvFlags
+	f := kvFlags{warn: warnTo(stderr)}
 	f.register(fs)
 	var (
 		version   uint64

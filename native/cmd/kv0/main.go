@@ -424,7 +424,7 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	versions, err := lance.Log(ctx, st, root)
+	versions, err := lance.Log(ctx, st, root, lance.ListOptions{Warn: warnTo(stderr)})
 	if err != nil {
 		return fmt.Errorf("%s: %w", loc, err)
 	}
