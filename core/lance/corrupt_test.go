@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
@@ -129,29 +132,86 @@ func TestManifestByte533(t *testing.T) {
 // changes values (row counts, column indices and field ids of the data
 // file, the schema's ids, parents, types and nullability, damaged tags) is
 // caught.
+//
+// The same sweep runs over the latest manifest of a dataset kv0 writes the
+// way the key-value layer does (two appends of put and delete rows, so two
+// fragments and a nullable value with nulls), where such flips used to
+// turn key "k1" into an empty key.
 func TestManifestByteFlips(t *testing.T) {
+	t.Run("lance fixture", func(t *testing.T) {
+		st := loadFixture(t, "default")
+		sweepManifest(t, st, "kv.lance", fixtureManifest, 189)
+	})
+	t.Run("kv0 oplog", func(t *testing.T) {
+		st := store.NewMemory()
+		key := writeOplog(t, st, "db.lance")
+		sweepManifest(t, st, "db.lance", key, 6)
+	})
+}
+
+// writeOplog writes a dataset shaped like the key-value layer's operation
+// log (seq, op, key NOT NULL; value nullable) in two appends and returns
+// the key of its latest manifest.
+func writeOplog(t *testing.T, st store.Store, root string) string {
+	t.Helper()
 	ctx := t.Context()
-	st := loadFixture(t, "default")
-	orig, err := store.ReadAll(ctx, st, fixtureManifest)
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "seq", Type: arrow.PrimitiveTypes.Uint64},
+		{Name: "op", Type: arrow.PrimitiveTypes.Uint8},
+		{Name: "key", Type: arrow.BinaryTypes.Binary},
+		{Name: "value", Type: arrow.BinaryTypes.Binary, Nullable: true},
+	}, nil)
+	batch := func(seq uint64, keys ...string) arrow.RecordBatch {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+		defer b.Release()
+		for i, k := range keys {
+			b.Field(0).(*array.Uint64Builder).Append(seq + uint64(i))
+			b.Field(2).(*array.BinaryBuilder).Append([]byte(k))
+			if i%3 == 2 {
+				b.Field(1).(*array.Uint8Builder).Append(1) // a delete: no value
+				b.Field(3).AppendNull()
+			} else {
+				b.Field(1).(*array.Uint8Builder).Append(0)
+				b.Field(3).(*array.BinaryBuilder).Append([]byte("v-" + k))
+			}
+		}
+		return b.NewRecordBatch()
+	}
+	d, err := Create(ctx, st, root, schema, Batches(batch(1, "k1", "k2", "k3")), WriteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := renderTable(ctx, st, "kv.lance")
+	if d, err = d.Append(ctx, Batches(batch(4, "k1", "k4", "k2")), WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return d.ManifestKey()
+}
+
+// sweepManifest is the byte sweep of TestManifestByteFlips over the
+// manifest at key of the dataset at root, whose latest version has rows
+// rows.
+func sweepManifest(t *testing.T, st store.Store, root, key string, rows int) {
+	ctx := t.Context()
+	orig, err := store.ReadAll(ctx, st, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(want.rows, "\n"); n != 189 || want.names != "seq\nop\nkey\nvalue\n" {
-		t.Fatalf("the fixture reads as %d rows of\n%s", n, want.names)
+	want, err := renderTable(ctx, st, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(want.rows, "\n"); n != rows || want.names != "seq\nop\nkey\nvalue\n" {
+		t.Fatalf("the dataset reads as %d rows of\n%s", n, want.names)
 	}
 	var caught, same, renamed int
 	for i := range orig {
 		for _, mask := range []byte{0xff, 0x01, 0x80} {
 			b := bytes.Clone(orig)
 			b[i] ^= mask
-			if err := st.Put(ctx, fixtureManifest, b); err != nil {
+			if err := st.Put(ctx, key, b); err != nil {
 				t.Fatal(err)
 			}
-			got, err := renderTable(ctx, st, "kv.lance")
+			got, err := renderTable(ctx, st, root)
 			switch {
 			case err != nil && !isTyped(err):
 				t.Errorf("byte %d ^ %#x: untyped error %v", i, mask, err)
@@ -168,7 +228,7 @@ func TestManifestByteFlips(t *testing.T) {
 			}
 		}
 	}
-	if err := st.Put(ctx, fixtureManifest, orig); err != nil {
+	if err := st.Put(ctx, key, orig); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("of %d flips: %d failed with a typed error, %d read the original table, %d renamed a column",
