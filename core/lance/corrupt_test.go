@@ -152,7 +152,7 @@ func TestManifestByteFlips(t *testing.T) {
 // writeOplog writes a dataset shaped like the key-value layer's operation
 // log (seq, op, key NOT NULL; value nullable) in two appends and returns
 // the key of its latest manifest.
-func writeOplog(t *testing.T, st store.Store, root string) string {
+func writeOplog(t testing.TB, st store.Store, root string) string {
 	t.Helper()
 	ctx := t.Context()
 	schema := arrow.NewSchema([]arrow.Field{
