@@ -119,19 +119,23 @@ func TestManifestByte533(t *testing.T) {
 //
 // What no check can see. The manifest has no checksum, so a flip that
 // yields another valid manifest whose reading is unchanged goes unnoticed,
-// and the test accepts it: the inline transaction section before the
-// manifest (bytes 0-338 here; only the change log and conflict resolution
-// read it), the timestamp, the transaction file name, the writer version
-// strings, the legacy per-field encoding enum, a larger max_fragment_id, a
-// larger fragment id (it changes row addresses, not rows). One class
+// and the test accepts it. Mapped field by field on both manifests, those
+// are: the inline transaction section before the manifest (only the change
+// log and conflict resolution read it) and the manifest's pointer to it;
+// the timestamp; the transaction file name; the writer's library and
+// version strings; data_format (file_format and version strings: the data
+// files' own versions are what is read, and are checked); the legacy
+// per-field encoding enum; a larger max_fragment_id; the upper bytes of a
+// parent_id of -1, which protobuf writes as a 10-byte varint and truncates
+// to 32 bits on reading; the footer's legacy version constants. One class
 // changes what a reader sees: a flip inside a column name that leaves it
 // valid UTF-8 ("seq" becomes "req"). Lance renames columns by rewriting the
 // manifest alone (the data files keep the old names), so no name can be
 // checked against anything; the test accepts such a flip only when the
 // types and every value are unchanged, and counts them. Everything that
-// changes values (row counts, column indices and field ids of the data
-// file, the schema's ids, parents, types and nullability, damaged tags) is
-// caught.
+// changes values (row counts, column indices, field ids and format version
+// of the data file, the schema's ids, parents, types and nullability,
+// damaged tags) is caught.
 //
 // The same sweep runs over the latest manifest of a dataset kv0 writes the
 // way the key-value layer does (two appends of put and delete rows, so two
@@ -301,6 +305,10 @@ func TestReaderChecks(t *testing.T) {
 			inError: []string{`field "seq" (id 0) of type "uint64" has 1 children`}},
 		{name: "two columns of one name", damage: func(m *tablepb.Manifest) { m.Fields[1].Name = "seq" },
 			inError: []string{`fields 0 and 1 are both named "seq"`}},
+		{name: "parent id below -1", damage: func(m *tablepb.Manifest) { m.Fields[1].ParentId = -2 },
+			inError: []string{`field "op" (id 1) names unknown parent -2`}},
+		{name: "format version", damage: func(m *tablepb.Manifest) { file(m).FileMinorVersion = 0 },
+			inError: []string{"says format 2.0, the file says 2.1"}, dataFile: true},
 		{name: "negative schema id", damage: func(m *tablepb.Manifest) { m.Fields[3].Id = -5 },
 			inError: []string{`field "value" has negative id -5`}},
 		{name: "unknown field of a large number", damage: func(m *tablepb.Manifest) {

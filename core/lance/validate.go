@@ -16,19 +16,22 @@ import (
 // changes a count. What can be checked without a request is checked:
 //
 //   - at Open, from the manifest alone (checkDataFileEntry,
-//     checkMaxFragmentID, and lancefile.SchemaFromProto for the schema):
-//     every 2.x data file lists as many column indices as field ids; field
-//     ids are tombstones (-2) or non-negative and unique within the file;
-//     column indices are -1 or non-negative and unique within the file;
-//     max_fragment_id, when set, is at least every fragment id; deleted
-//     rows do not outnumber physical rows;
-//   - when a fragment's data files are opened for reading (checkOpened),
-//     from the footer the read fetches anyway: the file has exactly as many
-//     columns as the manifest gives it column indices, each index names one
-//     of them, every field id the manifest gives the file is in the file's
-//     own schema (when the footer read covered it) with the same type as in
-//     the dataset schema, the row count equals the fragment's physical_rows,
-//     and no data file is missing a non-nullable column;
+//     checkMaxFragmentID, checkUnknown, and lancefile.SchemaFromProto for
+//     the schema): every 2.x data file lists as many column indices as
+//     field ids; field ids are tombstones (-2) or non-negative and unique
+//     within the file; column indices are -1 or non-negative and unique
+//     within the file; max_fragment_id, when set, is at least every
+//     fragment id; deleted rows do not outnumber physical rows; no unknown
+//     protobuf field that only damage explains;
+//   - when a fragment's data files are opened for reading (checkOpened,
+//     checkHeld), from the footer the read fetches anyway: the file has
+//     exactly as many columns as the manifest gives it column indices,
+//     each index names one of them, the format version is the file's,
+//     every field id the manifest gives the file is in the file's own
+//     schema (when the footer read covered it) with the same type as in
+//     the dataset schema, the row count equals the fragment's
+//     physical_rows, and no non-nullable column is missing from every data
+//     file;
 //   - when rows are decoded (lancefile.Reader), a non-nullable field never
 //     holds a null under valid parents; when a deletion file is read, it
 //     holds as many rows as the manifest's num_deleted_rows.
@@ -95,6 +98,9 @@ func checkMaxFragmentID(key string, pos int64, m *tablepb.Manifest) error {
 // the manifest and the dataset schema. It reads nothing.
 // (openFragment compares the row counts.)
 func (d *Dataset) checkOpened(df *tablepb.DataFile, lf *lancefile.File) error {
+	if v := fileVersion(df); v != lf.Version().String() {
+		return corruptErr(lf.Key(), -1, "manifest %s says format %s, the file says %s", d.mf.key, v, lf.Version())
+	}
 	fields, cols := df.GetFields(), df.GetColumnIndices()
 	n := 0
 	for _, c := range cols {

@@ -144,7 +144,7 @@ func SchemaFromProto(pfields []*filepb.Field, metadata map[string][]byte) (*Sche
 			}
 		}
 		byID[f.ID] = f
-		if pf.GetParentId() < 0 {
+		if pf.GetParentId() == -1 {
 			s.Fields = append(s.Fields, f)
 			continue
 		}
