@@ -2,6 +2,7 @@ package lance
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path"
@@ -17,9 +18,11 @@ import (
 	"github.com/kv0/kv0/core/store"
 )
 
-// pairSeed is one corpus entry of FuzzManifestDataPair: a manifest, the
-// first data file of its first fragment and that fragment's deletion file
-// (nil when none).
+// pairSeed is one corpus entry of FuzzManifestDataPair: a manifest's
+// protobuf (without the file's length prefix and footer, which the fuzz
+// function adds, so that inserted and removed bytes still make a
+// well-formed file), the first data file of its first fragment and that
+// fragment's deletion file (nil when none).
 type pairSeed struct{ manifest, data, deletion []byte }
 
 // datasetSeed reads the seed of the latest version of the dataset at root
@@ -30,9 +33,12 @@ func datasetSeed(ctx context.Context, st store.Store, root string) (pairSeed, er
 		return pairSeed{}, err
 	}
 	var s pairSeed
-	if s.manifest, err = store.ReadAll(ctx, st, d.ManifestKey()); err != nil {
+	b, err := store.ReadAll(ctx, st, d.ManifestKey())
+	if err != nil {
 		return pairSeed{}, err
 	}
+	pos := binary.LittleEndian.Uint64(b[len(b)-manifestFooter:])
+	s.manifest = b[pos+4 : len(b)-manifestFooter]
 	frags := d.Fragments()
 	if len(frags) == 0 || len(frags[0].Files) == 0 {
 		return s, nil
@@ -141,9 +147,11 @@ func FuzzManifestDataPair(f *testing.F) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		mem := store.NewMemory()
-		mf, err := decodeManifest("m", int64(len(manifest)), manifest, func(off int64, n int) ([]byte, error) {
-			return manifest[off : off+int64(n)], nil
-		})
+		file := binary.LittleEndian.AppendUint32(nil, uint32(len(manifest)))
+		file = append(file, manifest...)
+		file = binary.LittleEndian.AppendUint64(file, 0)
+		file = append(file, 0, 0, 2, 0, 'L', 'A', 'N', 'C')
+		mf, err := decodeManifest("m", int64(len(file)), file, nil)
 		if err != nil {
 			return
 		}
