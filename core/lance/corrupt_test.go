@@ -364,3 +364,32 @@ func TestReaderChecks(t *testing.T) {
 		})
 	}
 }
+
+// TestFirstRepeat covers both ways firstRepeat looks for a repeated id or
+// column index: short lists directly, long ones sorted. Negative values
+// (tombstones, "no column") may repeat.
+func TestFirstRepeat(t *testing.T) {
+	long := func(extra ...int32) []int32 {
+		var xs []int32
+		for i := int32(0); i < 40; i++ {
+			xs = append(xs, 40-i)
+		}
+		return append(xs, extra...)
+	}
+	for _, tc := range []struct {
+		xs   []int32
+		want int32
+		ok   bool
+	}{
+		{[]int32{0, 1, 2, 3}, 0, false},
+		{[]int32{0, -2, 2, -2, -1, -1}, 0, false},
+		{[]int32{0, 1, 2, 1}, 1, true},
+		{long(), 0, false},
+		{long(-2, -2, -1, -1), 0, false},
+		{long(17), 17, true},
+	} {
+		if got, ok := firstRepeat(tc.xs); got != tc.want || ok != tc.ok {
+			t.Errorf("firstRepeat(%v) = %d, %v; want %d, %v", tc.xs, got, ok, tc.want, tc.ok)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package lance
 
 import (
 	"fmt"
+	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -30,8 +31,8 @@ import (
 //     every field id the manifest gives the file is in the file's own
 //     schema (when the footer read covered it) with the same type as in
 //     the dataset schema, the row count equals the fragment's
-//     physical_rows, and no non-nullable column is missing from every data
-//     file;
+//     physical_rows, a file is not shorter than the size the manifest
+//     records, and no non-nullable column is missing from every data file;
 //   - when rows are decoded (lancefile.Reader), a non-nullable field never
 //     holds a null under valid parents; when a deletion file is read, it
 //     holds as many rows as the manifest's num_deleted_rows.
@@ -40,7 +41,7 @@ import (
 // schema forgets them), so a data file may list ids the dataset schema does
 // not have: that alone is not corruption. Fields a manifest change can
 // still alter without any check noticing are listed in docs/architecture.md
-// ("Reading").
+// ("Reading a dataset").
 
 // checkDataFileEntry checks what the manifest at key says about data file df
 // of fragment frag, before any I/O.
@@ -55,29 +56,42 @@ func checkDataFileEntry(key string, pos int64, frag uint64, df *tablepb.DataFile
 		return corruptErr(key, pos, "fragment %d file %s: %d field ids but %d column indices",
 			frag, df.GetPath(), len(fields), len(cols))
 	}
-	ids := make(map[int32]bool, len(fields))
-	columns := make(map[int32]bool, len(cols))
 	for k, id := range fields {
-		switch {
-		case id == tombstone:
-		case id < 0:
+		if id < 0 && id != tombstone {
 			return corruptErr(key, pos, "fragment %d file %s: field id %d", frag, df.GetPath(), id)
-		case ids[id]:
-			return corruptErr(key, pos, "fragment %d file %s: field id %d listed twice", frag, df.GetPath(), id)
-		default:
-			ids[id] = true
 		}
-		switch c := cols[k]; {
-		case c == -1:
-		case c < 0:
+		if c := cols[k]; c < -1 {
 			return corruptErr(key, pos, "fragment %d file %s: column index %d", frag, df.GetPath(), c)
-		case columns[c]:
-			return corruptErr(key, pos, "fragment %d file %s: column index %d listed twice", frag, df.GetPath(), c)
-		default:
-			columns[c] = true
 		}
 	}
+	if id, ok := firstRepeat(fields); ok {
+		return corruptErr(key, pos, "fragment %d file %s: field id %d listed twice", frag, df.GetPath(), id)
+	}
+	if c, ok := firstRepeat(cols); ok {
+		return corruptErr(key, pos, "fragment %d file %s: column index %d listed twice", frag, df.GetPath(), c)
+	}
 	return nil
+}
+
+// firstRepeat returns a non-negative value that xs holds more than once.
+// It allocates nothing for the short lists data files usually have.
+func firstRepeat(xs []int32) (int32, bool) {
+	if len(xs) > 32 {
+		s := slices.Clone(xs)
+		slices.Sort(s)
+		for i := 1; i < len(s); i++ {
+			if s[i] >= 0 && s[i] == s[i-1] {
+				return s[i], true
+			}
+		}
+		return 0, false
+	}
+	for i, x := range xs {
+		if x >= 0 && slices.Contains(xs[i+1:], x) {
+			return x, true
+		}
+	}
+	return 0, false
 }
 
 // checkMaxFragmentID checks that max_fragment_id, when the manifest records
