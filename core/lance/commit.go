@@ -246,7 +246,7 @@ func (r *commitReq) catchUp(ctx context.Context, cur *Dataset, txn *tablepb.Tran
 				return cur, txn, false, nil
 			}
 			// A gap: versions removed by a cleanup.
-			newest, err := openLatest(ctx, r.st, r.k)
+			newest, err := openLatest(ctx, r.st, r.k, nil)
 			if err != nil {
 				return nil, nil, false, err
 			}
@@ -320,7 +320,7 @@ func sameFields(a, b *Dataset) bool {
 // latestVersionNumber returns the newest version of the dataset (0 when
 // there is none).
 func latestVersionNumber(ctx context.Context, st store.Store, k keys) (uint64, error) {
-	ref, err := latestByListing(ctx, st, k)
+	ref, err := latestByListing(ctx, st, k, nil)
 	if isNotSupported(err) {
 		mf, err := latestByHint(ctx, st, k)
 		if errors.Is(err, ErrNotFound) {
@@ -432,7 +432,7 @@ func checkWritable(d *Dataset) error {
 // of opened data files. On a listing store that costs one List when nothing
 // changed and one manifest read more otherwise.
 func (d *Dataset) Latest(ctx context.Context) (*Dataset, error) {
-	ref, err := latestByListing(ctx, d.st, d.k)
+	ref, err := latestByListing(ctx, d.st, d.k, nil)
 	if isNotSupported(err) {
 		mf, err := latestByHint(ctx, d.st, d.k)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -23,6 +24,9 @@ type OpenOptions struct {
 	// opened again. Nil gives the Dataset (and the versions committed on
 	// top of it) a cache of its own.
 	Files *FileCache
+	// Warn, when set, receives the manifest names the search for the
+	// latest version ignored (see ListOptions).
+	Warn func(error)
 }
 
 // Dataset is one version of a Lance dataset: its manifest, decoded. It is
@@ -36,6 +40,9 @@ type Dataset struct {
 	arrow  *arrow.Schema
 	frags  []Fragment
 	byID   map[uint64]int // fragment id -> index in frags
+
+	byFieldOnce sync.Once
+	byField     map[int32]*lancefile.Field // schema fields by id, built on first use
 }
 
 // Fragment describes one fragment of a version. Paths are relative to the
@@ -90,7 +97,7 @@ func Open(ctx context.Context, st store.Store, root string, opts OpenOptions) (*
 	case opts.Version != 0:
 		mf, err = readVersion(ctx, st, k, opts.Version)
 	default:
-		mf, err = openLatest(ctx, st, k)
+		mf, err = openLatest(ctx, st, k, opts.Warn)
 	}
 	if err != nil {
 		return nil, err
@@ -98,9 +105,10 @@ func Open(ctx context.Context, st store.Store, root string, opts OpenOptions) (*
 	return newDataset(st, k, mf)
 }
 
-// openLatest reads the newest manifest.
-func openLatest(ctx context.Context, st store.Store, k keys) (*manifestFile, error) {
-	ref, err := latestByListing(ctx, st, k)
+// openLatest reads the newest manifest; warn (when not nil) receives the
+// manifest names the listing ignored.
+func openLatest(ctx context.Context, st store.Store, k keys, warn func(error)) (*manifestFile, error) {
+	ref, err := latestByListing(ctx, st, k, warn)
 	if isNotSupported(err) {
 		return latestByHint(ctx, st, k)
 	}
@@ -144,6 +152,12 @@ func newDatasetFrom(st store.Store, k keys, mf *manifestFile, prev *Dataset, txn
 		}
 		as = schema.Arrow()
 	}
+	if err := checkMaxFragmentID(mf.key, mf.pos, m); err != nil {
+		return nil, err
+	}
+	if err := checkUnknown(mf.key, mf.pos, m); err != nil {
+		return nil, err
+	}
 	d := &Dataset{st: st, k: k, mf: mf, schema: schema, arrow: as, byID: make(map[uint64]int, len(m.GetFragments()))}
 	for _, pf := range m.GetFragments() {
 		if _, dup := d.byID[pf.GetId()]; dup {
@@ -159,11 +173,8 @@ func newDatasetFrom(st store.Store, k keys, mf *manifestFile, prev *Dataset, txn
 		}
 		f := Fragment{ID: pf.GetId(), PhysicalRows: pf.GetPhysicalRows(), pb: pf}
 		for _, df := range pf.GetFiles() {
-			// Legacy (0.x) files record no column indices; they are refused
-			// when scanned.
-			if n := len(df.GetColumnIndices()); n != 0 && n != len(df.GetFields()) {
-				return nil, corruptErr(mf.key, mf.pos, "fragment %d file %s: %d field ids but %d column indices",
-					pf.GetId(), df.GetPath(), len(df.GetFields()), len(df.GetColumnIndices()))
+			if err := checkDataFileEntry(mf.key, mf.pos, pf.GetId(), df); err != nil {
+				return nil, err
 			}
 			f.Files = append(f.Files, DataFileInfo{
 				Path:    dataDir + "/" + df.GetPath(),

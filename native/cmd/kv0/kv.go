@@ -30,6 +30,7 @@ not printable. --wal-dir sets the root of the write-ahead logs.
 type kvFlags struct {
 	hex, b64 bool
 	walDir   string
+	warn     func(error) // where warnings of the Lance layer go
 }
 
 func (f *kvFlags) register(fs *flag.FlagSet) {
@@ -88,8 +89,10 @@ func printable(b []byte) bool {
 }
 
 func (f *kvFlags) options(readOnly bool, version uint64) kvdb.Options {
-	return kvdb.Options{WALDir: f.walDir, Location: locationOptions, DB: kv.Options{ReadOnly: readOnly, Version: version,
+	o := kvdb.Options{WALDir: f.walDir, Location: locationOptions, DB: kv.Options{ReadOnly: readOnly, Version: version,
 		FlushInterval: -1, RefreshInterval: -1}}
+	o.Log.Warn = f.warn
+	return o
 }
 
 // runKV runs `kv0 kv SUB ...`.
@@ -98,7 +101,7 @@ func runKV(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("kv0 kv "+sub, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	var f kvFlags
+	f := kvFlags{warn: warnTo(stderr)}
 	f.register(fs)
 	var (
 		version   uint64

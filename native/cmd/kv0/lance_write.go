@@ -420,7 +420,7 @@ func cmdCleanup(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	prog, end := progress(stderr, "files examined")
 	defer end()
-	stats, err := lance.CleanupOldVersions(ctx, st, root, dur, lance.CleanupOptions{RetainVersions: *retain, Progress: prog})
+	stats, err := lance.CleanupOldVersions(ctx, st, root, dur, lance.CleanupOptions{RetainVersions: *retain, Progress: prog, Warn: warnTo(stderr)})
 	if err != nil {
 		return fmt.Errorf("%s: %w", loc, err)
 	}

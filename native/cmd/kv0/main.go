@@ -652,7 +652,7 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	out, err := inspect.DatasetLog(ctx, st, root)
+	out, err := inspect.DatasetLog(ctx, st, root, lance.ListOptions{Warn: warnTo(stderr)})
 	if err != nil {
 		return fmt.Errorf("%s: %w", loc, err)
 	}
