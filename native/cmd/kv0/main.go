@@ -516,6 +516,7 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	opts.Warn = warnTo(stderr)
 	var cols []string
 	if *columns != "" {
 		for _, c := range strings.Split(*columns, ",") {
@@ -586,6 +587,7 @@ func cmdInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	opts.Warn = warnTo(stderr)
 	d, err := openDataset(ctx, loc, opts)
 	if err != nil {
 		return err
