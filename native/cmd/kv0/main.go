@@ -96,7 +96,7 @@ func init() {
 		{"track", "REPO (--run NAME [--experiment E] | --resume RUN [--finish]) [--flush-interval D] [--flush-rows N] [--ack] [--strict] < points.jsonl",
 			"record a run from JSON Lines on stdin", trackDetails, cmdTrack},
 		{"optimize", "REPO [--create]", "compact the repository's tables and sort the metrics", "", cmdOptimize},
-		{"delete-runs", "REPO [--create] RUN...", "delete runs (ids or unique names) and their data", "", cmdDeleteRuns},
+		{"delete-runs", "REPO RUN... [--create]", "delete runs (ids or unique names) and their data", "", cmdDeleteRuns},
 		{"demo", "REPO [--runs N] [--steps N] [--create=false]", "write a demo repository of training runs", "", cmdDemo},
 		{"sign-server", "--bucket-uri s3://BUCKET/PREFIX --token-file FILE [--listen ADDR]", "hand out presigned read URLs of one repository", signServerDetails, cmdSignServer},
 	}
@@ -209,11 +209,11 @@ func (c *command) group() string {
 }
 
 // positional is the part of c's synopsis before its first optional
-// argument or flag: "PATH", "REPO RUN NAME...".
+// argument, flag, alternative or redirection: "PATH", "REPO RUN NAME...".
 func (c *command) positional() string {
 	var out []string
 	for _, w := range strings.Fields(c.args) {
-		if strings.HasPrefix(w, "[") || strings.HasPrefix(w, "-") {
+		if strings.HasPrefix(w, "[") || strings.HasPrefix(w, "-") || strings.HasPrefix(w, "(") || w == "<" {
 			break
 		}
 		out = append(out, w)
