@@ -494,6 +494,10 @@ func kv0_iter_new(h C.int64_t, keysOnly C.int32_t, out *C.kv0_out) (code C.int32
 	return codeOK
 }
 
+// iterChunkBytes bounds the keys and values one kv0_iter_seek returns
+// (at least one entry is always returned).
+const iterChunkBytes = 4 << 20
+
 // Iterator positioning operations of kv0_iter_seek.
 const (
 	seekNone  = 0 // stay: continue from the current position
@@ -506,10 +510,10 @@ const (
 // kv0_iter_seek positions the iterator (op: seekNone keeps its position)
 // and returns up to max entries from there, moving forward (dir 1) or
 // backward (dir -1). The iterator is left on the first entry not returned.
-// The buffer is n (u32 LE), then per entry len(key), len(value) (u32 LE
-// each), then the keys and values in order (values are empty for a
-// keys-only iterator). out.num is n; fewer than max means the iterator is
-// exhausted in that direction.
+// It stops early once the entries hold iterChunkBytes. The buffer is n
+// (u32 LE), more (u32 LE: 1 when the iterator is still on an entry), then
+// per entry len(key), len(value) (u32 LE each), then the keys and values
+// in order (values are empty for a keys-only iterator). out.num is n.
 //
 //export kv0_iter_seek
 func kv0_iter_seek(ih C.int64_t, op C.int32_t, k unsafe.Pointer, kl C.int64_t, dir C.int32_t, max C.int64_t, out *C.kv0_out) (code C.int32_t) {
@@ -543,7 +547,7 @@ func kv0_iter_seek(ih C.int64_t, op C.int32_t, k unsafe.Pointer, kl C.int64_t, d
 	var lens []byte
 	var data []byte
 	n := 0
-	for ; ok && n < int(max); n++ {
+	for ; ok && n < int(max) && len(data) < iterChunkBytes; n++ {
 		kk, vv := it.it.Key(), []byte(nil)
 		if !it.keysOnly {
 			vv = it.it.Value()
@@ -556,8 +560,13 @@ func kv0_iter_seek(ih C.int64_t, op C.int32_t, k unsafe.Pointer, kl C.int64_t, d
 	if err := it.it.Error(); err != nil {
 		return fail(out, err)
 	}
-	buf := make([]byte, 0, 4+len(lens)+len(data))
+	more := uint32(0)
+	if ok {
+		more = 1
+	}
+	buf := make([]byte, 0, 8+len(lens)+len(data))
 	buf = binary.LittleEndian.AppendUint32(buf, uint32(n))
+	buf = binary.LittleEndian.AppendUint32(buf, more)
 	buf = append(append(buf, lens...), data...)
 	setOut(out, buf)
 	out.num = C.int64_t(n)
