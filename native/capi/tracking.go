@@ -116,19 +116,20 @@ func openRepo(loc string, o repoOptions) (*tracking.Repo, error) {
 	return r, nil
 }
 
-// jfloat is a float64 whose JSON form may be NaN, Infinity or -Infinity,
-// which Python's json module reads back as floats.
+// jfloat is a float64 whose JSON form is a number, or the string "NaN",
+// "Infinity" or "-Infinity" (JSON has no non-finite numbers; the Python
+// side turns those strings back into floats).
 type jfloat float64
 
 func (f jfloat) MarshalJSON() ([]byte, error) {
 	v := float64(f)
 	switch {
 	case math.IsNaN(v):
-		return []byte("NaN"), nil
+		return []byte(`"NaN"`), nil
 	case math.IsInf(v, 1):
-		return []byte("Infinity"), nil
+		return []byte(`"Infinity"`), nil
 	case math.IsInf(v, -1):
-		return []byte("-Infinity"), nil
+		return []byte(`"-Infinity"`), nil
 	}
 	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
 }

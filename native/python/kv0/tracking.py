@@ -36,6 +36,8 @@ _HDR = struct.Struct("<QQ")
 
 _REPO_OPTIONS = {"flush_rows", "flush_interval", "max_fragments", "wal", "wal_dir", "wal_sync",
                  "storage_options"}
+_FILTERS = ("experiment", "status", "tags", "archived", "params")
+_STAT_FLOATS = ("last_value", "min", "max")
 _FIELDS = ("name", "experiment", "description", "tags", "status", "archived", "ended_at", "kind", "target")
 
 
@@ -62,6 +64,8 @@ def _fields(fields):
 
 
 def _ctx_key(context):
+    if not isinstance(context, dict):
+        raise TypeError(f"a context must be a dict, not {type(context).__name__}")
     try:
         return tuple((k, v.__class__, v) for k, v in sorted(context.items()))
     except TypeError:  # unhashable values or mixed key types
@@ -181,6 +185,9 @@ class Repo:
         Filters: experiment, status, tags (runs carrying every one),
         archived (bool), params (a list of (key, op, value), op one of =,
         !=, <, <=, >, >=)."""
+        unknown = set(filters) - set(_FILTERS)
+        if unknown:
+            raise TypeError(f"runs() has no filter {', '.join(sorted(unknown))} (one of {', '.join(_FILTERS)})")
         if "tags" in filters and not isinstance(filters["tags"], str):
             filters["tags"] = list(filters["tags"])
         if "params" in filters:
@@ -200,7 +207,11 @@ class Repo:
         """A run's metric series with their statistics, as ``kv0 series
         --json`` prints them: dicts with series_id, run_id, name, context
         (JSON text), created_at and, once it has points, stats."""
-        return self._call("all_series", run_id=_str(run_id, "run_id"))[0]
+        series = self._call("all_series", run_id=_str(run_id, "run_id"))[0]
+        for s in series:
+            if "stats" in s:
+                _fix_stats(s["stats"])
+        return series
 
     def series_stats(self, ids=None):
         """Statistics of the series ids (every series of a live run when
@@ -208,7 +219,7 @@ class Repo:
         if ids is not None:
             ids = [int(i) for i in ids]
         res = self._call("series_stats", ids=ids)[0]
-        return {s["series_id"]: s for s in res}
+        return {s["series_id"]: _fix_stats(s) for s in res}
 
     def read_many(self, series_ids, max_points=None, steps=None, time=None):
         """The points of several series, one dict per id in order:
@@ -329,6 +340,14 @@ class Repo:
 
     def __repr__(self):
         return f"<kv0.tracking.Repo {self._location.decode(errors='replace')!r}{' closed' if not self._h else ''}>"
+
+
+def _fix_stats(s):
+    """Non-finite statistics arrive as the strings NaN, Infinity, -Infinity."""
+    for k in _STAT_FLOATS:
+        if isinstance(s.get(k), str):
+            s[k] = float(s[k])
+    return s
 
 
 def _str(v, what):
