@@ -103,15 +103,16 @@ python:
 	cp native/python/kv0_build.py $(PYOUT)/
 	sed 's/@VERSION@/$(PY_VERSION)/' native/python/pyproject.toml > $(PYOUT)/pyproject.toml
 
-# pytest comes from Debian (python3-pytest); with CI=true a missing pytest
-# is installed, and if that fails the target fails, never skips.
+# pytest and pip come from Debian (python3-pytest, python3-pip); with
+# CI=true missing ones are installed, and if that fails the target fails,
+# never skips.
 python-deps:
-	@if ! $(PYTHON) -c 'import pytest' >/dev/null 2>&1; then \
+	@if ! $(PYTHON) -c 'import pytest' >/dev/null 2>&1 || ! $(PYTHON) -m pip --version >/dev/null 2>&1; then \
 		if [ "$$CI" = "true" ]; then \
-			apt-get update -qq && apt-get install -y -qq python3-pytest || exit 1; \
+			apt-get update -qq && apt-get install -y -qq python3-pytest python3-pip || exit 1; \
 			$(PYTHON) -c 'import pytest' || { echo "pytest is required for the Python tests (CI=true)"; exit 1; }; \
 		else \
-			echo "warning: $(PYTHON) has no pytest (apt-get install python3-pytest): the Python tests will skip"; \
+			echo "warning: $(PYTHON) lacks pytest or pip (apt-get install python3-pytest python3-pip): Python tests will skip"; \
 		fi; \
 	fi
 

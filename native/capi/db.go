@@ -85,6 +85,10 @@ func parseOptions(p unsafe.Pointer, n C.int64_t, v any) error {
 	return nil
 }
 
+// kv0_db_open opens the database at loc with the JSON options opts (see
+// dbOptions) after applying the environment env (see applyEnv); the
+// handle is out.num.
+//
 //export kv0_db_open
 func kv0_db_open(loc unsafe.Pointer, locLen C.int64_t, opts unsafe.Pointer, optsLen C.int64_t,
 	env unsafe.Pointer, envLen C.int64_t, out *C.kv0_out) (code C.int32_t) {
@@ -163,6 +167,8 @@ func writeOptions(flags C.int32_t) *kv.WriteOptions {
 	return &kv.WriteOptions{Sync: flags&1 != 0, DisableWAL: flags&2 != 0}
 }
 
+// kv0_db_put sets key k to value v; flags: 1 sync, 2 disable the WAL.
+//
 //export kv0_db_put
 func kv0_db_put(h C.int64_t, k unsafe.Pointer, kl C.int64_t, v unsafe.Pointer, vl C.int64_t, flags C.int32_t, out *C.kv0_out) (code C.int32_t) {
 	defer recoverTo(out, &code)
@@ -173,6 +179,9 @@ func kv0_db_put(h C.int64_t, k unsafe.Pointer, kl C.int64_t, v unsafe.Pointer, v
 	return done(out, d.db.Put(context.Background(), goBytesOrEmpty(k, kl), goBytesOrEmpty(v, vl), writeOptions(flags)))
 }
 
+// kv0_db_get reads key k: out.num is 1 and out.data the value when it has
+// one, out.num is 0 when it has none.
+//
 //export kv0_db_get
 func kv0_db_get(h C.int64_t, k unsafe.Pointer, kl C.int64_t, out *C.kv0_out) (code C.int32_t) {
 	defer recoverTo(out, &code)
@@ -193,6 +202,8 @@ func kv0_db_get(h C.int64_t, k unsafe.Pointer, kl C.int64_t, out *C.kv0_out) (co
 	return codeOK
 }
 
+// kv0_db_delete deletes key k (flags as kv0_db_put).
+//
 //export kv0_db_delete
 func kv0_db_delete(h C.int64_t, k unsafe.Pointer, kl C.int64_t, flags C.int32_t, out *C.kv0_out) (code C.int32_t) {
 	defer recoverTo(out, &code)
@@ -203,6 +214,8 @@ func kv0_db_delete(h C.int64_t, k unsafe.Pointer, kl C.int64_t, flags C.int32_t,
 	return done(out, d.db.Delete(context.Background(), goBytesOrEmpty(k, kl), writeOptions(flags)))
 }
 
+// kv0_db_delete_range deletes every key in [a, b) (flags as kv0_db_put).
+//
 //export kv0_db_delete_range
 func kv0_db_delete_range(h C.int64_t, a unsafe.Pointer, al C.int64_t, b unsafe.Pointer, bl C.int64_t, flags C.int32_t, out *C.kv0_out) (code C.int32_t) {
 	defer recoverTo(out, &code)
@@ -255,6 +268,9 @@ func decodeBatch(buf []byte, b *kv.Batch) error {
 	return nil
 }
 
+// kv0_db_write applies the serialized batch at p (see decodeBatch)
+// atomically (flags as kv0_db_put).
+//
 //export kv0_db_write
 func kv0_db_write(h C.int64_t, p unsafe.Pointer, n C.int64_t, flags C.int32_t, out *C.kv0_out) (code C.int32_t) {
 	defer recoverTo(out, &code)
@@ -330,6 +346,8 @@ func kv0_db_multi_get(h C.int64_t, p unsafe.Pointer, pl C.int64_t, n C.int64_t, 
 	return codeOK
 }
 
+// kv0_db_flush commits every buffered write.
+//
 //export kv0_db_flush
 func kv0_db_flush(h C.int64_t, out *C.kv0_out) (code C.int32_t) {
 	defer recoverTo(out, &code)
@@ -361,6 +379,8 @@ func kv0_db_flush_wal(h C.int64_t, out *C.kv0_out) (code C.int32_t) {
 	return done(out, d.wal.Sync())
 }
 
+// kv0_db_compact_range rewrites the log as the live view.
+//
 //export kv0_db_compact_range
 func kv0_db_compact_range(h C.int64_t, out *C.kv0_out) (code C.int32_t) {
 	defer recoverTo(out, &code)
@@ -402,6 +422,9 @@ func kv0_db_versions(h C.int64_t, out *C.kv0_out) (code C.int32_t) {
 	return codeOK
 }
 
+// kv0_db_cleanup_old_versions removes versions older than secs seconds;
+// out.num is how many.
+//
 //export kv0_db_cleanup_old_versions
 func kv0_db_cleanup_old_versions(h C.int64_t, secs C.double, out *C.kv0_out) (code C.int32_t) {
 	defer recoverTo(out, &code)
@@ -417,6 +440,9 @@ func kv0_db_cleanup_old_versions(h C.int64_t, secs C.double, out *C.kv0_out) (co
 	return done(out, err)
 }
 
+// kv0_db_purge removes deleted data from storage (force: delete tags
+// that keep it).
+//
 //export kv0_db_purge
 func kv0_db_purge(h C.int64_t, force C.int32_t, out *C.kv0_out) (code C.int32_t) {
 	defer recoverTo(out, &code)
@@ -469,6 +495,9 @@ func (it *iterHandle) close() {
 	it.db.mu.Unlock()
 }
 
+// kv0_iter_new makes an unpositioned iterator over the database; out.num
+// is its handle. A keys-only iterator returns empty values.
+//
 //export kv0_iter_new
 func kv0_iter_new(h C.int64_t, keysOnly C.int32_t, out *C.kv0_out) (code C.int32_t) {
 	defer recoverTo(out, &code)
@@ -573,6 +602,8 @@ func kv0_iter_seek(ih C.int64_t, op C.int32_t, k unsafe.Pointer, kl C.int64_t, d
 	return codeOK
 }
 
+// kv0_iter_close releases an iterator (a closed one: nothing).
+//
 //export kv0_iter_close
 func kv0_iter_close(ih C.int64_t) {
 	defer func() { _ = recover() }()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -86,26 +85,4 @@ func repoWALKey(loc string) (string, error) {
 		return "", fmt.Errorf("kv0: %s: %w", loc, err)
 	}
 	return "repo:" + abs, nil
-}
-
-// localPath returns the folder of a local location ("" for URIs).
-func localPath(loc string) string {
-	if isURI(loc) {
-		scheme, rest, _ := strings.Cut(loc, "://")
-		if strings.EqualFold(scheme, "file") {
-			return rest
-		}
-		return ""
-	}
-	return loc
-}
-
-// mkdirLocal creates the folder of a writable local location.
-func mkdirLocal(loc string) error {
-	if p := localPath(loc); p != "" {
-		if err := os.MkdirAll(p, 0o755); err != nil {
-			return err
-		}
-	}
-	return nil
 }

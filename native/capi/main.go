@@ -58,9 +58,13 @@ const (
 // the Python side refuses a library of another version.
 const abiVersion = 1
 
+// kv0_abi_version returns abiVersion.
+//
 //export kv0_abi_version
 func kv0_abi_version() C.int64_t { return abiVersion }
 
+// kv0_free releases a buffer of a kv0_out.
+//
 //export kv0_free
 func kv0_free(p unsafe.Pointer) { C.free(p) }
 

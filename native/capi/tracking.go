@@ -56,6 +56,10 @@ type repoOptions struct {
 	StorageOptions map[string]any `json:"storage_options"`
 }
 
+// kv0_repo_open opens the repository at loc with the JSON options opts
+// (see repoOptions) after applying the environment env; the handle is
+// out.num.
+//
 //export kv0_repo_open
 func kv0_repo_open(loc unsafe.Pointer, locLen C.int64_t, opts unsafe.Pointer, optsLen C.int64_t,
 	env unsafe.Pointer, envLen C.int64_t, out *C.kv0_out) (code C.int32_t) {
@@ -588,8 +592,8 @@ func kv0_run_track_many(h C.int64_t, slot C.int64_t, values unsafe.Pointer, step
 
 // readOptions are the options of kv0_repo_read_many, as JSON.
 type readOptions struct {
-	MaxPoints int        `json:"max_points"`
-	Steps     *[2]int64  `json:"steps"`
+	MaxPoints int         `json:"max_points"`
+	Steps     *[2]int64   `json:"steps"`
 	Time      *[2]float64 `json:"time"`
 }
 
