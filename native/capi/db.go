@@ -569,41 +569,60 @@ func kv0_iter_seek(ih C.int64_t, op C.int32_t, k unsafe.Pointer, kl C.int64_t, d
 	default:
 		return fail(out, fmt.Errorf("%w: iterator operation %d", errInvalidArg, op))
 	}
-	move := it.it.Next
-	if dir < 0 {
-		move = it.it.Prev
-	}
-	var lens []byte
-	var data []byte
-	n := 0
-	for ; ok && n < int(max) && len(data) < iterChunkBytes; n++ {
-		kk, vv := it.it.Key(), []byte(nil)
-		if !it.keysOnly {
-			vv = it.it.Value()
-		}
-		lens = binary.LittleEndian.AppendUint32(lens, uint32(len(kk)))
-		lens = binary.LittleEndian.AppendUint32(lens, uint32(len(vv)))
-		data = append(append(data, kk...), vv...)
-		ok = move()
-	}
-	if err := it.it.Error(); err != nil {
+	head, data, n, err := it.chunk(ok, dir < 0, int(max))
+	if err != nil {
 		return fail(out, err)
 	}
-	more := uint32(0)
-	if ok {
-		more = 1
-	}
-	buf := make([]byte, 0, 8+len(lens)+len(data))
-	buf = binary.LittleEndian.AppendUint32(buf, uint32(n))
-	buf = binary.LittleEndian.AppendUint32(buf, more)
-	buf = append(append(buf, lens...), data...)
-	setOut(out, buf)
+	setOut2(out, head, data)
 	out.num = C.int64_t(n)
 	return codeOK
 }
 
 // kv0_iter_close releases an iterator (a closed one: nothing).
 //
+// chunk encodes up to max entries from the current position (valid tells
+// whether there is one) moving backward or forward, as kv0_iter_seek
+// returns them: the header and lengths, then the data to append to them.
+func (it *iterHandle) chunk(valid, backward bool, max int) ([]byte, []byte, int, error) {
+	move := it.it.Next
+	if backward {
+		move = it.it.Prev
+	}
+	le := binary.LittleEndian
+	lens := make([]byte, 8, 8+8*min(max, 1024))
+	var data []byte
+	if valid {
+		// Room for max entries the size of the first, within the bound.
+		per := len(it.it.Key())
+		if !it.keysOnly {
+			per += len(it.it.Value())
+		}
+		data = make([]byte, 0, min(iterChunkBytes+per, max*per+1))
+	}
+	n := 0
+	for ; valid && n < max && len(data) < iterChunkBytes; n++ {
+		k := it.it.Key()
+		lens = le.AppendUint32(lens, uint32(len(k)))
+		data = append(data, k...)
+		if it.keysOnly {
+			lens = le.AppendUint32(lens, 0)
+		} else {
+			v := it.it.Value()
+			lens = le.AppendUint32(lens, uint32(len(v)))
+			data = append(data, v...)
+		}
+		valid = move()
+	}
+	if err := it.it.Error(); err != nil {
+		return nil, nil, 0, err
+	}
+	le.PutUint32(lens[0:], uint32(n))
+	if valid {
+		le.PutUint32(lens[4:], 1)
+	}
+	return lens, data, n, nil
+}
+
 //export kv0_iter_close
 func kv0_iter_close(ih C.int64_t) {
 	defer func() { _ = recover() }()

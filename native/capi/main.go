@@ -146,6 +146,21 @@ func setOut(out *C.kv0_out, b []byte) {
 	out.data, out.len = p, C.int64_t(len(b))
 }
 
+// setOut2 stores a followed by b in out, as setOut(out, append(a, b...))
+// without joining them first.
+func setOut2(out *C.kv0_out, a, b []byte) {
+	n := len(a) + len(b)
+	out.data, out.len = nil, 0
+	if n == 0 {
+		return
+	}
+	p := C.malloc(C.size_t(n))
+	dst := unsafe.Slice((*byte)(p), n)
+	copy(dst, a)
+	copy(dst[len(a):], b)
+	out.data, out.len = p, C.int64_t(n)
+}
+
 // fail stores err's message in out and returns its code.
 func fail(out *C.kv0_out, err error) C.int32_t {
 	setOut(out, []byte(err.Error()))
