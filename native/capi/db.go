@@ -167,16 +167,22 @@ func writeOptions(flags C.int32_t) *kv.WriteOptions {
 	return &kv.WriteOptions{Sync: flags&1 != 0, DisableWAL: flags&2 != 0}
 }
 
-// kv0_db_put sets key k to value v; flags: 1 sync, 2 disable the WAL.
+// kv0_db_put sets key k to value v. hf is the database handle shifted
+// left by 2, or'ed with the flags: 1 sync, 2 disable the WAL (one argument
+// fewer keeps the foreign call cheap). On an error the message is kept for
+// kv0_take_error.
 //
 //export kv0_db_put
-func kv0_db_put(h C.int64_t, k unsafe.Pointer, kl C.int64_t, v unsafe.Pointer, vl C.int64_t, flags C.int32_t, out *C.kv0_out) (code C.int32_t) {
-	defer recoverTo(out, &code)
-	d, err := getDB(h)
+func kv0_db_put(hf C.int64_t, k unsafe.Pointer, kl C.int64_t, v unsafe.Pointer, vl C.int64_t) (code C.int32_t) {
+	defer recoverThread(&code)
+	d, err := getDB(hf >> 2)
 	if err != nil {
-		return fail(out, err)
+		return failThread(err)
 	}
-	return done(out, d.db.Put(context.Background(), goBytesOrEmpty(k, kl), goBytesOrEmpty(v, vl), writeOptions(flags)))
+	if err := d.db.Put(context.Background(), goBytesOrEmpty(k, kl), goBytesOrEmpty(v, vl), writeOptions(C.int32_t(hf&3))); err != nil {
+		return failThread(err)
+	}
+	return codeOK
 }
 
 // kv0_db_get reads key k: out.num is 1 and out.data the value when it has

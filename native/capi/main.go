@@ -56,7 +56,7 @@ const (
 
 // abiVersion changes whenever a call's signature or a buffer layout does;
 // the Python side refuses a library of another version.
-const abiVersion = 1
+const abiVersion = 2
 
 // kv0_abi_version returns abiVersion.
 //
@@ -173,6 +173,40 @@ func done(out *C.kv0_out, err error) C.int32_t {
 		return fail(out, err)
 	}
 	return codeOK
+}
+
+// threadErrs holds the message of the last failed call of each thread
+// among the calls that take no kv0_out (the hottest ones: put, track): a
+// caller that gets a non-zero code fetches it with kv0_take_error from the
+// same thread. A cgo call from C runs on the calling thread, so the C
+// thread id names the caller.
+var threadErrs sync.Map // uint64 thread -> string
+
+// failThread keeps err's message for the calling thread and returns its
+// code.
+func failThread(err error) C.int32_t {
+	threadErrs.Store(uint64(C.kv0_thread()), err.Error())
+	return C.int32_t(errCode(err))
+}
+
+// recoverThread is recoverTo for calls without a kv0_out.
+func recoverThread(code *C.int32_t) {
+	if r := recover(); r != nil {
+		*code = failThread(fmt.Errorf("kv0: internal error: %v\n%s", r, debug.Stack()))
+	}
+}
+
+// kv0_take_error moves the message of the calling thread's last failed
+// call without a kv0_out into out (nothing when there is none).
+//
+//export kv0_take_error
+func kv0_take_error(out *C.kv0_out) {
+	v, ok := threadErrs.LoadAndDelete(uint64(C.kv0_thread()))
+	if !ok {
+		setOut(out, nil)
+		return
+	}
+	setOut(out, []byte(v.(string)))
 }
 
 // recoverTo turns a panic inside a call into an error result, so that a

@@ -498,6 +498,10 @@ func kv0_run_call(h C.int64_t, method unsafe.Pointer, methodLen C.int64_t, args 
 			}
 		}
 		rh.mu.Lock()
+		if len(rh.sl) >= 1<<30 {
+			rh.mu.Unlock()
+			return fail(out, fmt.Errorf("%w: too many series in one run handle", errInvalidArg))
+		}
 		rh.sl = append(rh.sl, seriesSlot{name: a.Name, ctx: a.Context})
 		out.num = C.int64_t(len(rh.sl) - 1)
 		rh.mu.Unlock()
@@ -522,28 +526,34 @@ const (
 	trackEpoch = 2
 )
 
-// kv0_run_track tracks one point of the series in slot.
+// kv0_run_track tracks one point. hs packs the run handle (bits 32 and
+// up), the series slot (bits 2 to 31) and the flags (trackStep,
+// trackEpoch): fewer arguments keep the foreign call cheap. On an error
+// the message is kept for kv0_take_error.
 //
 //export kv0_run_track
-func kv0_run_track(h C.int64_t, slot C.int64_t, value C.double, step, epoch C.int64_t, flags C.int32_t, out *C.kv0_out) (code C.int32_t) {
-	defer recoverTo(out, &code)
-	rh, err := getRun(h)
+func kv0_run_track(hs C.int64_t, value C.double, step, epoch C.int64_t) (code C.int32_t) {
+	defer recoverThread(&code)
+	rh, err := getRun(hs >> 32)
 	if err != nil {
-		return fail(out, err)
+		return failThread(err)
 	}
-	s, err := rh.slot(slot)
+	s, err := rh.slot((hs & 0xffffffff) >> 2)
 	if err != nil {
-		return fail(out, err)
+		return failThread(err)
 	}
 	o := tracking.TrackOptions{Context: s.ctx}
 	st, ep := int64(step), int64(epoch)
-	if flags&trackStep != 0 {
+	if hs&trackStep != 0 {
 		o.Step = &st
 	}
-	if flags&trackEpoch != 0 {
+	if hs&trackEpoch != 0 {
 		o.Epoch = &ep
 	}
-	return done(out, rh.run.Track(float64(value), s.name, o))
+	if err := rh.run.Track(float64(value), s.name, o); err != nil {
+		return failThread(err)
+	}
+	return codeOK
 }
 
 // kv0_run_track_many tracks n points of the series in slot: values is n

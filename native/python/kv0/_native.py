@@ -17,7 +17,7 @@ import weakref
 
 from . import errors
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 
 class Out(ctypes.Structure):
@@ -36,7 +36,7 @@ _OUT = ctypes.POINTER(Out)
 # name: argument types (every call returns int32 unless listed in _VOID).
 _SIGNATURES = {
     "kv0_db_open": [_P, _I64, _P, _I64, _P, _I64, _OUT],
-    "kv0_db_put": [_I64, _P, _I64, _P, _I64, _I32, _OUT],
+    "kv0_db_put": [_I64, _P, _I64, _P, _I64],
     "kv0_db_get": [_I64, _P, _I64, _OUT],
     "kv0_db_delete": [_I64, _P, _I64, _I32, _OUT],
     "kv0_db_delete_range": [_I64, _P, _I64, _P, _I64, _I32, _OUT],
@@ -56,12 +56,13 @@ _SIGNATURES = {
     "kv0_repo_call": [_I64, _P, _I64, _P, _I64, _OUT],
     "kv0_repo_read_many": [_I64, _V, _I64, _P, _I64, _OUT],
     "kv0_run_call": [_I64, _P, _I64, _P, _I64, _OUT],
-    "kv0_run_track": [_I64, _I64, _D, _I64, _I64, _I32, _OUT],
+    "kv0_run_track": [_I64, _D, _I64, _I64],
     "kv0_run_track_many": [_I64, _I64, _V, _V, _I64, _I64, _I32, _OUT],
     "kv0_free": [_V],
+    "kv0_take_error": [_OUT],
     "kv0_abi_version": [],
 }
-_VOID = {"kv0_iter_close", "kv0_free"}
+_VOID = {"kv0_iter_close", "kv0_free", "kv0_take_error"}
 _RESTYPE = {"kv0_abi_version": _I64}
 
 
@@ -160,6 +161,14 @@ def error(code, o):
     """The exception for status code and o's message."""
     msg = take(o).decode("utf-8", "replace")
     return _CLASSES.get(code, errors.Error)(msg)
+
+
+def thread_error(code):
+    """The exception of a failed call that takes no kv0_out (put, track):
+    the engine kept its message for the calling thread."""
+    o = out()
+    lib.kv0_take_error(o)
+    return error(code, o)
 
 
 def check(code, o):

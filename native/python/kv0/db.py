@@ -263,7 +263,7 @@ class DB:
     """
 
     def __init__(self, path, opts=None, read_only=False, version=None, **kwargs):
-        self._h = 0
+        self._h = self._hp = 0
         column_families = kwargs.pop("column_families", None)
         if column_families:
             for name in column_families:
@@ -289,11 +289,12 @@ class DB:
         env = _native.environment()
         check(lib.kv0_db_open(self._location, len(self._location), ob, len(ob), env, len(env), o), o)
         self._h = o.num
+        self._hp = o.num << 2  # the handle as kv0_db_put takes it, flags or'ed in
         _native.register(self)
 
     # -- reads
 
-    def get(self, key, *args, column_family=None, **kwargs):
+    def get(self, key, column_family=None):
         """The value of key, or None when it has none."""
         if type(key) is not bytes:
             key = _bytes(key)
@@ -307,9 +308,9 @@ class DB:
             return None
         return take(o)
 
-    def multi_get(self, keys, *args, **kwargs):
+    def multi_get(self, keys):
         """A dict of each key's value (None for keys without one), read in
-        one call."""
+        one call. A key may be given as (column_family, key)."""
         keys = list(keys)
         parts = []
         for k in keys:
@@ -373,10 +374,12 @@ class DB:
             value = _bytes(value, "value")
         if column_family is not None:
             _check_cf(column_family)
-        o = out()
-        code = lib.kv0_db_put(self._h, key, len(key), value, len(value), _flags(sync, disable_wal), o)
+        if sync or disable_wal:
+            code = lib.kv0_db_put(self._hp | _flags(sync, disable_wal), key, len(key), value, len(value))
+        else:
+            code = lib.kv0_db_put(self._hp, key, len(key), value, len(value))
         if code:
-            raise _native.error(code, o)
+            raise _native.thread_error(code)
 
     def delete(self, key, sync=False, disable_wal=False, column_family=None, **kwargs):
         """Delete key (deleting a missing key is not an error)."""
@@ -417,7 +420,7 @@ class DB:
 
     def flush_wal(self, sync=True):
         """Make every write made so far durable in the local write-ahead log
-        (an fsync). Does nothing without a WAL."""
+        (an fsync, whatever sync says). Does nothing without a WAL."""
         o = out()
         check(lib.kv0_db_flush_wal(self._h, o), o)
 
@@ -508,7 +511,7 @@ class DB:
     def close(self):
         """Commit buffered writes and close the handle (and its iterators).
         A second close does nothing."""
-        h, self._h = self._h, 0
+        h, self._h, self._hp = self._h, 0, 0
         if not h:
             return
         _native.unregister(self)

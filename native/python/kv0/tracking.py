@@ -392,33 +392,33 @@ class Run:
         a = json.dumps(args, allow_nan=False).encode()
         o = out()
         check(lib.kv0_run_call(self._h, b"series", 6, a, len(a), o), o)
-        self._slots[key] = o.num
-        return o.num
+        packed = (self._h << 32) | (o.num << 2)  # kv0_run_track's first argument
+        self._slots[key] = packed
+        return packed
 
     def track(self, value, name, step=None, epoch=None, context=None):
         """Track one point of the series (name, context). step defaults to
         one past the series' last step in this handle (0 for a new
         series)."""
-        key = (name, _ctx_key(context)) if context else name
-        slot = self._slots.get(key)
-        if slot is None:
-            slot = self._slot(name, context, key)
-        flags = 0
-        if step is None:
-            step = 0
-        else:
-            flags = _TRACK_STEP
-        if epoch is None:
-            epoch = 0
-        else:
-            flags |= _TRACK_EPOCH
-        o = out()
+        base = self._slots.get((name, _ctx_key(context)) if context else name)
+        if base is None:
+            base = self._slot(name, context, (name, _ctx_key(context)) if context else name)
         try:
-            code = lib.kv0_run_track(self._h, slot, value, step, epoch, flags, o)
+            if step is None:
+                if epoch is None:
+                    code = lib.kv0_run_track(base, value, 0, 0)
+                else:
+                    code = lib.kv0_run_track(base | _TRACK_EPOCH, value, 0, epoch)
+            elif epoch is None:
+                code = lib.kv0_run_track(base | _TRACK_STEP, value, step, 0)
+            else:
+                code = lib.kv0_run_track(base | _TRACK_STEP | _TRACK_EPOCH, value, step, epoch)
         except ctypes.ArgumentError:
-            code = lib.kv0_run_track(self._h, slot, _float(value), _int(step, "step"), _int(epoch, "epoch"), flags, o)
+            flags = (0 if step is None else _TRACK_STEP) | (0 if epoch is None else _TRACK_EPOCH)
+            code = lib.kv0_run_track(base | flags, _float(value), 0 if step is None else _int(step, "step"),
+                                     0 if epoch is None else _int(epoch, "epoch"))
         if code:
-            raise _native.error(code, o)
+            raise _native.thread_error(code)
 
     def track_many(self, name, values, steps=None, context=None, epoch=None):
         """Track many points of one series in one call: values is a
@@ -427,9 +427,10 @@ class Run:
         (the same length, int64) default to consecutive steps after the
         series' last one. epoch applies to every point."""
         key = (name, _ctx_key(context)) if context else name
-        slot = self._slots.get(key)
-        if slot is None:
-            slot = self._slot(name, context, key)
+        packed = self._slots.get(key)
+        if packed is None:
+            packed = self._slot(name, context, key)
+        slot = (packed & 0xFFFFFFFF) >> 2
         vk, vp, n = _buffer(values, "d", "values")
         sk, sp = None, None
         if steps is not None:
