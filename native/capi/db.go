@@ -185,11 +185,13 @@ func kv0_db_put(hf C.int64_t, k unsafe.Pointer, kl C.int64_t, v unsafe.Pointer, 
 	return codeOK
 }
 
-// kv0_db_get reads key k: out.num is 1 and out.data the value when it has
-// one, out.num is 0 when it has none.
+// kv0_db_get reads key k. A value of at most bufCap bytes is copied into
+// buf (the caller's receive buffer), out.len its length and out.num 1; a
+// longer one is returned in out.data with out.num 2; out.num is 0 when the
+// key has no value.
 //
 //export kv0_db_get
-func kv0_db_get(h C.int64_t, k unsafe.Pointer, kl C.int64_t, out *C.kv0_out) (code C.int32_t) {
+func kv0_db_get(h C.int64_t, k unsafe.Pointer, kl C.int64_t, buf unsafe.Pointer, bufCap C.int64_t, out *C.kv0_out) (code C.int32_t) {
 	defer recoverTo(out, &code)
 	d, err := getDB(h)
 	if err != nil {
@@ -203,8 +205,13 @@ func kv0_db_get(h C.int64_t, k unsafe.Pointer, kl C.int64_t, out *C.kv0_out) (co
 	if err != nil {
 		return fail(out, err)
 	}
+	if buf != nil && len(v) <= int(bufCap) {
+		copy(unsafe.Slice((*byte)(buf), len(v)), v)
+		out.data, out.len, out.num = nil, C.int64_t(len(v)), 1
+		return codeOK
+	}
 	setOut(out, v)
-	out.num = 1
+	out.num = 2
 	return codeOK
 }
 

@@ -56,7 +56,7 @@ const (
 
 // abiVersion changes whenever a call's signature or a buffer layout does;
 // the Python side refuses a library of another version.
-const abiVersion = 2
+const abiVersion = 3
 
 // kv0_abi_version returns abiVersion.
 //

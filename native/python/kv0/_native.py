@@ -17,7 +17,7 @@ import weakref
 
 from . import errors
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 
 class Out(ctypes.Structure):
@@ -37,7 +37,7 @@ _OUT = ctypes.POINTER(Out)
 _SIGNATURES = {
     "kv0_db_open": [_P, _I64, _P, _I64, _P, _I64, _OUT],
     "kv0_db_put": [_I64, _P, _I64, _P, _I64],
-    "kv0_db_get": [_I64, _P, _I64, _OUT],
+    "kv0_db_get": [_I64, _P, _I64, _V, _I64, _OUT],
     "kv0_db_delete": [_I64, _P, _I64, _I32, _OUT],
     "kv0_db_delete_range": [_I64, _P, _I64, _P, _I64, _I32, _OUT],
     "kv0_db_write": [_I64, _V, _I64, _I32, _OUT],
@@ -120,6 +120,22 @@ def out():
     except AttributeError:
         o = _tls.out = Out()
         return o
+
+
+RECEIVE_SIZE = 64 << 10
+
+
+def receive():
+    """The calling thread's receive buffer: (kv0_out, address, memoryview)
+    of RECEIVE_SIZE bytes the engine copies small results into, saving the
+    allocation, copy and free of a kv0_out buffer."""
+    try:
+        return _tls.recv
+    except AttributeError:
+        b = bytearray(RECEIVE_SIZE)
+        arr = (ctypes.c_char * RECEIVE_SIZE).from_buffer(b)
+        r = _tls.recv = (out(), ctypes.addressof(arr), memoryview(b), arr)
+        return r
 
 
 def take(o):

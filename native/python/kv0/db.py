@@ -300,11 +300,14 @@ class DB:
             key = _bytes(key)
         if column_family is not None:
             _check_cf(column_family)
-        o = out()
-        code = lib.kv0_db_get(self._h, key, len(key), o)
+        o, addr, mv, _ = _native.receive()
+        code = lib.kv0_db_get(self._h, key, len(key), addr, _native.RECEIVE_SIZE, o)
         if code:
             raise _native.error(code, o)
-        if not o.num:
+        n = o.num
+        if n == 1:
+            return mv[:o.len].tobytes()
+        if n == 0:
             return None
         return take(o)
 
