@@ -31,6 +31,10 @@ def test_put_get_delete(db):
     db.delete(b"never-there")
     db.put(b"", b"empty key")
     assert db.get(b"") == b"empty key"
+    big = os.urandom(200_000)  # past the receive buffer: returned in an allocated one
+    db.put(b"big", big)
+    assert db.get(b"big") == big
+    assert db.get(b"k2") == b""
 
 
 def test_delete_range(db):

@@ -95,6 +95,8 @@ def test_threads_share_handles(tmp_path):
                 run.track(float(i), "loss", context={"thread": t})
                 if i % 10 == 0:
                     db.put(b"t%d-%05d" % (t, i), b"%d" % i)
+                    if db.get(b"t%d-%05d" % (t, i)) != b"%d" % i:
+                        raise AssertionError(f"thread {t} lost its put {i}")
                 if i % 1000 == 999:
                     run.track_many("batched", [float(i)] * 100)
                     repo.flush() if t % 2 else db.flush()
