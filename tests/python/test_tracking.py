@@ -193,3 +193,30 @@ def test_memory_repo():
         run = r.start_run(name="m")
         run.track(1.0, "x")
         assert r.all_series(run.id)[0]["stats"]["count"] == 1
+
+
+def test_numpy_arrays(repo):
+    np = pytest.importorskip("numpy")  # optional at run time
+    run = repo.start_run(name="np")
+    run.track_many("a", np.arange(5, dtype=np.float64), steps=np.arange(10, 15))
+    run.track_many("b", np.arange(3, dtype=np.float32))  # converted
+    run.track(np.float32(2.5), "c", step=np.int64(7))
+    sids = {s["name"]: s["series_id"] for s in repo.all_series(run.id)}
+    a, b, c = repo.read_many([sids["a"], sids["b"], sids["c"]])
+    assert isinstance(a["steps"], np.ndarray) and a["steps"].dtype == np.int64
+    assert a["steps"].tolist() == [10, 11, 12, 13, 14] and a["values"].tolist() == [0, 1, 2, 3, 4]
+    assert b["values"].tolist() == [0, 1, 2] and c["steps"].tolist() == [7] and c["values"].tolist() == [2.5]
+
+
+def test_without_numpy():
+    # The array.array path, even where numpy is installed.
+    from conftest import run_python
+    code = ("import sys; sys.modules['numpy'] = None\n"
+            "import array, kv0.tracking as t\n"
+            "r = t.Repo('memory://no-numpy'); run = r.start_run()\n"
+            "run.track_many('x', [1.0, 2.0])\n"
+            "(d,) = r.read_many([r.all_series(run.id)[0]['series_id']])\n"
+            "assert isinstance(d['values'], array.array) and d['values'].typecode == 'd', d\n"
+            "assert list(d['steps']) == [0, 1] and d['steps'].typecode == 'q'\n"
+            "print('ok')\n")
+    assert run_python(code).stdout.strip() == "ok"
