@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/kv0/kv0/core/kv"
 	"github.com/kv0/kv0/core/tracking"
@@ -59,14 +61,30 @@ func perPoint(b *testing.B, n int) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/point")
 }
 
+// cpuTime is the CPU time (user + system, every thread) of the process so
+// far. Its difference over a workload is far less sensitive to other
+// processes' load than the wall clock.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cpuPerPoint reports the CPU time of the timed parts per point.
+func cpuPerPoint(b *testing.B, cpu time.Duration, n int) {
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N*n), "cpu-ns/point")
+}
+
 // BenchmarkTrack: Run.Track one point at a time over 100 series, the final
 // flush and close included.
 func BenchmarkTrack(b *testing.B) {
 	ns := metricNames()
+	var cpu time.Duration
 	for b.Loop() {
 		b.StopTimer()
 		r := openRepo(b)
 		b.StartTimer()
+		c0 := cpuTime()
 		run, err := r.StartRun(context.Background(), tracking.RunSpec{Name: "bench"})
 		if err != nil {
 			b.Fatal(err)
@@ -79,8 +97,10 @@ func BenchmarkTrack(b *testing.B) {
 		if err := r.Close(); err != nil {
 			b.Fatal(err)
 		}
+		cpu += cpuTime() - c0
 	}
 	perPoint(b, *points)
+	cpuPerPoint(b, cpu, *points)
 }
 
 // BenchmarkTrackBatched: batches of 1,000 points of one series with their
@@ -91,10 +111,12 @@ func BenchmarkTrackBatched(b *testing.B) {
 	for i := range values {
 		values[i] = float64(i) * 0.25
 	}
+	var cpu time.Duration
 	for b.Loop() {
 		b.StopTimer()
 		r := openRepo(b)
 		b.StartTimer()
+		c0 := cpuTime()
 		run, err := r.StartRun(context.Background(), tracking.RunSpec{Name: "bench"})
 		if err != nil {
 			b.Fatal(err)
@@ -112,8 +134,10 @@ func BenchmarkTrackBatched(b *testing.B) {
 		if err := r.Close(); err != nil {
 			b.Fatal(err)
 		}
+		cpu += cpuTime() - c0
 	}
 	perPoint(b, *batched)
+	cpuPerPoint(b, cpu, *batched)
 }
 
 func openDB(b *testing.B, dir string) *kv.DB {
@@ -134,10 +158,12 @@ var value = make([]byte, 100)
 // BenchmarkPut: DB.Put of 100-byte values one call at a time, close
 // included.
 func BenchmarkPut(b *testing.B) {
+	var cpu time.Duration
 	for b.Loop() {
 		b.StopTimer()
 		db := openDB(b, b.TempDir())
 		b.StartTimer()
+		c0 := cpuTime()
 		for i := range *keys {
 			if err := db.Put(context.Background(), key(i), value, nil); err != nil {
 				b.Fatal(err)
@@ -146,16 +172,20 @@ func BenchmarkPut(b *testing.B) {
 		if err := db.Close(); err != nil {
 			b.Fatal(err)
 		}
+		cpu += cpuTime() - c0
 	}
 	perPoint(b, *keys)
+	cpuPerPoint(b, cpu, *keys)
 }
 
 // BenchmarkWriteBatch: DB.Write of batches of 1,000 puts, close included.
 func BenchmarkWriteBatch(b *testing.B) {
+	var cpu time.Duration
 	for b.Loop() {
 		b.StopTimer()
 		db := openDB(b, b.TempDir())
 		b.StartTimer()
+		c0 := cpuTime()
 		var wb kv.Batch
 		for j := range *batched / 1000 {
 			wb.Reset()
@@ -169,8 +199,10 @@ func BenchmarkWriteBatch(b *testing.B) {
 		if err := db.Close(); err != nil {
 			b.Fatal(err)
 		}
+		cpu += cpuTime() - c0
 	}
 	perPoint(b, *batched)
+	cpuPerPoint(b, cpu, *batched)
 }
 
 func filled(b *testing.B, n int) *kv.DB {
@@ -201,6 +233,7 @@ func BenchmarkGet(b *testing.B) {
 		order[i] = rng.IntN(*keys)
 	}
 	b.ResetTimer()
+	c0 := cpuTime()
 	for b.Loop() {
 		for _, i := range order {
 			if _, err := db.Get(context.Background(), key(i)); err != nil {
@@ -209,6 +242,7 @@ func BenchmarkGet(b *testing.B) {
 		}
 	}
 	perPoint(b, *keys)
+	cpuPerPoint(b, cpuTime()-c0, *keys)
 }
 
 // BenchmarkIterate: every key and value of a 1M-key database, forward.
@@ -216,6 +250,7 @@ func BenchmarkIterate(b *testing.B) {
 	db := filled(b, *iterN)
 	defer db.Close()
 	b.ResetTimer()
+	c0 := cpuTime()
 	for b.Loop() {
 		it, err := db.NewIter(context.Background(), nil)
 		if err != nil {
@@ -231,4 +266,5 @@ func BenchmarkIterate(b *testing.B) {
 		}
 	}
 	perPoint(b, *iterN)
+	cpuPerPoint(b, cpuTime()-c0, *iterN)
 }
