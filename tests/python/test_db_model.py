@@ -1,6 +1,7 @@
 """A model test of kv0.DB against a dict: random puts, deletes, range
 deletes, batches, reads, iterator walks in both directions, flushes and
-reopens (some while writes are still only in the WAL). KV0_PY_SEED picks
+reopens (some while writes are still only in the WAL), readers and time
+travel to versions flushed earlier. KV0_PY_SEED picks
 the seed and KV0_PY_STEPS the number of operations (default 700); each
 failure prints the seed that reproduces it."""
 
@@ -30,6 +31,7 @@ def test_model(tmp_path, seed):
     rng = random.Random(seed)
     path = str(tmp_path / "db")
     model = {}
+    versions = {}  # version -> the model when it was the latest
     db = kv0.DB(path, flush_interval=-1)
     try:
         for step in range(int(os.environ.get("KV0_PY_STEPS", "700"))):
@@ -72,10 +74,11 @@ def test_model(tmp_path, seed):
                 _check_walk(db, model, rng, ctx)
             elif r < 0.95:
                 db.flush()
+                versions[db.versions()[-1]["version"]] = dict(model)
             elif r < 0.98:
                 db.close()
                 db = kv0.DB(path, flush_interval=-1)
-            else:
+            elif r < 0.99 or not versions:
                 # A reader sees what the writer flushed; the writer's
                 # unflushed writes are its own until then.
                 db.flush()
@@ -83,6 +86,13 @@ def test_model(tmp_path, seed):
                     it = ro.iteritems()
                     it.seek_to_first()
                     assert dict(it) == model, ctx
+            else:
+                # Time travel: an older version holds what was latest then.
+                v = rng.choice(sorted(versions))
+                with kv0.DB(path, version=v) as old:
+                    it = old.iteritems()
+                    it.seek_to_first()
+                    assert list(it) == sorted(versions[v].items()), f"{ctx}: version {v}"
         db.close()
         db = kv0.DB(path, read_only=True)
         it = db.iteritems()
