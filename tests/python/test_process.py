@@ -8,6 +8,8 @@ import subprocess
 import sys
 import threading
 
+import pytest
+
 import kv0
 import kv0.tracking as tracking
 from kv0 import errors
@@ -17,7 +19,10 @@ from conftest import PYOUT, run_python
 TRAIN = r"""
 import sys, kv0, kv0.tracking as tracking
 repo_path, db_path = sys.argv[1], sys.argv[2]
-repo = tracking.Repo(repo_path, flush_rows=3000, flush_interval=0.05, wal_sync="batch")
+if sys.argv[3:] == ["wal-only"]:  # nothing reaches Lance: every point is only in the WAL
+    repo = tracking.Repo(repo_path, flush_rows=10**9, flush_interval=-1, wal_sync="batch")
+else:
+    repo = tracking.Repo(repo_path, flush_rows=3000, flush_interval=0.05, wal_sync="batch")
 db = kv0.DB(db_path, flush_interval=0.05)
 run = repo.start_run(name="killed")
 print("run", run.id, flush=True)
@@ -208,3 +213,34 @@ def test_closed_errors_are_typed(tmp_path):
         assert "closed" in str(e)
     else:
         raise AssertionError("flush after close did not raise Closed")
+
+
+def test_cli_replays_python_wal(tmp_path, cli):
+    # The CLI and the package key a repository's WAL alike, so a writable
+    # CLI open (kv0 track --resume) replays what a killed script left.
+    repo_path, db_path = str(tmp_path / "repo"), str(tmp_path / "db")
+    env = dict(os.environ, PYTHONPATH=PYOUT)
+    p = subprocess.Popen([sys.executable, "-c", TRAIN, repo_path, db_path, "wal-only"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env=env)
+    acked, run_id = 0, None
+    try:
+        for line in p.stdout:
+            word, val = line.split()
+            if word == "run":
+                run_id = val
+            elif int(val) >= 3 * 700:
+                acked = int(val)
+                break
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    assert run_id and acked, p.stderr.read()
+    with tracking.Repo(repo_path, read_only=True) as repo:
+        with pytest.raises(errors.NotFound):
+            repo.run(run_id)  # the run itself is only in the WAL
+    subprocess.run([cli, "track", repo_path, "--resume", run_id], input="", capture_output=True, text=True,
+                   check=True)
+    with tracking.Repo(repo_path, read_only=True) as repo:
+        series = {s["name"]: s["series_id"] for s in repo.all_series(run_id)}
+        steps = list(repo.read_many([series["loss"]])[0]["steps"])
+    assert len(steps) >= acked and steps == list(range(len(steps)))
