@@ -20,7 +20,6 @@ import json
 import struct
 
 from . import _native
-from . import errors
 from ._native import lib, out, take, check
 
 try:  # optional: read_many returns numpy arrays when it is there
