@@ -103,16 +103,18 @@ python:
 	cp native/python/kv0_build.py $(PYOUT)/
 	sed 's/@VERSION@/$(PY_VERSION)/' native/python/pyproject.toml > $(PYOUT)/pyproject.toml
 
-# pytest and pip come from Debian (python3-pytest, python3-pip); with
-# CI=true missing ones are installed, and if that fails the target fails,
-# never skips.
+# pytest, pip and numpy (optional for users; the tests cover both the
+# numpy and the array.array results) come from Debian; with CI=true
+# missing ones are installed, and if that fails the target fails, never
+# skips.
+PY_APT := python3-pytest python3-pip python3-numpy
 python-deps:
-	@if ! $(PYTHON) -c 'import pytest' >/dev/null 2>&1 || ! $(PYTHON) -m pip --version >/dev/null 2>&1; then \
+	@if ! $(PYTHON) -c 'import pytest, numpy' >/dev/null 2>&1 || ! $(PYTHON) -m pip --version >/dev/null 2>&1; then \
 		if [ "$$CI" = "true" ]; then \
-			apt-get update -qq && apt-get install -y -qq python3-pytest python3-pip || exit 1; \
+			apt-get update -qq && apt-get install -y -qq $(PY_APT) || exit 1; \
 			$(PYTHON) -c 'import pytest' || { echo "pytest is required for the Python tests (CI=true)"; exit 1; }; \
 		else \
-			echo "warning: $(PYTHON) lacks pytest or pip (apt-get install python3-pytest python3-pip): Python tests will skip"; \
+			echo "warning: $(PYTHON) lacks pytest, pip or numpy (apt-get install $(PY_APT)): some Python tests will skip"; \
 		fi; \
 	fi
 
