@@ -185,8 +185,10 @@ def test_bad_arguments(repo):
         repo.start_run(tags="a")
     run.track(True, "flag")  # a bool is a number
     run.track_many("f32", memoryview(array.array("f", [1.5, 2.5])))  # converted
-    sid = {s["name"]: s["series_id"] for s in repo.all_series(run.id)}["f32"]
-    assert list(repo.read_many([sid])[0]["values"]) == [1.5, 2.5]
+    run.track_many("ro", memoryview(array.array("d", [3.5, 4.5]).tobytes()).cast("d"))  # a read-only buffer
+    sids = {s["name"]: s["series_id"] for s in repo.all_series(run.id)}
+    f32, ro = repo.read_many([sids["f32"], sids["ro"]])
+    assert list(f32["values"]) == [1.5, 2.5] and list(ro["values"]) == [3.5, 4.5]
 
 
 def test_memory_repo():

@@ -86,7 +86,8 @@ def _buffer(values, fmt, what):
         if not mv.readonly:
             keeper = (ctypes.c_char * (n * 8)).from_buffer(mv)
             return keeper, ctypes.addressof(keeper), n
-        values = mv
+        keeper = mv.tobytes()  # a read-only buffer: one copy at C speed
+        return keeper, keeper, n
     try:
         arr = array.array(fmt, values)
     except TypeError:
