@@ -109,12 +109,34 @@ def test_threads_share_handles(tmp_path):
         except Exception as e:  # reported below
             errs.append(e)
 
+    stop = threading.Event()
+
+    def scan():
+        # A reader iterating both ways while the writers run: keys come in
+        # order, never twice.
+        try:
+            while not stop.is_set():
+                it = db.iterkeys()
+                it.seek_to_first()
+                keys = list(it)
+                assert keys == sorted(set(keys))
+                it.seek_to_last()
+                back = list(reversed(it))
+                assert back == sorted(set(back), reverse=True)
+                repo.runs()
+        except Exception as e:  # reported below
+            errs.append(e)
+
     threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    reader = threading.Thread(target=scan)
+    reader.start()
     for th in threads:
         th.start()
     for th in threads:
         th.join(timeout=300)
-    assert not any(th.is_alive() for th in threads), "deadlock: threads still running"
+    stop.set()
+    reader.join(timeout=60)
+    assert not any(th.is_alive() for th in threads + [reader]), "deadlock: threads still running"
     assert not errs, errs
     for t, rid in enumerate(ids):
         series = {s["name"]: s for s in repo.all_series(rid)}
