@@ -5,6 +5,7 @@
 #   make bench   benchmarks side by side with lancedb, Pebble and SQLite (docs/benchmarks.md)
 #   make fuzz    every fuzz target for FUZZTIME (default 60s)
 #   make proto   regenerate the protobuf code from core/internal/lancepb/proto
+#   make python  the Python package in out/python (PYTHONPATH=out/python, or pip install ./out/python)
 
 GO        ?= go
 BIN       := bin
@@ -14,7 +15,8 @@ FUZZTIME  ?= 60s
 APT_PACKAGES := protobuf-compiler nodejs npm
 PROTOC_GEN_GO_VERSION := v1.36.12
 
-.PHONY: all build run test vet unit wasm fuzz fuzz-short interop-deps bench bench-lance bench-kv bench-tracking bench-s3 proto clean
+.PHONY: all build run test vet unit wasm fuzz fuzz-short interop-deps bench bench-lance bench-kv bench-tracking bench-s3 proto clean \
+	python python-deps python-test bench-python
 
 all: build
 
@@ -34,7 +36,7 @@ run: build
 
 # `make test` is what CI runs (.ci/run). Node and npm are needed by the
 # interop suite; with CI=true their absence is an error, never a skip.
-test: interop-deps vet unit wasm fuzz-short
+test: interop-deps vet unit wasm fuzz-short python-test
 
 vet:
 	$(GO) vet ./...
@@ -73,7 +75,8 @@ interop-deps:
 #   bench-kv        key-value layer vs Pebble
 #   bench-tracking  tracking layer vs MLflow's SQLite shape
 #   bench-s3        round trips and bytes with 50 ms injected latency; commits against versitygw
-bench: bench-lance bench-kv bench-tracking bench-s3
+#   bench-python    the Python package vs the Go API (Run.track, DB.put/get, iteration)
+bench: bench-lance bench-kv bench-tracking bench-s3 bench-python
 
 bench-lance: build interop-deps
 	bash tests/bench.sh
@@ -86,6 +89,45 @@ bench-tracking:
 
 bench-s3:
 	$(GO) test ./tests/s3 -run '^$$' -bench 'BenchmarkLatency|BenchmarkTrackingLatency|BenchmarkCommit' -benchtime 3x
+
+# The Python package (native/python on the C ABI of native/capi). The
+# shared library is built once and the Python sources copied next to it.
+PYTHON    ?= /usr/bin/python3
+PYOUT     := out/python
+PY_VERSION := 0.2.0
+python:
+	mkdir -p $(PYOUT)/kv0
+	$(GO) build -buildmode=c-shared -o $(PYOUT)/kv0/libkv0.so ./native/capi
+	rm -f $(PYOUT)/kv0/libkv0.h
+	cp native/python/kv0/*.py $(PYOUT)/kv0/
+	cp native/python/kv0_build.py $(PYOUT)/
+	sed 's/@VERSION@/$(PY_VERSION)/' native/python/pyproject.toml > $(PYOUT)/pyproject.toml
+
+# pytest, pip and numpy (optional for users; the tests cover both the
+# numpy and the array.array results) come from Debian; with CI=true
+# missing ones are installed, and if that fails the target fails, never
+# skips.
+PY_APT := python3-pytest python3-pip python3-numpy
+python-deps:
+	@if ! $(PYTHON) -c 'import pytest, numpy' >/dev/null 2>&1 || ! $(PYTHON) -m pip --version >/dev/null 2>&1; then \
+		if [ "$$CI" = "true" ]; then \
+			apt-get update -qq && apt-get install -y -qq $(PY_APT) || exit 1; \
+			$(PYTHON) -c 'import pytest' || { echo "pytest is required for the Python tests (CI=true)"; exit 1; }; \
+		else \
+			echo "warning: $(PYTHON) lacks pytest, pip or numpy (apt-get install $(PY_APT)): some Python tests will skip"; \
+		fi; \
+	fi
+
+# The Python tests use bin/kv0 and lancedb (tests/interop) for interop.
+# pytest's exit code 5 (no tests collected) fails the target like any
+# other failure.
+python-test: build python python-deps interop-deps
+	@if $(PYTHON) -c 'import pytest' >/dev/null 2>&1; then \
+		KV0_CLI=$(CURDIR)/$(KV0) PYTHONPATH=$(CURDIR)/$(PYOUT) $(PYTHON) -m pytest -q -p no:cacheprovider tests/python; \
+	elif [ "$$CI" = "true" ]; then exit 1; fi
+
+bench-python: build python
+	PYTHONPATH=$(CURDIR)/$(PYOUT) $(PYTHON) tests/python/bench.py
 
 proto:
 	@command -v protoc >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq protobuf-compiler; }

@@ -1,0 +1,230 @@
+"""kv0.tracking: Repo and Run over the whole API."""
+
+import array
+import datetime
+import math
+import os
+
+import pytest
+
+import kv0
+import kv0.tracking as tracking
+from kv0 import errors
+
+
+@pytest.fixture
+def repo(tmp_path):
+    r = tracking.Repo(str(tmp_path / "repo"), flush_interval=-1)
+    yield r
+    r.close()
+
+
+def _col(a):
+    return list(a)
+
+
+def test_start_track_read(repo):
+    run = repo.start_run(name="base", experiment="mnist", description="d", tags=("a", "b"),
+                         params={"optimizer": {"lr": 0.001, "name": "adam"}, "bs": 32}, kind="training",
+                         target={"dataset": "mnist"})
+    assert isinstance(run.id, str) and len(run.id) == 32
+    for i in range(10):
+        run.track(i * 0.5, "loss", epoch=i // 5)
+    run.track(1.0, "loss", step=100, context={"subset": "val"})
+    run.track(2, "loss", step=101, context={"subset": "val"})  # ints are numbers too
+    run.track_many("acc", array.array("d", [0.1, 0.2, 0.3]))
+    run.track_many("acc", [0.4, 0.5], steps=[10, 20])
+    run.track_many("lr", (1e-3,) * 4, steps=array.array("q", [0, 1, 2, 3]), epoch=7)
+    run.track_many("empty", [])
+    info = repo.run(run.id)
+    assert info["name"] == "base" and info["experiment"] == "mnist" and info["tags"] == ["a", "b"]
+    assert info["status"] == "running" and info["kind"] == "training" and info["description"] == "d"
+    assert info["target"] == '{"dataset": "mnist"}'
+    assert repo.all_params(run.id) == {"optimizer.lr": 0.001, "optimizer.name": "adam", "bs": 32}
+    series = repo.all_series(run.id)
+    names = [(s["name"], s["context"]) for s in series]
+    assert names == [("acc", "{}"), ("loss", '{"subset":"val"}'), ("loss", "{}"), ("lr", "{}")]
+    by = {(s["name"], s["context"]): s for s in series}
+    assert all(isinstance(s["series_id"], int) for s in series)
+    loss = by[("loss", "{}")]
+    assert loss["stats"]["count"] == 10 and loss["stats"]["last_value"] == 4.5 and loss["stats"]["max_step"] == 9
+    ids = [by[k]["series_id"] for k in [("loss", "{}"), ("acc", "{}"), ("lr", "{}"), ("loss", '{"subset":"val"}')]]
+    data = repo.read_many(ids + [12345])
+    assert [d["series_id"] for d in data] == ids + [12345]
+    assert _col(data[0]["steps"]) == list(range(10))
+    assert _col(data[0]["values"]) == [i * 0.5 for i in range(10)]
+    assert _col(data[0]["epochs"]) == [0] * 5 + [1] * 5
+    assert _col(data[1]["steps"]) == [0, 1, 2, 10, 20] and _col(data[1]["values"]) == [0.1, 0.2, 0.3, 0.4, 0.5]
+    assert _col(data[1]["epochs"]) == [tracking.NO_EPOCH] * 5
+    assert _col(data[2]["epochs"]) == [7] * 4
+    assert _col(data[3]["values"]) == [1.0, 2.0]
+    assert len(data[4]["steps"]) == 0
+    now = datetime.datetime.now(datetime.timezone.utc).timestamp()
+    assert all(now - 60 < t <= now + 1 for t in data[0]["timestamps"])
+    # Ranges and downsampling.
+    assert _col(repo.read_many([ids[0]], steps=(2, 5))[0]["steps"]) == [2, 3, 4]
+    assert _col(repo.read_many([ids[0]], steps=range(8, 100))[0]["steps"]) == [8, 9]
+    assert len(repo.read_many([ids[0]], max_points=4)[0]["steps"]) <= 4
+    assert len(repo.read_many([ids[0]], time=(now - 3600, now + 3600))[0]["steps"]) == 10
+    assert len(repo.read_many([ids[0]], time=(now + 3600, now + 7200))[0]["steps"]) == 0
+    stats = repo.series_stats(ids[:2])
+    assert set(stats) == set(ids[:2]) and stats[ids[1]]["count"] == 5
+    assert set(repo.series_stats()) == set(ids)
+    run.finish()
+    assert repo.run(run.id)["status"] == "finished" and "ended_at" in repo.run(run.id)
+
+
+def test_non_finite_values(repo):
+    run = repo.start_run(name="nan")
+    run.track_many("x", [math.nan, math.inf, -math.inf])
+    s = repo.all_series(run.id)[0]
+    assert s["stats"]["non_finite"] == 3 and s["stats"]["min"] == math.inf and s["stats"]["max"] == -math.inf
+    vals = repo.read_many([s["series_id"]])[0]["values"]
+    assert math.isnan(vals[0]) and vals[1] == math.inf and vals[2] == -math.inf
+
+
+def test_runs_filters_update_delete(repo):
+    a = repo.start_run(name="a", experiment="e1", tags=["x"])
+    b = repo.start_run(name="b", experiment="e2", tags=["x", "y"], params={"lr": 0.1})
+    c = repo.start_run(name="c", experiment="e1")
+    assert [r["name"] for r in repo.runs()] == ["a", "b", "c"]
+    assert [r["name"] for r in repo.runs(experiment="e1")] == ["a", "c"]
+    assert [r["name"] for r in repo.runs(tags=["y"])] == ["b"]
+    assert [r["name"] for r in repo.runs(params=[("lr", ">", 0.05)])] == ["b"]
+    repo.update_run(a.id, description="changed", archived=True, tags=["z"])
+    a.update(name="a2")
+    info = repo.run(a.id)
+    assert info["name"] == "a2" and info["description"] == "changed" and info["archived"] and info["tags"] == ["z"]
+    assert [r["name"] for r in repo.runs(archived=False)] == ["b", "c"]
+    b.set_params({"opt": {"m": 0.9}})
+    b.set_params({"opt": {"n": 1}})
+    assert repo.all_params(b.id) == {"lr": 0.1, "opt.m": 0.9, "opt.n": 1}
+    c.finish("failed")
+    assert [r["name"] for r in repo.runs(status="failed")] == ["c"]
+    repo.delete_runs([c.id])
+    assert [r["name"] for r in repo.runs()] == ["a2", "b"]
+    with pytest.raises(errors.NotFound):
+        repo.run(c.id)
+    with pytest.raises(errors.NotFound):
+        repo.delete_runs(["no-such-run"])
+    with pytest.raises(errors.NotFound):
+        repo.resume_run("no-such-run")
+    with pytest.raises(TypeError):
+        repo.update_run(a.id, colour="red")
+    with pytest.raises(TypeError):
+        repo.runs(colour="red")
+
+
+def test_resume_context_manager_optimize_purge(tmp_path):
+    path = str(tmp_path / "repo")
+    with tracking.Repo(path) as repo:
+        with repo.start_run(name="r") as run:
+            for i in range(5):
+                run.track(float(i), "loss")
+        rid = run.id
+        assert repo.run(rid)["status"] == "finished"
+        with pytest.raises(RuntimeError):
+            with repo.start_run(name="boom") as bad:
+                raise RuntimeError("training failed")
+        assert repo.run(bad.id)["status"] == "failed"
+    with tracking.Repo(path) as repo:
+        run = repo.resume_run(rid)
+        run.track(5.0, "loss")  # continues at step 5
+        sid = repo.all_series(rid)[0]["series_id"]
+        assert list(repo.read_many([sid])[0]["steps"]) == [0, 1, 2, 3, 4, 5]
+        st = repo.optimize()
+        assert st["metrics_rewritten"] >= 6
+        repo.delete_runs([bad.id])
+        repo.purge()
+        assert [r["run_id"] for r in repo.runs()] == [rid]
+        repo.flush()
+        repo.flush_wal()
+
+
+def test_read_only_and_closed(tmp_path):
+    path = str(tmp_path / "repo")
+    with pytest.raises(errors.NotFound):
+        tracking.Repo(path, read_only=True)
+    w = tracking.Repo(path)
+    run = w.start_run(name="r")
+    run.track(1.0, "loss")
+    w.close()
+    w.close()  # a second close does nothing
+    with pytest.raises(errors.Closed):
+        run.track(2.0, "loss")
+    with pytest.raises(errors.Closed):
+        w.runs()
+    ro = tracking.Repo(path, read_only=True)
+    assert ro.read_only and [r["name"] for r in ro.runs()] == ["r"]
+    for write in (lambda: ro.start_run(name="x"), lambda: ro.update_run(run.id, name="y"),
+                  lambda: ro.delete_runs([run.id]), lambda: ro.resume_run(run.id)):
+        with pytest.raises(errors.NotSupported):
+            write()
+    ro.close()
+
+
+def test_bad_arguments(repo):
+    run = repo.start_run()
+    with pytest.raises(errors.InvalidArgument):
+        run.track(1.0, "")
+    with pytest.raises(TypeError):
+        run.track(1.0, 5)
+    with pytest.raises(TypeError):
+        run.track("x", "loss")
+    with pytest.raises(TypeError):
+        run.track(1.0, "loss", step="3")
+    with pytest.raises(TypeError):
+        run.track(1.0, "loss", context="subset=train")
+    with pytest.raises(ValueError):
+        run.track_many("loss", [1.0, 2.0], steps=[1])
+    with pytest.raises(TypeError):
+        run.track_many("loss", ["a"])
+    with pytest.raises(TypeError):
+        tracking.Repo("memory://x", colour="red")
+    with pytest.raises(TypeError):
+        repo.start_run(tags="a")
+    run.track(True, "flag")  # a bool is a number
+    run.track_many("f32", memoryview(array.array("f", [1.5, 2.5])))  # converted
+    run.track_many("ro", memoryview(array.array("d", [3.5, 4.5]).tobytes()).cast("d"))  # a read-only buffer
+    sids = {s["name"]: s["series_id"] for s in repo.all_series(run.id)}
+    f32, ro = repo.read_many([sids["f32"], sids["ro"]])
+    assert list(f32["values"]) == [1.5, 2.5] and list(ro["values"]) == [3.5, 4.5]
+
+
+def test_memory_repo():
+    with tracking.Repo("memory://pytest-repo") as r:
+        run = r.start_run(name="m")
+        run.track(1.0, "x")
+        assert r.all_series(run.id)[0]["stats"]["count"] == 1
+
+
+def test_numpy_arrays(repo):
+    try:
+        import numpy as np  # optional at run time; `make python-deps` installs it when CI=true
+    except ImportError:
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true but numpy is missing (apt-get install python3-numpy)")
+        pytest.skip("numpy is not installed")
+    run = repo.start_run(name="np")
+    run.track_many("a", np.arange(5, dtype=np.float64), steps=np.arange(10, 15))
+    run.track_many("b", np.arange(3, dtype=np.float32))  # converted
+    run.track(np.float32(2.5), "c", step=np.int64(7))
+    sids = {s["name"]: s["series_id"] for s in repo.all_series(run.id)}
+    a, b, c = repo.read_many([sids["a"], sids["b"], sids["c"]])
+    assert isinstance(a["steps"], np.ndarray) and a["steps"].dtype == np.int64
+    assert a["steps"].tolist() == [10, 11, 12, 13, 14] and a["values"].tolist() == [0, 1, 2, 3, 4]
+    assert b["values"].tolist() == [0, 1, 2] and c["steps"].tolist() == [7] and c["values"].tolist() == [2.5]
+
+
+def test_without_numpy():
+    # The array.array path, even where numpy is installed.
+    from conftest import run_python
+    code = ("import sys; sys.modules['numpy'] = None\n"
+            "import array, kv0.tracking as t\n"
+            "r = t.Repo('memory://no-numpy'); run = r.start_run()\n"
+            "run.track_many('x', [1.0, 2.0])\n"
+            "(d,) = r.read_many([r.all_series(run.id)[0]['series_id']])\n"
+            "assert isinstance(d['values'], array.array) and d['values'].typecode == 'd', d\n"
+            "assert list(d['steps']) == [0, 1] and d['steps'].typecode == 'q'\n"
+            "print('ok')\n")
+    assert run_python(code).stdout.strip() == "ok"
