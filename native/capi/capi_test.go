@@ -149,19 +149,6 @@ func TestApplyEnv(t *testing.T) {
 	}
 }
 
-func TestRepoWALKey(t *testing.T) {
-	for loc, want := range map[string]string{
-		"memory://x":       "",
-		"s3://bucket/p/":   "repo:s3://bucket/p",
-		"/abs/repo":        "repo:/abs/repo",
-		"file:///abs/repo": "repo:/abs/repo",
-	} {
-		if got, err := repoWALKey(loc); err != nil || got != want {
-			t.Errorf("repoWALKey(%q) = %q, %v; want %q", loc, got, err, want)
-		}
-	}
-}
-
 // BenchmarkIterChunk measures the Go half of an iterator step: encoding
 // chunks of 1,024 entries (100-byte values) for the Python side.
 func BenchmarkIterChunk(b *testing.B) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/kv0/kv0/core/kv"
 	"github.com/kv0/kv0/native/kvdb"
+	"github.com/kv0/kv0/native/location"
 	"github.com/kv0/kv0/native/wal"
 )
 
@@ -129,7 +130,7 @@ func openDB(loc string, o dbOptions) (*dbHandle, error) {
 			ValueCacheSize: o.ValueCacheSize, MaxFragments: o.MaxFragments,
 		},
 	}
-	readOnly := o.ReadOnly || o.Version != 0 || isHTTP(loc)
+	readOnly := o.ReadOnly || o.Version != 0 || location.ReadOnly(loc, location.Options{})
 	h := &dbHandle{readOnly: readOnly, iters: map[int64]struct{}{}}
 	// The handle opens the WAL itself (where kvdb.Open would), so that
 	// flush_wal can sync it.

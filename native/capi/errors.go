@@ -10,6 +10,7 @@ import (
 	"github.com/kv0/kv0/core/lancefile"
 	"github.com/kv0/kv0/core/store"
 	"github.com/kv0/kv0/core/tracking"
+	"github.com/kv0/kv0/native/runlock"
 	"github.com/kv0/kv0/native/wal"
 )
 
@@ -29,7 +30,7 @@ var errorClasses = []struct {
 	{codeNotSupported, []error{kv.ErrNotSupported, tracking.ErrReadOnly, store.ErrNotSupported,
 		lance.ErrUnsupportedFeature, lancefile.ErrUnsupportedVersion, lancefile.ErrUnsupportedEncoding, lancefile.ErrUnsupportedType}},
 	{codeConflict, []error{kv.ErrConflict, lance.ErrConflict, lance.ErrExists, lance.ErrTagExists, tracking.ErrExists,
-		kv.ErrTagged, tracking.ErrTagHoldsDeleted, wal.ErrLocked, kv.ErrStaleWAL}},
+		kv.ErrTagged, tracking.ErrTagHoldsDeleted, wal.ErrLocked, kv.ErrStaleWAL, runlock.ErrHeld}},
 	{codeInvalidArgument, []error{errInvalidArg, tracking.ErrInvalid, inspect.ErrInvalid, store.ErrInvalidKey, lance.ErrSchemaMismatch}},
 	{codeStoreIO, []error{kv.ErrStoreIO, wal.ErrBroken}},
 	{codeNotFound, []error{kv.ErrNotFound, tracking.ErrNotFound, store.ErrNotFound, lance.ErrNotFound}},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -50,39 +49,4 @@ func locationOptions(so map[string]any) (location.Options, error) {
 		}
 	}
 	return o, nil
-}
-
-func isHTTP(loc string) bool {
-	l := strings.ToLower(loc)
-	return strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://")
-}
-
-// isURI reports whether loc is scheme://... rather than a path.
-func isURI(loc string) bool {
-	scheme, _, ok := strings.Cut(loc, "://")
-	return ok && len(scheme) > 1 && !strings.ContainsAny(scheme, `/\.`)
-}
-
-// repoWALKey returns the key of a repository's WAL directory ("" when it
-// has none: memory://). It follows the CLI's convention (`kv0 track`
-// logs a local repository under "repo:" + its absolute path), so either
-// replays what the other left behind. The CLI has its own copy of this
-// rule (native/cmd/kv0 openRepo); keep them equal.
-func repoWALKey(loc string) (string, error) {
-	if isURI(loc) {
-		scheme, rest, _ := strings.Cut(loc, "://")
-		switch strings.ToLower(scheme) {
-		case "memory":
-			return "", nil
-		case "file":
-			loc = rest
-		default:
-			return "repo:" + strings.TrimRight(loc, "/"), nil
-		}
-	}
-	abs, err := filepath.Abs(loc)
-	if err != nil {
-		return "", fmt.Errorf("kv0: %s: %w", loc, err)
-	}
-	return "repo:" + abs, nil
 }

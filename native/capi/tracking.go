@@ -19,6 +19,7 @@ import (
 	"github.com/kv0/kv0/core/inspect"
 	"github.com/kv0/kv0/core/tracking"
 	"github.com/kv0/kv0/native/location"
+	"github.com/kv0/kv0/native/runlock"
 	"github.com/kv0/kv0/native/wal"
 )
 
@@ -27,6 +28,68 @@ type repoHandle struct {
 	repo *tracking.Repo
 	mu   sync.Mutex
 	runs map[int64]struct{} // run handles to drop on close
+
+	// key is the repository's WAL key (location.RepoWALKey) and walDir
+	// the WAL root option: a writable handle holds the run lock
+	// (native/runlock) of each run it starts or resumes, as kv0 track
+	// does, so the two never write one run at once. locks is guarded by
+	// lockMu, which is never held while calling the Repo (the Repo calls
+	// recordHeartbeat with its own lock held).
+	key, walDir string
+	lockMu      sync.Mutex
+	locks       map[string]*runlock.Lock
+}
+
+// recordHeartbeat notes a heartbeat in every run lock the handle holds.
+func (rh *repoHandle) recordHeartbeat(at time.Time) {
+	rh.lockMu.Lock()
+	defer rh.lockMu.Unlock()
+	for _, lk := range rh.locks {
+		lk.RecordHeartbeat(at)
+	}
+}
+
+// lockRun takes the run lock of id (nothing on a read-only or memory
+// handle) and returns the heartbeat an earlier holder of this host
+// recorded; already is true when this handle held it before.
+func (rh *repoHandle) lockRun(id string) (prev time.Time, already bool, err error) {
+	if rh.key == "" {
+		return time.Time{}, true, nil
+	}
+	rh.lockMu.Lock()
+	_, held := rh.locks[id]
+	rh.lockMu.Unlock()
+	if held {
+		return time.Time{}, true, nil
+	}
+	lk, prev, err := runlock.Acquire(rh.key, id, rh.walDir)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	rh.lockMu.Lock()
+	rh.locks[id] = lk
+	rh.lockMu.Unlock()
+	return prev, false, nil
+}
+
+// unlockRun releases the run lock of id; clean removes its file.
+func (rh *repoHandle) unlockRun(id string, clean bool) {
+	rh.lockMu.Lock()
+	lk := rh.locks[id]
+	delete(rh.locks, id)
+	rh.lockMu.Unlock()
+	lk.Release(clean)
+}
+
+// unlockAll releases every run lock; clean removes their files.
+func (rh *repoHandle) unlockAll(clean bool) {
+	rh.lockMu.Lock()
+	locks := rh.locks
+	rh.locks = map[string]*runlock.Lock{}
+	rh.lockMu.Unlock()
+	for _, lk := range locks {
+		lk.Release(clean)
+	}
 }
 
 // runHandle is a writing handle on one run, with the series slots the
@@ -73,15 +136,19 @@ func kv0_repo_open(loc unsafe.Pointer, locLen C.int64_t, opts unsafe.Pointer, op
 	if err := applyEnv(goBytes(env, envLen)); err != nil {
 		return fail(out, err)
 	}
-	r, err := openRepo(goString(loc, locLen), o)
+	rh := &repoHandle{runs: map[int64]struct{}{}, walDir: o.WALDir, locks: map[string]*runlock.Lock{}}
+	r, err := openRepo(goString(loc, locLen), o, rh)
 	if err != nil {
 		return fail(out, err)
 	}
-	out.num = C.int64_t(newHandle(&repoHandle{repo: r, runs: map[int64]struct{}{}}))
+	rh.repo = r
+	out.num = C.int64_t(newHandle(rh))
 	return codeOK
 }
 
-func openRepo(loc string, o repoOptions) (*tracking.Repo, error) {
+// openRepo opens the repository at loc; a writable open sets rh.key and
+// records heartbeats in rh's run locks.
+func openRepo(loc string, o repoOptions, rh *repoHandle) (*tracking.Repo, error) {
 	mode, err := walMode(o.WALSync)
 	if err != nil {
 		return nil, err
@@ -97,12 +164,16 @@ func openRepo(loc string, o repoOptions) (*tracking.Repo, error) {
 	}
 	ro := tracking.RepoOptions{ReadOnly: o.ReadOnly, FlushRows: o.FlushRows,
 		FlushInterval: seconds(o.FlushInterval), MaxFragments: o.MaxFragments}
-	if !o.ReadOnly && (o.WAL == nil || *o.WAL) {
-		key, err := repoWALKey(loc)
+	if !o.ReadOnly {
+		key, err := location.RepoWALKey(loc)
 		if err != nil {
 			return nil, err
 		}
-		if key != "" {
+		rh.key = key
+		ro.OnHeartbeat = rh.recordHeartbeat
+	}
+	if !o.ReadOnly && (o.WAL == nil || *o.WAL) {
+		if key := rh.key; key != "" {
 			l, err := wal.Open(key, wal.Options{Dir: o.WALDir, Mode: mode})
 			if err != nil {
 				return nil, fmt.Errorf("kv0: WAL of %s: %w", loc, err)
@@ -208,7 +279,9 @@ func kv0_repo_call(h C.int64_t, method unsafe.Pointer, methodLen C.int64_t, args
 		for n := range runs {
 			handles.Delete(n)
 		}
-		return done(out, rh.repo.Close())
+		err := rh.repo.Close()
+		rh.unlockAll(false) // runs still held are running: keep their heartbeat records
+		return done(out, err)
 	}
 	rh, err := lookup[*repoHandle](h)
 	if err != nil {
@@ -250,9 +323,17 @@ func (rh *repoHandle) call(m string, a *repoCall) (any, int64, error) {
 			return nil, 0, fmt.Errorf("%w: start_run without a spec", errInvalidArg)
 		}
 		s := a.Spec
-		run, err := r.StartRun(ctx, tracking.RunSpec{ID: s.ID, Name: s.Name, Experiment: s.Experiment,
+		id := s.ID
+		if id == "" {
+			id = tracking.NewRunID()
+		}
+		if _, _, err := rh.lockRun(id); err != nil {
+			return nil, 0, err
+		}
+		run, err := r.StartRun(ctx, tracking.RunSpec{ID: id, Name: s.Name, Experiment: s.Experiment,
 			Description: s.Description, Tags: s.Tags, Kind: s.Kind, Target: s.Target})
 		if err != nil {
+			rh.unlockRun(id, false)
 			return nil, 0, err
 		}
 		if len(s.Params) > 0 {
@@ -262,8 +343,25 @@ func (rh *repoHandle) call(m string, a *repoCall) (any, int64, error) {
 		}
 		return run.ID(), rh.addRun(run), nil
 	case "resume_run":
-		run, err := r.ResumeRun(ctx, a.RunID)
+		prev, already, err := rh.lockRun(a.RunID)
 		if err != nil {
+			return nil, 0, err
+		}
+		// Read the run once its lock is held: a writer of this host that
+		// held it until now may have committed a newer heartbeat.
+		in, err := r.Run(ctx, a.RunID)
+		if err == nil && !already && runlock.HeldElsewhere(in.Status, in.HeartbeatAt, prev) {
+			err = runlock.Heldf("run %s is held by a live writer on another host (last heartbeat %s ago)",
+				in.ID, time.Since(in.HeartbeatAt).Round(time.Second))
+		}
+		var run *tracking.Run
+		if err == nil {
+			run, err = r.ResumeRun(ctx, a.RunID)
+		}
+		if err != nil {
+			if !already {
+				rh.unlockRun(a.RunID, false)
+			}
 			return nil, 0, err
 		}
 		return run.ID(), rh.addRun(run), nil
@@ -487,7 +585,11 @@ func kv0_run_call(h C.int64_t, method unsafe.Pointer, methodLen C.int64_t, args 
 		}
 		return done(out, rh.run.Update(p))
 	case "finish":
-		return done(out, rh.run.Finish(context.Background(), a.Status))
+		err := rh.run.Finish(context.Background(), a.Status)
+		if err == nil {
+			rh.repo.unlockRun(rh.run.ID(), false)
+		}
+		return done(out, err)
 	case "series":
 		if a.Name == "" {
 			return fail(out, fmt.Errorf("%w: empty metric name", tracking.ErrInvalid))

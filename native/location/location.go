@@ -211,6 +211,26 @@ func Canonical(location string) (string, error) {
 	return "", fmt.Errorf("location %s: unsupported scheme %q (want a path, memory://, s3:// or http(s)://)", location, scheme)
 }
 
+// RepoWALKey is the key (see native/wal) of the WAL that logs writes to
+// the tracking repository at location: "repo:" and its canonical form
+// (Canonical), so that every spelling of one repository, from any working
+// directory and from the CLI or the Python package, finds the same WAL.
+// Local folders keep the key of earlier versions ("repo:" and the absolute
+// path), so their WALs still replay. memory:// has none ("").
+func RepoWALKey(location string) (string, error) {
+	c, err := Canonical(location)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case strings.HasPrefix(c, "memory://"):
+		return "", nil
+	case strings.HasPrefix(c, "file://"):
+		return "repo:" + filepath.FromSlash(strings.TrimPrefix(c, "file://")), nil
+	}
+	return "repo:" + c, nil
+}
+
 // LocalPath returns the path of a local location (a path or file://path)
 // and false for any other.
 func LocalPath(location string) (string, bool) {

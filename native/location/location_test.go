@@ -137,3 +137,17 @@ func TestCanonical(t *testing.T) {
 		t.Error("LocalPath(s3://b/p) is local")
 	}
 }
+
+func TestRepoWALKey(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	abs, _ := filepath.Abs("repo")
+	for loc, want := range map[string]string{
+		"memory://x": "", "s3://bucket/p/": "repo:s3://bucket/p", "S3://bucket//p": "repo:s3://bucket/p",
+		"repo": "repo:" + abs, "./repo/": "repo:" + abs, abs: "repo:" + abs, "file://" + abs: "repo:" + abs,
+	} {
+		if got, err := location.RepoWALKey(loc); err != nil || got != want {
+			t.Errorf("RepoWALKey(%q) = %q, %v; want %q", loc, got, err, want)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 """Interop: what Python writes, the CLI and lancedb read (the key-value op
 log and the tracking tables), and what they write, Python reads."""
 
+import csv
+import io
 import json
 import os
 import subprocess
@@ -90,8 +92,9 @@ def test_tracking_python_to_cli(tmp_path, cli):
             assert repo.all_params(rid) == json.loads(_run([cli, "params", path, rid, "--json"]))
         loss = {s["name"]: s["series_id"] for s in repo.all_series(ids[1])}["loss"]
         data = repo.read_many([loss])[0]
-    csv = _run([cli, "metrics", path, ids[1], "loss", "--csv"]).splitlines()[1:]
-    assert [(int(l.split(",")[0]), float(l.split(",")[3])) for l in csv] == list(zip(data["steps"], data["values"]))
+    rows = list(csv.DictReader(io.StringIO(_run([cli, "metrics", path, ids[1], "loss", "--csv"]))))
+    assert {r["name"] for r in rows} == {"loss"}
+    assert [(int(r["step"]), float(r["value"])) for r in rows] == list(zip(data["steps"], data["values"]))
 
 
 def test_tracking_python_to_lancedb(tmp_path, node):

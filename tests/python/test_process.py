@@ -266,3 +266,25 @@ def test_cli_replays_python_wal(tmp_path, cli):
         series = {s["name"]: s["series_id"] for s in repo.all_series(run_id)}
         steps = list(repo.read_many([series["loss"]])[0]["steps"])
     assert len(steps) >= acked and steps == list(range(len(steps)))
+
+
+def test_one_writer_per_run(tmp_path, cli):
+    # A run a handle writes is locked on this host (native/runlock, as kv0
+    # track locks it): a second handle, in this process or the CLI in
+    # another, cannot resume it until the first lets it go.
+    path = str(tmp_path / "repo")
+    with tracking.Repo(path) as first:
+        run = first.start_run(name="held")
+        run.track(1.0, "loss")
+        first.flush()
+        with tracking.Repo(path) as second:
+            with pytest.raises(errors.Conflict, match="another process of this host"):
+                second.resume_run(run.id)
+        p = subprocess.run([cli, "track", path, "--resume", run.id], input="", capture_output=True, text=True)
+        assert p.returncode == 1 and "another process of this host" in p.stderr, p.stderr
+        run.finish()
+    # Finished and closed: free again, for the CLI as for a new handle.
+    p = subprocess.run([cli, "track", path, "--resume", run.id, "--finish"], input="", capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    with tracking.Repo(path) as again:
+        again.resume_run(run.id).finish()

@@ -26,7 +26,7 @@ type repoOpen struct {
 	// create makes a repository where there is none (writable only);
 	// without it a missing repository fails.
 	create bool
-	// wal logs writes in the local WAL (native/wal), keyed by walKey.
+	// wal logs writes in the local WAL (native/wal), keyed by location.RepoWALKey.
 	wal bool
 	// opts are the tracking options; ReadOnly, WAL and CrashedAfter are
 	// set by openRepoWith.
@@ -89,7 +89,7 @@ func openRepoWith(ctx context.Context, loc string, o repoOpen) (*tracking.Repo, 
 		}
 	}
 	if o.writable && o.wal {
-		key, err := walKey(loc)
+		key, err := location.RepoWALKey(loc)
 		if err != nil {
 			return nil, err
 		}
@@ -125,25 +125,6 @@ func repoExists(ctx context.Context, st store.Store, root string) (bool, error) 
 		return false, nil
 	}
 	return err == nil, err
-}
-
-// walKey is the key of a repository's WAL directory: "repo:" and the
-// canonical location (location.Canonical), so that every spelling of one
-// repository, from any working directory, finds the same WAL. Local
-// folders keep the key of earlier versions ("repo:" and the absolute path),
-// so their WALs still replay. memory:// has none ("").
-func walKey(loc string) (string, error) {
-	c, err := location.Canonical(loc)
-	if err != nil {
-		return "", err
-	}
-	switch {
-	case strings.HasPrefix(c, "memory://"):
-		return "", nil
-	case strings.HasPrefix(c, "file://"):
-		return "repo:" + filepath.FromSlash(strings.TrimPrefix(c, "file://")), nil
-	}
-	return "repo:" + c, nil
 }
 
 // checkWritable refuses, before anything is written, read-only locations

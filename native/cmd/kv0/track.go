@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/kv0/kv0/core/tracking"
+	"github.com/kv0/kv0/native/location"
+	"github.com/kv0/kv0/native/runlock"
 )
 
 // stdin is where kv0 track reads; tests replace it.
@@ -134,7 +136,7 @@ type tracker struct {
 
 	repo *tracking.Repo
 	run  *tracking.Run
-	lock *runLock
+	lock *runlock.Lock
 
 	handed  atomic.Int64 // the last input line handed to the repository
 	pending atomic.Int64 // points since the last commit the flusher started
@@ -143,13 +145,13 @@ type tracker struct {
 }
 
 func (t *tracker) track(ctx context.Context, loc string, stopSignals func()) error {
-	var lockPtr atomic.Pointer[runLock]
+	var lockPtr atomic.Pointer[runlock.Lock]
 	opts := tracking.RepoOptions{
 		FlushRows:     t.flags.flushRows,
 		FlushInterval: -1, // the flusher below commits on time, so that it can acknowledge
 		OnHeartbeat: func(at time.Time) {
 			if lk := lockPtr.Load(); lk != nil {
-				lk.recordHeartbeat(at)
+				lk.RecordHeartbeat(at)
 			}
 		},
 	}
@@ -158,7 +160,7 @@ func (t *tracker) track(ctx context.Context, loc string, stopSignals func()) err
 		return err
 	}
 	t.repo = r
-	key, err := walKey(loc)
+	key, err := location.RepoWALKey(loc)
 	if err != nil {
 		r.Close()
 		return err
@@ -166,7 +168,7 @@ func (t *tracker) track(ctx context.Context, loc string, stopSignals func()) err
 	if err := t.startOrResume(ctx, key, &lockPtr); err != nil {
 		r.Close()
 		if t.lock != nil {
-			t.lock.release(false)
+			t.lock.Release(false)
 		}
 		return err
 	}
@@ -180,11 +182,11 @@ func (t *tracker) track(ctx context.Context, loc string, stopSignals func()) err
 
 // startOrResume starts the new run or resumes the one asked for, holding
 // its run lock; a resume of a run another live writer holds is refused.
-func (t *tracker) startOrResume(ctx context.Context, key string, lockPtr *atomic.Pointer[runLock]) error {
+func (t *tracker) startOrResume(ctx context.Context, key string, lockPtr *atomic.Pointer[runlock.Lock]) error {
 	r := t.repo
 	if t.flags.resume == "" {
 		id := tracking.NewRunID()
-		lk, _, err := acquireRunLock(key, id)
+		lk, _, err := runlock.Acquire(key, id, "")
 		if err != nil {
 			return err
 		}
@@ -197,7 +199,7 @@ func (t *tracker) startOrResume(ctx context.Context, key string, lockPtr *atomic
 	if err != nil {
 		return err
 	}
-	lk, prev, err := acquireRunLock(key, in.ID)
+	lk, prev, err := runlock.Acquire(key, in.ID, "")
 	if err != nil {
 		return err
 	}
@@ -207,9 +209,9 @@ func (t *tracker) startOrResume(ctx context.Context, key string, lockPtr *atomic
 	if in, err = r.Run(ctx, in.ID); err != nil {
 		return err
 	}
-	if in.Status == tracking.StatusRunning && !in.HeartbeatAt.IsZero() && (prev.IsZero() || in.HeartbeatAt.After(prev)) {
+	if runlock.HeldElsewhere(in.Status, in.HeartbeatAt, prev) {
 		age := time.Since(in.HeartbeatAt).Round(time.Second)
-		return fmt.Errorf("run %s is held by a live writer on another host (last heartbeat %s ago); "+
+		return runlock.Heldf("run %s is held by a live writer on another host (last heartbeat %s ago); "+
 			"it reads as crashed and can be resumed once its heartbeat is older than %s", in.ID, age, crashedAfterText())
 	}
 	lockPtr.Store(lk)
@@ -444,7 +446,7 @@ read:
 		t.ackHanded()
 	}
 	cerr := t.repo.Close()
-	t.lock.release(err == nil && cerr == nil)
+	t.lock.Release(finish && err == nil && cerr == nil) // a run left running keeps its heartbeat record
 	if err == nil {
 		err = cerr
 	}
@@ -505,7 +507,7 @@ func (t *tracker) ack(line int64) {
 func (t *tracker) fail(err error) error {
 	_ = t.run.Finish(context.Background(), tracking.StatusFailed)
 	_ = t.repo.Close()
-	t.lock.release(false)
+	t.lock.Release(false)
 	return err
 }
 

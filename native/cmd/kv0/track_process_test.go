@@ -393,7 +393,7 @@ func TestTrackHeartbeatCrashedResume(t *testing.T) {
 			t.Fatalf("heartbeat did not advance: %v then %v", first, in.HeartbeatAt)
 		}
 	}
-	if errOut, code := resume(here, id); code == 0 || !strings.Contains(errOut, "held by another kv0 track on this host") {
+	if errOut, code := resume(here, id); code == 0 || !strings.Contains(errOut, "is written by another process of this host") {
 		t.Fatalf("second resume on this host: exit %d: %s", code, errOut)
 	}
 	if errOut, code := resume(there, id); code == 0 || !strings.Contains(errOut, "live writer on another host") {
@@ -408,6 +408,11 @@ func TestTrackHeartbeatCrashedResume(t *testing.T) {
 	}
 	if in := runJSON(t, dir, here, "repo", id); in.Status != tracking.StatusRunning && in.Status != tracking.StatusCrashed {
 		t.Fatalf("resume with empty input ended the run: %s", in.Status)
+	}
+	// The run is still running with this host's fresh heartbeat: this host
+	// may resume it again (its lock file still records that heartbeat).
+	if errOut, code := resume(here, id); code != 0 {
+		t.Fatalf("second empty resume on the same host: exit %d: %s", code, errOut)
 	}
 	// Another host sees the dead writer's run as crashed once its heartbeat
 	// is older than the threshold, and may then resume it.
