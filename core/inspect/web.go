@@ -1,0 +1,274 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/kv0/kv0/core/jsonl"
+	"github.com/kv0/kv0/core/tracking"
+)
+
+// The views below are the ones of faces read by JavaScript (the HTTP read
+// API, the WebAssembly module): the CLI's views with every 64-bit
+// identifier as a decimal string, since JavaScript numbers lose digits
+// above 2^53, and non-finite floats as core/jsonl writes them ("NaN",
+// "Infinity", "-Infinity"), since JSON has no such numbers.
+
+// StringID is a 64-bit identifier that JSON carries as a decimal string.
+type StringID uint64
+
+// MarshalJSON writes the id as a quoted decimal.
+func (id StringID) MarshalJSON() ([]byte, error) {
+	return strconv.AppendQuote(nil, strconv.FormatUint(uint64(id), 10)), nil
+}
+
+// UnmarshalJSON reads a quoted decimal.
+func (id *StringID) UnmarshalJSON(b []byte) error {
+	s, err := strconv.Unquote(string(b))
+	if err != nil {
+		return fmt.Errorf("inspect: id %s is not a quoted decimal", b)
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return fmt.Errorf("inspect: id %q: %w", s, err)
+	}
+	*id = StringID(v)
+	return nil
+}
+
+// Float is a float64 whose JSON is a number, or "NaN", "Infinity" or
+// "-Infinity" as in core/jsonl.
+type Float float64
+
+// MarshalJSON writes the value in core/jsonl's float encoding (for finite
+// values the same text as encoding/json).
+func (f Float) MarshalJSON() ([]byte, error) { return jsonl.AppendFloat(nil, float64(f), 64), nil }
+
+// WebStats is tracking.SeriesStats as JavaScript reads it.
+type WebStats struct {
+	SeriesID      StringID  `json:"series_id"`
+	Count         uint64    `json:"count"`
+	FirstStep     int64     `json:"first_step"`
+	LastStep      int64     `json:"last_step"`
+	LastValue     Float     `json:"last_value"`
+	Min           Float     `json:"min"`
+	MinStep       int64     `json:"min_step"`
+	Max           Float     `json:"max"`
+	MaxStep       int64     `json:"max_step"`
+	NonFinite     uint64    `json:"non_finite"`
+	LastTimestamp time.Time `json:"last_timestamp"`
+}
+
+// WebStatsOf converts statistics.
+func WebStatsOf(s tracking.SeriesStats) WebStats {
+	return WebStats{SeriesID: StringID(s.SeriesID), Count: s.Count, FirstStep: s.FirstStep, LastStep: s.LastStep,
+		LastValue: Float(s.LastValue), Min: Float(s.Min), MinStep: s.MinStep, Max: Float(s.Max), MaxStep: s.MaxStep,
+		NonFinite: s.NonFinite, LastTimestamp: s.LastTimestamp}
+}
+
+// WebSeries is Series (an element of `kv0 series --json`) as JavaScript
+// reads it.
+type WebSeries struct {
+	SeriesID  StringID  `json:"series_id"`
+	RunID     string    `json:"run_id"`
+	Name      string    `json:"name"`
+	Context   string    `json:"context"`
+	CreatedAt time.Time `json:"created_at"`
+	Stats     *WebStats `json:"stats,omitempty"`
+}
+
+// WebSeriesOf converts the elements of RunSeries.
+func WebSeriesOf(series []Series) []WebSeries {
+	out := make([]WebSeries, len(series))
+	for i, s := range series {
+		out[i] = WebSeries{SeriesID: StringID(s.ID), RunID: s.RunID, Name: s.Name, Context: s.Context, CreatedAt: s.CreatedAt}
+		if s.Stats != nil {
+			st := WebStatsOf(*s.Stats)
+			out[i].Stats = &st
+		}
+	}
+	return out
+}
+
+// ResolveRun finds a run by id or, failing that, by its name when exactly
+// one live run has it, as the CLI's run commands take it. An unknown run
+// fails matching tracking.ErrNotFound, a name several runs share matching
+// ErrInvalid.
+func ResolveRun(ctx context.Context, r *tracking.Repo, arg string) (tracking.RunInfo, error) {
+	in, err := r.Run(ctx, arg)
+	if err == nil || !errors.Is(err, tracking.ErrNotFound) {
+		return in, err
+	}
+	runs, err := r.Runs(ctx, tracking.RunFilter{})
+	if err != nil {
+		return in, err
+	}
+	var found []tracking.RunInfo
+	for _, x := range runs {
+		if x.Name == arg {
+			found = append(found, x)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return in, &runError{msg: fmt.Sprintf("no run with id or name %q", arg), kind: tracking.ErrNotFound}
+	}
+	return in, &runError{msg: fmt.Sprintf("%d runs are named %q; give an id", len(found), arg), kind: ErrInvalid}
+}
+
+type runError struct {
+	msg  string
+	kind error
+}
+
+func (e *runError) Error() string        { return e.msg }
+func (e *runError) Is(target error) bool { return target == e.kind }
+
+// ---------------------------------------------------------------- points
+
+// Points is one series' points side by side, as the HTTP API's
+// /series/points and the WebAssembly module's repo.read give them.
+type Points struct {
+	SeriesID StringID
+	Steps    []int64
+	Values   []float64
+	// Timestamps are milliseconds since the epoch, the microseconds as the
+	// fraction (as JavaScript's Date takes them).
+	Timestamps []float64
+	// Epochs holds tracking.NoEpoch for a point without one.
+	Epochs []int64
+	// Mins and Maxs, set when the series was downsampled, are each kept
+	// point's band (tracking.DownsampleBands).
+	Mins, Maxs []float64
+}
+
+// PointsOptions choose the points SeriesPoints reads.
+type PointsOptions struct {
+	// MaxPoints downsamples each series to at most this many points
+	// (tracking.Downsample); 0 keeps every point.
+	MaxPoints int
+	Steps     *tracking.StepRange
+	Time      *tracking.TimeRange
+}
+
+// SeriesPoints reads the points of series of live runs, one Points per id
+// in the order given. An id no live run has fails matching
+// tracking.ErrNotFound, naming it.
+func SeriesPoints(ctx context.Context, r *tracking.Repo, ids []tracking.SeriesID, opts PointsOptions) ([]Points, error) {
+	if err := checkSeries(ctx, r, ids); err != nil {
+		return nil, err
+	}
+	data, err := r.ReadMany(ctx, ids, tracking.ReadOptions{Steps: opts.Steps, Time: opts.Time})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Points, len(ids))
+	for i, m := range data {
+		p := Points{SeriesID: StringID(ids[i])}
+		idx := tracking.Downsample(m.Values, opts.MaxPoints)
+		if len(idx) < m.Len() {
+			idx, p.Mins, p.Maxs = tracking.DownsampleBands(m.Values, opts.MaxPoints)
+		}
+		p.Steps, p.Values = make([]int64, len(idx)), make([]float64, len(idx))
+		p.Timestamps, p.Epochs = make([]float64, len(idx)), make([]int64, len(idx))
+		for k, j := range idx {
+			p.Steps[k], p.Values[k], p.Epochs[k] = m.Steps[j], m.Values[j], m.Epochs[j]
+			p.Timestamps[k] = float64(m.Timestamps[j].UnixMicro()) / 1000
+		}
+		out[i] = p
+	}
+	return out, nil
+}
+
+// checkSeries fails with tracking.ErrNotFound naming the first id no live
+// run holds.
+func checkSeries(ctx context.Context, r *tracking.Repo, ids []tracking.SeriesID) error {
+	found, err := r.FindSeries(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if _, ok := found[id]; !ok {
+			return fmt.Errorf("%w: series %d", tracking.ErrNotFound, id)
+		}
+	}
+	return nil
+}
+
+// AppendJSON appends the points as one JSON object:
+// {"series_id":"…","steps":[…],"values":[…],"timestamps":[…],"epochs":[…]}
+// with "mins" and "maxs" when set; epochs without a value are null and
+// non-finite floats are written as core/jsonl writes them.
+func (p *Points) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"series_id":"`...)
+	dst = strconv.AppendUint(dst, uint64(p.SeriesID), 10)
+	dst = append(dst, `","steps":[`...)
+	for i, s := range p.Steps {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendInt(dst, s, 10)
+	}
+	dst = appendFloats(append(dst, `],"values":`...), p.Values)
+	dst = appendFloats(append(dst, `,"timestamps":`...), p.Timestamps)
+	dst = append(dst, `,"epochs":[`...)
+	for i, e := range p.Epochs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if e == tracking.NoEpoch {
+			dst = append(dst, "null"...)
+		} else {
+			dst = strconv.AppendInt(dst, e, 10)
+		}
+	}
+	dst = append(dst, ']')
+	if p.Mins != nil {
+		dst = appendFloats(append(dst, `,"mins":`...), p.Mins)
+		dst = appendFloats(append(dst, `,"maxs":`...), p.Maxs)
+	}
+	return append(dst, '}')
+}
+
+// MarshalJSON is AppendJSON.
+func (p Points) MarshalJSON() ([]byte, error) { return p.AppendJSON(nil), nil }
+
+func appendFloats(dst []byte, fs []float64) []byte {
+	dst = append(dst, '[')
+	for i, f := range fs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonl.AppendFloat(dst, f, 64)
+	}
+	return append(dst, ']')
+}
+
+// ---------------------------------------------------------------- stats
+
+// SeriesStatsList returns the statistics of series of live runs, one per
+// id in the order given (nil for a series without points yet), as the
+// objects `kv0 series --json` prints under "stats". An id no live run has
+// fails matching tracking.ErrNotFound.
+func SeriesStatsList(ctx context.Context, r *tracking.Repo, ids []tracking.SeriesID) ([]*WebStats, error) {
+	if err := checkSeries(ctx, r, ids); err != nil {
+		return nil, err
+	}
+	stats, err := r.SeriesStats(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*WebStats, len(ids))
+	for i, id := range ids {
+		if s, ok := stats[id]; ok {
+			w := WebStatsOf(s)
+			out[i] = &w
+		}
+	}
+	return out, nil
+}
