@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -100,11 +99,13 @@ func writeError(w http.ResponseWriter, err error) {
 	e := classify(err)
 	var body ErrorBody
 	body.Error.Code, body.Error.Message = e.code, e.msg
-	b, _ := json.Marshal(body)
-	b = append(b, '\n')
+	b, _ := encodeJSON(body, false)
 	h := w.Header()
-	for _, k := range []string{"ETag", "Cache-Control", "Content-Range", "Accept-Ranges", "Last-Modified"} {
+	for _, k := range []string{"ETag", "Cache-Control", "Accept-Ranges", "Last-Modified", "Content-Encoding"} {
 		h.Del(k)
+	}
+	if e.status != http.StatusRequestedRangeNotSatisfiable {
+		h.Del("Content-Range")
 	}
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(b)))

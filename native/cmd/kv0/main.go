@@ -36,7 +36,7 @@ const usageText = `usage:
   kv0 lance info PATH [--version N | --tag T] [--json]
   kv0 lance log  PATH [--json]
   kv0 lance cat  PATH [--version N | --tag T] [--columns a,b] [--limit N] [--where EXPR]
-` + writeUsageText + trackingUsageText
+` + writeUsageText + trackingUsageText + serveUsageText
 
 // usageError is a mistake in the command line; it exits with status 2.
 type usageError struct{ msg string }
@@ -82,6 +82,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	case "sign-server":
 		return cmdSignServer(ctx, args[1:], stdout, stderr)
+	case "serve":
+		return cmdServe(ctx, args[1:], stdout, stderr)
 	case "runs", "run", "params", "series", "metrics", "track", "optimize", "delete-runs", "demo":
 		return cmdTracking(ctx, args[0], args[1:], stdout, stderr)
 	case "kv":
