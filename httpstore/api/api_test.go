@@ -313,7 +313,6 @@ func parseQ(q string) url.Values {
 	return v
 }
 
-
 func openOpts(q string) lance.OpenOptions {
 	v, _ := parseQuery(q, []string{"version", "tag", "columns", "limit", "where"}, nil)
 	o, _ := v.openOptions()
