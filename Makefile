@@ -14,7 +14,7 @@ FUZZTIME  ?= 60s
 APT_PACKAGES := protobuf-compiler nodejs npm
 PROTOC_GEN_GO_VERSION := v1.36.12
 
-.PHONY: all build run test vet unit wasm fuzz fuzz-short interop-deps bench bench-lance bench-kv bench-tracking bench-s3 proto clean
+.PHONY: all build run test vet unit wasm fuzz fuzz-short interop-deps bench bench-lance bench-kv bench-tracking bench-s3 bench-api proto clean
 
 all: build
 
@@ -73,7 +73,8 @@ interop-deps:
 #   bench-kv        key-value layer vs Pebble
 #   bench-tracking  tracking layer vs MLflow's SQLite shape
 #   bench-s3        round trips and bytes with 50 ms injected latency; commits against versitygw
-bench: bench-lance bench-kv bench-tracking bench-s3
+#   bench-api       kv0 serve vs the Go API in-process (one series, 32 clients), rows streamed vs kv0 lance cat
+bench: bench-lance bench-kv bench-tracking bench-s3 bench-api
 
 bench-lance: build interop-deps
 	bash tests/bench.sh
@@ -86,6 +87,9 @@ bench-tracking:
 
 bench-s3:
 	$(GO) test ./tests/s3 -run '^$$' -bench 'BenchmarkLatency|BenchmarkTrackingLatency|BenchmarkCommit' -benchtime 3x
+
+bench-api:
+	sh tests/api/bench.sh
 
 proto:
 	@command -v protoc >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq protobuf-compiler; }
