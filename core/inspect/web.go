@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -163,22 +164,16 @@ func SeriesPoints(ctx context.Context, r *tracking.Repo, ids []tracking.SeriesID
 	if err := checkSeries(ctx, r, ids); err != nil {
 		return nil, err
 	}
-	data, err := r.ReadMany(ctx, ids, tracking.ReadOptions{Steps: opts.Steps, Time: opts.Time})
+	data, err := r.ReadMany(ctx, ids, tracking.ReadOptions{Steps: opts.Steps, Time: opts.Time, MaxPoints: opts.MaxPoints, Bands: true})
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Points, len(ids))
 	for i, m := range data {
-		p := Points{SeriesID: StringID(ids[i])}
-		idx := tracking.Downsample(m.Values, opts.MaxPoints)
-		if len(idx) < m.Len() {
-			idx, p.Mins, p.Maxs = tracking.DownsampleBands(m.Values, opts.MaxPoints)
-		}
-		p.Steps, p.Values = make([]int64, len(idx)), make([]float64, len(idx))
-		p.Timestamps, p.Epochs = make([]float64, len(idx)), make([]int64, len(idx))
-		for k, j := range idx {
-			p.Steps[k], p.Values[k], p.Epochs[k] = m.Steps[j], m.Values[j], m.Epochs[j]
-			p.Timestamps[k] = float64(m.Timestamps[j].UnixMicro()) / 1000
+		p := Points{SeriesID: StringID(ids[i]), Steps: m.Steps, Values: m.Values, Epochs: m.Epochs, Mins: m.Mins, Maxs: m.Maxs,
+			Timestamps: make([]float64, m.Len())}
+		for k, t := range m.Timestamps {
+			p.Timestamps[k] = float64(t.UnixMicro()) / 1000
 		}
 		out[i] = p
 	}
@@ -244,9 +239,30 @@ func appendFloats(dst []byte, fs []float64) []byte {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = jsonl.AppendFloat(dst, f, 64)
+		dst = appendFloat(dst, f)
 	}
 	return append(dst, ']')
+}
+
+// appendFloat writes f as core/jsonl does, with encoding/json's fast path
+// for finite values (the same text: ECMAScript's Number::toString layout).
+func appendFloat(dst []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return jsonl.AppendFloat(dst, f, 64)
+	}
+	format := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if format == 'e' {
+		// e-09 -> e-9, as ECMAScript writes exponents.
+		if n := len(dst); n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst
 }
 
 // ---------------------------------------------------------------- stats

@@ -326,6 +326,10 @@ type MetricData struct {
 	Epochs     []int64     `json:"epochs"` // NoEpoch when the point has none
 	Timestamps []time.Time `json:"timestamps"`
 	Values     []float64   `json:"values"`
+	// Mins and Maxs, for a series downsampled with ReadOptions.Bands, are
+	// each kept point's band (DownsampleBands); nil otherwise.
+	Mins []float64 `json:"mins,omitempty"`
+	Maxs []float64 `json:"maxs,omitempty"`
 }
 
 // Len returns the number of points.
@@ -345,6 +349,9 @@ type ReadOptions struct {
 	// many points, keeping the first and last and each bucket's minimum
 	// and maximum (see Downsample).
 	MaxPoints int
+	// Bands fills MetricData.Mins and Maxs of the series MaxPoints
+	// downsampled.
+	Bands bool
 }
 
 type rawPoints struct {
@@ -476,19 +483,25 @@ func (r *Repo) ReadMany(ctx context.Context, ids []SeriesID, opts ReadOptions) (
 			}
 			keep = append(keep, j)
 		}
+		var mins, maxs []float64
 		if opts.MaxPoints > 0 && len(keep) > opts.MaxPoints {
 			vals := make([]float64, len(keep))
 			for k, j := range keep {
 				vals[k] = p.val[j]
 			}
-			sel := Downsample(vals, opts.MaxPoints)
+			var sel []int
+			if opts.Bands {
+				sel, mins, maxs = DownsampleBands(vals, opts.MaxPoints)
+			} else {
+				sel = Downsample(vals, opts.MaxPoints)
+			}
 			for k, s := range sel {
 				keep[k] = keep[s]
 			}
 			keep = keep[:len(sel)]
 		}
 		m := MetricData{SeriesID: id, Steps: make([]int64, len(keep)), Epochs: make([]int64, len(keep)),
-			Timestamps: make([]time.Time, len(keep)), Values: make([]float64, len(keep))}
+			Timestamps: make([]time.Time, len(keep)), Values: make([]float64, len(keep)), Mins: mins, Maxs: maxs}
 		for k, j := range keep {
 			m.Steps[k], m.Epochs[k], m.Values[k] = p.step[j], p.epoch[j], p.val[j]
 			m.Timestamps[k] = time.UnixMicro(p.ts[j]).UTC()

@@ -80,6 +80,9 @@ type Handler struct {
 	files    *lance.FileCache
 	datasets datasetCache
 
+	followMu sync.Mutex
+	follow   map[string]followed // dataset key -> newest version seen
+
 	repoMu sync.Mutex
 	repo   *tracking.Repo
 }
@@ -93,7 +96,8 @@ func New(st store.Store, root string, opts Options) *Handler {
 	if opts.LatestMaxAge <= 0 {
 		opts.LatestMaxAge = time.Second
 	}
-	return &Handler{st: st, root: root, opts: opts, files: lance.NewFileCache(512), datasets: newDatasetCache(128)}
+	return &Handler{st: st, root: root, opts: opts, files: lance.NewFileCache(512), datasets: newDatasetCache(128),
+		follow: map[string]followed{}}
 }
 
 // Close releases the tracking repository handle, if one was opened.

@@ -362,7 +362,7 @@ func TestCaching(t *testing.T) {
 			t.Errorf("%s revalidated: %d", target, w.Code)
 		}
 		if n := cs.reads.Load() - before; n != 0 {
-			t.Errorf("%s: a 304 read %d objects (want listings only)", target, n)
+			t.Errorf("%s: a 304 read %d objects (want version probes only: listings, stats, the hint)", target, n)
 		}
 	}
 	ctx := context.Background()

@@ -176,3 +176,56 @@ func (h *Handler) openVersion(ctx context.Context, key string, version uint64) (
 	h.datasets.put(ck, d)
 	return d, nil
 }
+
+// listEvery is how long after a listing the latest version of a table is
+// confirmed by lance's cheap probes (Dataset.IsLatest: the next version's
+// manifest, the hint) instead of another listing, whose cost grows with
+// the versions kept. The tracking layer follows its tables the same way.
+const listEvery = time.Second
+
+// followed is the newest version of a dataset the handler has seen.
+type followed struct {
+	d      *lance.Dataset
+	listed time.Time
+}
+
+// latest returns the newest version of the dataset at key (ErrNotFound,
+// from lance, when there is none).
+func (h *Handler) latest(ctx context.Context, key string) (uint64, error) {
+	h.followMu.Lock()
+	prev := h.follow[key]
+	h.followMu.Unlock()
+	if prev.d != nil && time.Since(prev.listed) < listEvery {
+		same, err := prev.d.IsLatest(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if same {
+			return prev.d.Version(), nil
+		}
+	}
+	listed := time.Now()
+	v, err := lance.LatestVersion(ctx, h.st, key)
+	if err != nil {
+		h.followMu.Lock()
+		delete(h.follow, key)
+		h.followMu.Unlock()
+		return 0, err
+	}
+	if v == 0 {
+		return 0, lance.ErrNotFound
+	}
+	d, err := h.openVersion(ctx, key, v)
+	if err != nil {
+		return 0, err
+	}
+	h.followMu.Lock()
+	if cur := h.follow[key]; cur.d == nil || cur.d.Version() <= v {
+		if len(h.follow) >= 1024 {
+			clear(h.follow) // bounded: followers are cheap to rebuild
+		}
+		h.follow[key] = followed{d: d, listed: listed}
+	}
+	h.followMu.Unlock()
+	return v, nil
+}

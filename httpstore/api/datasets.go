@@ -52,10 +52,7 @@ func (h *Handler) dataset(w http.ResponseWriter, r *http.Request, route, path st
 // latestVersion is the newest version of the dataset at key; a key
 // holding no dataset is ErrNotFound.
 func (h *Handler) latestVersion(ctx context.Context, path string) (uint64, error) {
-	v, err := lance.LatestVersion(ctx, h.st, h.key(path))
-	if err == nil && v == 0 {
-		err = lance.ErrNotFound
-	}
+	v, err := h.latest(ctx, h.key(path))
 	if errors.Is(err, lance.ErrNotFound) || errors.Is(err, store.ErrNotFound) {
 		return 0, notFound("no dataset at %q", path)
 	}

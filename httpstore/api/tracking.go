@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/kv0/kv0/core/inspect"
-	"github.com/kv0/kv0/core/lance"
 	"github.com/kv0/kv0/core/store"
 	"github.com/kv0/kv0/core/tracking"
 )
@@ -21,8 +20,8 @@ type Versions struct {
 	Metrics uint64 `json:"metrics"`
 }
 
-// versions reads the tables' latest versions, concurrently (one listing
-// each on a listing store; no manifest is read).
+// versions reads the tables' latest versions, concurrently (lance's cheap
+// probes, or a listing once a second; see Handler.latest).
 func (h *Handler) versions(ctx context.Context) (Versions, error) {
 	var v Versions
 	tables := []struct {
@@ -35,7 +34,7 @@ func (h *Handler) versions(ctx context.Context) (Versions, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n, err := lance.LatestVersion(ctx, h.st, store.Join(h.root, t.name))
+			n, err := h.latest(ctx, store.Join(h.root, t.name))
 			if err != nil && !isNotFound(err) {
 				errs[i] = err
 			}

@@ -14,7 +14,7 @@ DIR=${DIR:-$(mktemp -d)}
 flags="-apibench.dir $DIR -apibench.load $LOAD -apibench.rows $ROWS"
 bench() { go test ./tests/api -run '^$' -bench "$1" -benchtime "$2" -timeout 1h $flags; }
 bench 'BenchmarkSeriesRead/warm' 2000x
-bench 'BenchmarkSeriesRead/cold' 20x
+bench 'BenchmarkSeriesRead/cold' 30x
 bench 'BenchmarkSeriesLoad' 1x
 bench 'BenchmarkRowsStream' 3x
 echo "($(go env GOOS)/$(go env GOARCH), $(nproc 2>/dev/null || echo ?) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo ?), $(date -u +%Y-%m-%d))"

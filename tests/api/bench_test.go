@@ -6,13 +6,14 @@ package apitest
 //   BenchmarkSeriesRead   one 1,000-point series out of 10 runs × 10 series ×
 //                         100k points (after Optimize): warm and cold, through
 //                         kv0 serve (a real process on loopback) and through
-//                         the Go API (tracking.Repo.ReadMany) in this process
+//                         the Go API (tracking.Repo.ReadMany) in this process,
+//                         alternately in one loop
 //   BenchmarkSeriesLoad   the same read from 32 concurrent clients for
 //                         -apibench.load: requests/s and latency percentiles
 //   BenchmarkRowsStream   a 1M-row metrics-shaped table: kv0 lance cat to a
 //                         file against kv0 serve's JSON Lines and Arrow
 //                         streams, and the server's peak memory (VmHWM) for
-//                         100k and 1M rows
+//                         100k, 1M and 2M rows
 //
 // They are not part of `make test` (the tests of this package run with
 // -run filters that skip them).
@@ -61,7 +62,7 @@ type benchEnv struct {
 	kv0   string // the built binary
 	repo  string // the 10 × 10 × 100k repository
 	ids   []tracking.SeriesID
-	rows  string // folder holding small.lance (rows/10) and large.lance (rows)
+	rows  string // folder holding tables of rows/10, rows and 2×rows rows
 	large int
 }
 
@@ -108,7 +109,7 @@ func buildBench() (*benchEnv, error) {
 			return nil, err
 		}
 	}
-	if _, err := os.Stat(filepath.Join(env.rows, fmt.Sprintf("done-%d", env.large))); err != nil {
+	if _, err := os.Stat(filepath.Join(env.rows, fmt.Sprintf("done-3-%d", env.large))); err != nil {
 		os.RemoveAll(env.rows)
 		st, err := fsstore.Open(env.rows)
 		if err != nil {
@@ -117,12 +118,12 @@ func buildBench() (*benchEnv, error) {
 		for _, t := range []struct {
 			name string
 			n    int
-		}{{"small.lance", env.large / 10}, {"large.lance", env.large}} {
+		}{{"small.lance", env.large / 10}, {"large.lance", env.large}, {"double.lance", 2 * env.large}} {
 			if err := writeRowsTable(ctx, st, t.name, t.n); err != nil {
 				return nil, err
 			}
 		}
-		if err := os.WriteFile(filepath.Join(env.rows, fmt.Sprintf("done-%d", env.large)), nil, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(env.rows, fmt.Sprintf("done-3-%d", env.large)), nil, 0o644); err != nil {
 			return nil, err
 		}
 	}
@@ -275,7 +276,9 @@ func reportLatency(b *testing.B, ds []time.Duration) {
 		return
 	}
 	slices.Sort(ds)
-	pct := func(p float64) float64 { return float64(ds[min(len(ds)-1, int(p*float64(len(ds))))].Microseconds()) / 1000 }
+	pct := func(p float64) float64 {
+		return float64(ds[min(len(ds)-1, int(p*float64(len(ds))))].Microseconds()) / 1000
+	}
 	b.ReportMetric(pct(0.5), "p50-ms")
 	b.ReportMetric(pct(0.99), "p99-ms")
 	b.ReportMetric(0, "ns/op")
@@ -295,84 +298,89 @@ func BenchmarkSeriesRead(b *testing.B) {
 		}
 		return err
 	}
-	b.Run("warm/go-api", func(b *testing.B) {
+	// Warm: one handle and one server, both having read every series
+	// once; each iteration reads one series through both, alternately,
+	// so that the machine's load weighs on both alike.
+	b.Run("warm", func(b *testing.B) {
 		r, err := tracking.OpenRepo(ctx, st, "", tracking.RepoOptions{ReadOnly: true})
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer r.Close()
-		for _, id := range env.ids {
-			if err := readGo(r, id); err != nil {
-				b.Fatal(err)
-			}
-		}
-		ds := make([]time.Duration, 0, b.N)
-		b.ResetTimer()
-		for i := 0; i < b.N; i++ {
-			t0 := time.Now()
-			if err := readGo(r, env.ids[i%len(env.ids)]); err != nil {
-				b.Fatal(err)
-			}
-			ds = append(ds, time.Since(t0))
-		}
-		reportLatency(b, ds)
-	})
-	b.Run("warm/serve", func(b *testing.B) {
 		s := startServer(b, env, env.repo)
 		defer s.stop()
 		c := newClient()
 		for _, id := range env.ids {
+			if err := readGo(r, id); err != nil {
+				b.Fatal(err)
+			}
 			if _, err := getBody(c, pointsURL(s.url, id)); err != nil {
 				b.Fatal(err)
 			}
 		}
-		ds := make([]time.Duration, 0, b.N)
+		goDs, srvDs := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
+			id := env.ids[i%len(env.ids)]
 			t0 := time.Now()
-			if _, err := getBody(c, pointsURL(s.url, env.ids[i%len(env.ids)])); err != nil {
+			if err := readGo(r, id); err != nil {
 				b.Fatal(err)
 			}
-			ds = append(ds, time.Since(t0))
+			t1 := time.Now()
+			if _, err := getBody(c, pointsURL(s.url, id)); err != nil {
+				b.Fatal(err)
+			}
+			goDs, srvDs = append(goDs, t1.Sub(t0)), append(srvDs, time.Since(t1))
 		}
-		reportLatency(b, ds)
+		reportSideBySide(b, goDs, srvDs)
 	})
-	// Cold: a new handle (in-process) or a new server process for every
-	// read; the file system's page cache stays warm.
-	b.Run("cold/go-api", func(b *testing.B) {
-		ds := make([]time.Duration, 0, b.N)
+	// Cold: a new handle (in-process) and a new server process for every
+	// read (the file system's page cache stays warm).
+	b.Run("cold", func(b *testing.B) {
+		goDs, srvDs := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
 		for i := 0; i < b.N; i++ {
+			id := env.ids[(i*37)%len(env.ids)]
 			t0 := time.Now()
 			r, err := tracking.OpenRepo(ctx, st, "", tracking.RepoOptions{ReadOnly: true})
 			if err != nil {
 				b.Fatal(err)
 			}
-			if err := readGo(r, env.ids[(i*37)%len(env.ids)]); err != nil {
+			if err := readGo(r, id); err != nil {
 				b.Fatal(err)
 			}
-			ds = append(ds, time.Since(t0))
+			goDs = append(goDs, time.Since(t0))
 			r.Close()
-		}
-		reportLatency(b, ds)
-	})
-	b.Run("cold/serve", func(b *testing.B) {
-		ds := make([]time.Duration, 0, b.N)
-		for i := 0; i < b.N; i++ {
 			b.StopTimer()
 			s := startServer(b, env, env.repo)
 			c := newClient()
 			b.StartTimer()
-			t0 := time.Now()
-			if _, err := getBody(c, pointsURL(s.url, env.ids[(i*37)%len(env.ids)])); err != nil {
+			t1 := time.Now()
+			if _, err := getBody(c, pointsURL(s.url, id)); err != nil {
 				b.Fatal(err)
 			}
-			ds = append(ds, time.Since(t0))
+			srvDs = append(srvDs, time.Since(t1))
 			b.StopTimer()
 			s.stop()
 			b.StartTimer()
 		}
-		reportLatency(b, ds)
+		reportSideBySide(b, goDs, srvDs)
 	})
+}
+
+// reportSideBySide reports the latency percentiles of the in-process reads
+// and of the server's, and what the server adds at the median.
+func reportSideBySide(b *testing.B, goDs, srvDs []time.Duration) {
+	p := func(ds []time.Duration, q float64) float64 {
+		ds = slices.Clone(ds)
+		slices.Sort(ds)
+		return float64(ds[min(len(ds)-1, int(q*float64(len(ds))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(p(goDs, 0.5), "go-p50-ms")
+	b.ReportMetric(p(goDs, 0.99), "go-p99-ms")
+	b.ReportMetric(p(srvDs, 0.5), "serve-p50-ms")
+	b.ReportMetric(p(srvDs, 0.99), "serve-p99-ms")
+	b.ReportMetric(p(srvDs, 0.5)-p(goDs, 0.5), "added-p50-ms")
+	b.ReportMetric(0, "ns/op")
 }
 
 // load runs op from benchClients goroutines for -apibench.load and reports
@@ -467,7 +475,7 @@ func BenchmarkRowsStream(b *testing.B) {
 		for _, t := range []struct {
 			name string
 			rows int
-		}{{"small.lance", env.large / 10}, {"large.lance", env.large}} {
+		}{{"small.lance", env.large / 10}, {"large.lance", env.large}, {"double.lance", 2 * env.large}} {
 			b.Run(fmt.Sprintf("serve-%s/%d", format, t.rows), func(b *testing.B) {
 				b.StopTimer()
 				s := startServer(b, env, env.rows)
