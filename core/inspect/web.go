@@ -210,7 +210,14 @@ func (p *Points) AppendJSON(dst []byte) []byte {
 		dst = strconv.AppendInt(dst, s, 10)
 	}
 	dst = appendFloats(append(dst, `],"values":`...), p.Values)
-	dst = appendFloats(append(dst, `,"timestamps":`...), p.Timestamps)
+	dst = append(dst, `,"timestamps":[`...)
+	for i, ms := range p.Timestamps {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendMillis(dst, ms)
+	}
+	dst = append(dst, ']')
 	dst = append(dst, `,"epochs":[`...)
 	for i, e := range p.Epochs {
 		if i > 0 {
@@ -242,6 +249,37 @@ func appendFloats(dst []byte, fs []float64) []byte {
 		dst = appendFloat(dst, f)
 	}
 	return append(dst, ']')
+}
+
+// appendMillis writes a timestamp in milliseconds (microseconds / 1000)
+// as appendFloat does, without its float formatting: below 2^41 ms (the
+// year 2039) the spacing of doubles is under 0.0005, so the shortest
+// decimal that reads back as fl(us/1000) is us/1000 itself, written with
+// its trailing zeros trimmed.
+func appendMillis(dst []byte, ms float64) []byte {
+	if ms >= 0 && ms < 1<<41 {
+		us := int64(math.Round(ms * 1000))
+		if float64(us)/1000 == ms {
+			dst = strconv.AppendInt(dst, us/1000, 10)
+			if f := us % 1000; f != 0 {
+				dst = append(dst, '.', byte('0'+f/100), byte('0'+f/10%10), byte('0'+f%10))
+				for dst[len(dst)-1] == '0' {
+					dst = dst[:len(dst)-1]
+				}
+			}
+			return dst
+		}
+	}
+	return appendFloat(dst, ms)
+}
+
+// JSONSize estimates the bytes of AppendJSON, to size its buffer.
+func (p *Points) JSONSize() int {
+	n := 64 + 70*len(p.Steps)
+	if p.Mins != nil {
+		n += 48 * len(p.Steps)
+	}
+	return n
 }
 
 // appendFloat writes f as core/jsonl does, with encoding/json's fast path

@@ -62,3 +62,24 @@ func TestWebViewsMirrorTheCLI(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendMillis checks the timestamps' fast path against the float
+// encoding, around its bound and on random times.
+func TestAppendMillis(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	us := []int64{0, 1, 999, 1000, 1001, 1500, 1767225600000000, 1767225600000001, 1767225600123450, 1<<41*1000 - 1, 1 << 41 * 1000, -1, -1500}
+	for i := 0; i < 200000; i++ {
+		us = append(us, rng.Int64N(1<<44*1000), rng.Int64N(3e15))
+	}
+	for _, u := range us {
+		ms := float64(u) / 1000
+		if got, want := string(appendMillis(nil, ms)), string(appendFloat(nil, ms)); got != want {
+			t.Fatalf("%d µs: %s, want %s", u, got, want)
+		}
+	}
+	for _, ms := range []float64{math.NaN(), math.Inf(1), 0.0001, 1.23456789, -0.5} {
+		if got, want := string(appendMillis(nil, ms)), string(jsonl.AppendFloat(nil, ms, 64)); got != want {
+			t.Fatalf("%v: %s, want %s", ms, got, want)
+		}
+	}
+}

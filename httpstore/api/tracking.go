@@ -249,7 +249,11 @@ func (h *Handler) getPoints(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var b []byte
+	size := 4
+	for i := range pts {
+		size += pts[i].JSONSize()
+	}
+	b := make([]byte, 0, size)
 	b = append(b, '[')
 	for i := range pts {
 		if i > 0 {

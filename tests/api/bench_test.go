@@ -26,6 +26,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,6 +44,7 @@ import (
 
 	"github.com/kv0/kv0/core/lance"
 	"github.com/kv0/kv0/core/tracking"
+	"github.com/kv0/kv0/httpstore/api"
 	"github.com/kv0/kv0/native/fsstore"
 )
 
@@ -309,16 +311,25 @@ func BenchmarkSeriesRead(b *testing.B) {
 		defer r.Close()
 		s := startServer(b, env, env.repo)
 		defer s.stop()
+		// The same handler in this process, on loopback too (what the
+		// handler adds without a second process to schedule) and called
+		// directly (what it adds without HTTP).
+		h := api.New(st, "", api.Options{})
+		defer h.Close()
+		local := httptest.NewServer(h)
+		defer local.Close()
 		c := newClient()
 		for _, id := range env.ids {
 			if err := readGo(r, id); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := getBody(c, pointsURL(s.url, id)); err != nil {
-				b.Fatal(err)
+			for _, base := range []string{s.url, local.URL} {
+				if _, err := getBody(c, pointsURL(base, id)); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
-		goDs, srvDs := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
+		goDs, srvDs, localDs, handlerDs := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			id := env.ids[i%len(env.ids)]
@@ -330,9 +341,23 @@ func BenchmarkSeriesRead(b *testing.B) {
 			if _, err := getBody(c, pointsURL(s.url, id)); err != nil {
 				b.Fatal(err)
 			}
-			goDs, srvDs = append(goDs, t1.Sub(t0)), append(srvDs, time.Since(t1))
+			t2 := time.Now()
+			if _, err := getBody(c, pointsURL(local.URL, id)); err != nil {
+				b.Fatal(err)
+			}
+			t3 := time.Now()
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, pointsURL("", id), nil))
+			if w.Code != 200 {
+				b.Fatalf("handler: %d %s", w.Code, w.Body)
+			}
+			goDs, srvDs, localDs = append(goDs, t1.Sub(t0)), append(srvDs, t2.Sub(t1)), append(localDs, t3.Sub(t2))
+			handlerDs = append(handlerDs, time.Since(t3))
 		}
 		reportSideBySide(b, goDs, srvDs)
+		b.ReportMetric(percentile(localDs, 0.5), "inproc-handler-p50-ms")
+		b.ReportMetric(percentile(localDs, 0.5)-percentile(goDs, 0.5), "inproc-added-p50-ms")
+		b.ReportMetric(percentile(handlerDs, 0.5)-percentile(goDs, 0.5), "handler-added-p50-ms")
 	})
 	// Cold: a new handle (in-process) and a new server process for every
 	// read (the file system's page cache stays warm).
@@ -370,17 +395,19 @@ func BenchmarkSeriesRead(b *testing.B) {
 // reportSideBySide reports the latency percentiles of the in-process reads
 // and of the server's, and what the server adds at the median.
 func reportSideBySide(b *testing.B, goDs, srvDs []time.Duration) {
-	p := func(ds []time.Duration, q float64) float64 {
-		ds = slices.Clone(ds)
-		slices.Sort(ds)
-		return float64(ds[min(len(ds)-1, int(q*float64(len(ds))))].Microseconds()) / 1000
-	}
-	b.ReportMetric(p(goDs, 0.5), "go-p50-ms")
-	b.ReportMetric(p(goDs, 0.99), "go-p99-ms")
-	b.ReportMetric(p(srvDs, 0.5), "serve-p50-ms")
-	b.ReportMetric(p(srvDs, 0.99), "serve-p99-ms")
-	b.ReportMetric(p(srvDs, 0.5)-p(goDs, 0.5), "added-p50-ms")
+	b.ReportMetric(percentile(goDs, 0.5), "go-p50-ms")
+	b.ReportMetric(percentile(goDs, 0.99), "go-p99-ms")
+	b.ReportMetric(percentile(srvDs, 0.5), "serve-p50-ms")
+	b.ReportMetric(percentile(srvDs, 0.99), "serve-p99-ms")
+	b.ReportMetric(percentile(srvDs, 0.5)-percentile(goDs, 0.5), "added-p50-ms")
 	b.ReportMetric(0, "ns/op")
+}
+
+// percentile is the q-quantile of the durations, in milliseconds.
+func percentile(ds []time.Duration, q float64) float64 {
+	ds = slices.Clone(ds)
+	slices.Sort(ds)
+	return float64(ds[min(len(ds)-1, int(q*float64(len(ds))))].Microseconds()) / 1000
 }
 
 // load runs op from benchClients goroutines for -apibench.load and reports
