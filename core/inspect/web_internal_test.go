@@ -3,8 +3,8 @@ package inspect
 import (
 	"encoding/json"
 	"math"
-	"reflect"
 	"math/rand/v2"
+	"reflect"
 	"testing"
 
 	"github.com/kv0/kv0/core/jsonl"
