@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -863,4 +864,107 @@ func FuzzParseRange(f *testing.F) {
 			t.Fatalf("%q of %d bytes: [%d, %d)", v, size, start, end)
 		}
 	})
+}
+
+// TestConcurrentWrites reads while a writer commits: a dataset's strong
+// ETag always labels the same body, each reader's view only moves forward
+// (rows, points and versions never go back), and nothing fails.
+func TestConcurrentWrites(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	h := New(f.st, "", Options{})
+	sid := strconv.FormatUint(uint64(f.series["0/loss"]), 10)
+	done := make(chan struct{})
+	werr := make(chan error, 1)
+	go func() {
+		defer close(werr)
+		r, err := tracking.OpenRepo(ctx, f.st, "", tracking.RepoOptions{FlushInterval: -1})
+		if err != nil {
+			werr <- err
+			return
+		}
+		defer r.Close()
+		run, err := r.ResumeRun(ctx, f.runIDs[0])
+		if err != nil {
+			werr <- err
+			return
+		}
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			d, err := lance.Open(ctx, f.st, "t.lance", lance.OpenOptions{})
+			if err == nil {
+				_, err = d.Append(ctx, lance.Batches(batch(1000+i*3, 3)), lance.WriteOptions{})
+			}
+			if err == nil {
+				step := int64(5000 + i)
+				err = run.Track(float64(i), "loss", tracking.TrackOptions{Step: &step})
+			}
+			if err == nil {
+				err = r.Flush(ctx)
+			}
+			if err != nil {
+				werr <- err
+				return
+			}
+		}
+	}()
+	var mu sync.Mutex
+	bodies := map[string]string{} // strong ETag -> body
+	var wg sync.WaitGroup
+	for c := 0; c < 4; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var lastRows, lastPoints int
+			var lastVersions Versions
+			for i := 0; i < 20; i++ {
+				w := get(t, h, "/api/v1/datasets/t.lance/rows?columns=id")
+				if w.Code != 200 {
+					t.Errorf("rows: %d %s", w.Code, w.Body)
+					return
+				}
+				mu.Lock()
+				if b, ok := bodies[w.Header().Get("ETag")]; ok && b != w.Body.String() {
+					t.Errorf("ETag %s labels two bodies", w.Header().Get("ETag"))
+				}
+				bodies[w.Header().Get("ETag")] = w.Body.String()
+				mu.Unlock()
+				n := strings.Count(w.Body.String(), "\n")
+				if n < lastRows {
+					t.Errorf("rows went back from %d to %d", lastRows, n)
+				}
+				lastRows = n
+				w = get(t, h, "/api/v1/series/points?max_points=0&ids="+sid)
+				var pts []struct {
+					Steps []int64 `json:"steps"`
+				}
+				if err := json.Unmarshal(w.Body.Bytes(), &pts); w.Code != 200 || err != nil {
+					t.Errorf("points: %d %v", w.Code, err)
+					return
+				}
+				if len(pts[0].Steps) < lastPoints {
+					t.Errorf("points went back from %d to %d", lastPoints, len(pts[0].Steps))
+				}
+				lastPoints = len(pts[0].Steps)
+				var v Versions
+				w = get(t, h, "/api/v1/versions")
+				if err := json.Unmarshal(w.Body.Bytes(), &v); err != nil || v.Metrics < lastVersions.Metrics || v.Runs < lastVersions.Runs {
+					t.Errorf("versions %+v after %+v (%v)", v, lastVersions, err)
+				}
+				lastVersions = v
+			}
+		}()
+	}
+	wg.Wait()
+	close(done)
+	if err := <-werr; err != nil {
+		t.Fatal(err)
+	}
+	if len(bodies) < 2 {
+		t.Errorf("the readers saw %d versions of the rows; the writer did not overlap them", len(bodies))
+	}
 }

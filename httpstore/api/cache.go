@@ -32,12 +32,13 @@ func makeETag(parts ...string) string {
 	return `"` + hex.EncodeToString(h.Sum(nil)[:16]) + `"`
 }
 
-// ifNoneMatch reports whether the request's If-None-Match matches tag.
+// ifNoneMatch reports whether the request's If-None-Match matches tag
+// (weak comparison, as RFC 9110 wants for If-None-Match).
 func ifNoneMatch(r *http.Request, tag string) bool {
 	for _, v := range r.Header.Values("If-None-Match") {
 		for _, t := range strings.Split(v, ",") {
 			t = strings.TrimSpace(t)
-			if t == "*" || strings.TrimPrefix(t, "W/") == tag {
+			if t == "*" || strings.TrimPrefix(t, "W/") == strings.TrimPrefix(tag, "W/") {
 				return true
 			}
 		}

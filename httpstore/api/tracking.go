@@ -67,7 +67,9 @@ func (h *Handler) tracked(w http.ResponseWriter, r *http.Request, route string, 
 	if err != nil {
 		return nil, err
 	}
-	etag := makeETag(route, q.v.Encode(), strconv.FormatUint(v.Runs, 10), strconv.FormatUint(v.Params, 10),
+	// Weak: the versions are read before the answer, which a commit
+	// landing in between makes newer than the ETag says (never older).
+	etag := "W/" + makeETag(route, q.v.Encode(), strconv.FormatUint(v.Runs, 10), strconv.FormatUint(v.Params, 10),
 		strconv.FormatUint(v.Series, 10), strconv.FormatUint(v.Metrics, 10))
 	if h.setCaching(w, r, validator{etag: etag}) {
 		return nil, nil
