@@ -20,6 +20,7 @@ package apitest
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -212,7 +213,8 @@ func startServer(b *testing.B, env *benchEnv, root string) *server {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd.Stderr = os.Stderr
+	var stderr bytes.Buffer // kept out of the benchmark's output lines
+	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
@@ -225,7 +227,7 @@ func startServer(b *testing.B, env *benchEnv, root string) *server {
 	}
 	_ = cmd.Process.Kill()
 	_ = cmd.Wait()
-	b.Fatal("kv0 serve printed no URL")
+	b.Fatalf("kv0 serve printed no URL: %s", stderr.String())
 	return nil
 }
 
