@@ -77,6 +77,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("--listen %s: %w", *listen, err)
 	}
 	url := "http://" + ln.Addr().String() + "/"
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && a.IP.IsUnspecified() {
+		// Every interface: name the loopback one, which a browser opens.
+		url = fmt.Sprintf("http://127.0.0.1:%d/", a.Port)
+		fmt.Fprintf(stdout, "kv0 serve: listening on every interface (%s)\n", ln.Addr())
+	}
 	fmt.Fprintf(stdout, "kv0 serve: %s at %s\n", loc, url)
 	for _, s := range []struct{ what, at string }{{"dashboard", webAt}, {"wasm module", wasmAt}} {
 		if s.at == "" {
