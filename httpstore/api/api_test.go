@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -966,5 +967,59 @@ func TestConcurrentWrites(t *testing.T) {
 	}
 	if len(bodies) < 2 {
 		t.Errorf("the readers saw %d versions of the rows; the writer did not overlap them", len(bodies))
+	}
+}
+
+// gateStore holds back reads of data files, once okReads of them passed,
+// until gate is closed.
+type gateStore struct {
+	store.Store
+	okReads atomic.Int64
+	gate    chan struct{}
+}
+
+func (g *gateStore) ReadAt(ctx context.Context, key string, p []byte, off int64) error {
+	if strings.Contains(key, "/data/") && g.okReads.Add(-1) < 0 {
+		select {
+		case <-g.gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return g.Store.ReadAt(ctx, key, p, off)
+}
+
+// TestRowsStream checks that rows leave as they are decoded: the first
+// ones arrive while the store still holds back the rest of the table.
+func TestRowsStream(t *testing.T) {
+	f := newFixture(t)
+	for _, format := range []string{"jsonl", "arrow"} {
+		want := get(t, New(f.st, "", Options{}), "/api/v1/datasets/many.lance/rows?format="+format).Body.Bytes()
+		g := &gateStore{Store: f.st, gate: make(chan struct{})}
+		g.okReads.Store(2)
+		srv := httptest.NewServer(New(g, "", Options{}))
+		resp, err := http.Get(srv.URL + "/api/v1/datasets/many.lance/rows?format=" + format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := make(chan []byte, 1)
+		go func() {
+			b := make([]byte, 1024)
+			n, _ := io.ReadAtLeast(resp.Body, b, 1)
+			first <- b[:n]
+		}()
+		var head []byte
+		select {
+		case head = <-first:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: no bytes arrived while the store held back the rest: the answer is not streamed", format)
+		}
+		close(g.gate)
+		rest, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		srv.Close()
+		if err != nil || !bytes.Equal(append(head, rest...), want) {
+			t.Errorf("%s: streamed answer (%v) differs from the whole one (%d vs %d bytes)", format, err, len(head)+len(rest), len(want))
+		}
 	}
 }
