@@ -13,7 +13,8 @@ ROWS=${ROWS:-1000000}
 DIR=${DIR:-$(mktemp -d)}
 flags="-apibench.dir $DIR -apibench.load $LOAD -apibench.rows $ROWS"
 bench() { go test ./tests/api -run '^$' -bench "$1" -benchtime "$2" -timeout 1h $flags; }
-bench 'BenchmarkSeriesRead/warm' 2000x
+bench 'BenchmarkSeriesRead/warm$' 2000x
+bench 'BenchmarkSeriesRead/warm-blocks' 1000x
 bench 'BenchmarkSeriesRead/cold' 30x
 bench 'BenchmarkSeriesLoad' 1x
 bench 'BenchmarkRowsStream' 3x
