@@ -63,7 +63,20 @@ func isNotFound(err error) bool {
 // client's copy is current.
 func (h *Handler) tracked(w http.ResponseWriter, r *http.Request, route string, q query) (*tracking.Repo, error) {
 	ctx := r.Context()
+	// The repository handle (opened on first use) is prepared while the
+	// versions are read: it reads manifests, not the answer's data, and
+	// confirms the versions again when it reads.
+	var (
+		repo    *tracking.Repo
+		repoErr error
+		opened  = make(chan struct{})
+	)
+	go func() {
+		defer close(opened)
+		repo, repoErr = h.openRepo(ctx)
+	}()
 	v, err := h.versions(ctx)
+	<-opened
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +87,7 @@ func (h *Handler) tracked(w http.ResponseWriter, r *http.Request, route string, 
 	if h.setCaching(w, r, validator{etag: etag}) {
 		return nil, nil
 	}
-	return h.openRepo(ctx)
+	return repo, repoErr
 }
 
 func (h *Handler) getVersions(w http.ResponseWriter, r *http.Request) error {
