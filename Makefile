@@ -22,14 +22,14 @@ build:
 	$(GO) build -o $(KV0) ./native/cmd/kv0
 
 # `make run` writes the tracking demo (a dozen runs of a few experiments, with
-# loss/accuracy/learning-rate curves) to a local folder and prints the runs and
-# each metric's summary from the statistics.
+# loss/accuracy/learning-rate curves) to a local folder; the demo prints the
+# runs and each run's metric summaries (from the statistics), and make adds one
+# downsampled curve. Each summary is printed once (native/cmd/kv0 tests it).
 DEMO ?= out/demo
+DEMO_FLAGS ?=
 run: build
 	rm -rf $(DEMO)
-	$(KV0) demo $(DEMO)
-	$(KV0) runs $(DEMO) --experiment bert-sst2
-	$(KV0) series $(DEMO) resnet-cifar10-1
+	$(KV0) demo $(DEMO) $(DEMO_FLAGS)
 	$(KV0) metrics $(DEMO) resnet-cifar10-1 loss --context '{"subset":"train"}' --max-points 12
 
 # `make test` is what CI runs (.ci/run). Node and npm are needed by the

@@ -133,9 +133,10 @@ type LogEntry struct {
 }
 
 // DatasetLog lists what every stored version of the dataset at root did,
-// oldest first.
-func DatasetLog(ctx context.Context, st store.Store, root string) ([]LogEntry, error) {
-	versions, err := lance.Log(ctx, st, root)
+// oldest first; opts are lance.Log's (a Warn callback for manifests of the
+// other naming scheme).
+func DatasetLog(ctx context.Context, st store.Store, root string, opts ...lance.ListOptions) ([]LogEntry, error) {
+	versions, err := lance.Log(ctx, st, root, opts...)
 	if err != nil {
 		return nil, err
 	}

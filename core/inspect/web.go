@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -143,8 +144,9 @@ type Points struct {
 	Timestamps []float64
 	// Epochs holds tracking.NoEpoch for a point without one.
 	Epochs []int64
-	// Mins and Maxs, set when the series was downsampled, are each kept
-	// point's band (tracking.DownsampleBands).
+	// Mins and Maxs, set when the series was downsampled into buckets,
+	// are each kept point's band: the finite minimum and maximum of its
+	// bucket (the value itself for the first and last points).
 	Mins, Maxs []float64
 }
 
@@ -164,20 +166,49 @@ func SeriesPoints(ctx context.Context, r *tracking.Repo, ids []tracking.SeriesID
 	if err := checkSeries(ctx, r, ids); err != nil {
 		return nil, err
 	}
-	data, err := r.ReadMany(ctx, ids, tracking.ReadOptions{Steps: opts.Steps, Time: opts.Time, MaxPoints: opts.MaxPoints, Bands: true})
+	data, err := r.ReadMany(ctx, ids, tracking.ReadOptions{Steps: opts.Steps, Time: opts.Time, MaxPoints: opts.MaxPoints})
 	if err != nil {
 		return nil, err
 	}
 	out := make([]Points, len(ids))
 	for i, m := range data {
-		p := Points{SeriesID: StringID(ids[i]), Steps: m.Steps, Values: m.Values, Epochs: m.Epochs, Mins: m.Mins, Maxs: m.Maxs,
+		p := Points{SeriesID: StringID(ids[i]), Steps: m.Steps, Values: m.Values, Epochs: m.Epochs,
 			Timestamps: make([]float64, m.Len())}
 		for k, t := range m.Timestamps {
 			p.Timestamps[k] = float64(t.UnixMicro()) / 1000
 		}
+		if len(m.Buckets) > 0 {
+			p.Mins, p.Maxs = bands(m)
+		}
 		out[i] = p
 	}
 	return out, nil
+}
+
+// bands returns each point's band of a downsampled read: the minimum and
+// maximum of the points kept of its bucket (the bucket's finite extremes),
+// or the value itself for the first and last points, which no bucket
+// holds.
+func bands(m tracking.MetricData) (mins, maxs []float64) {
+	mins, maxs = slices.Clone(m.Values), slices.Clone(m.Values)
+	k := 0
+	for _, b := range m.Buckets {
+		for k < len(m.Steps) && m.Steps[k] < b.FirstStep {
+			k++
+		}
+		j := k
+		for j < len(m.Steps) && m.Steps[j] <= b.LastStep {
+			j++
+		}
+		if j > k {
+			lo, hi := slices.Min(m.Values[k:j]), slices.Max(m.Values[k:j])
+			for x := k; x < j; x++ {
+				mins[x], maxs[x] = lo, hi
+			}
+		}
+		k = j
+	}
+	return mins, maxs
 }
 
 // checkSeries fails with tracking.ErrNotFound naming the first id no live

@@ -37,6 +37,9 @@ type CleanupOptions struct {
 	// Progress, when set, is called with the files examined so far and the
 	// total.
 	Progress func(done, total int64)
+	// Warn, when set, receives the manifest names the listing ignored
+	// (see ListOptions); cleanup neither reads nor removes those files.
+	Warn func(error)
 }
 
 // CleanupStats counts what CleanupOldVersions removed.
@@ -71,7 +74,7 @@ func CleanupOldVersions(ctx context.Context, st store.Store, root string, olderT
 	if opts.UnverifiedOlderThan > 0 {
 		unverifiedCutoff = now.Add(-opts.UnverifiedOlderThan)
 	}
-	refs, err := ListVersions(ctx, st, root)
+	refs, err := ListVersions(ctx, st, root, ListOptions{Warn: opts.Warn})
 	if err != nil {
 		return stats, err
 	}

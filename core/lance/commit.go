@@ -186,7 +186,7 @@ func commit(ctx context.Context, r commitReq) (*Dataset, error) {
 			if d, ok := committedByUs(context.WithoutCancel(ctx), r, v, txn); ok {
 				return d, nil
 			}
-			return nil, fmt.Errorf("lance: committing version %d of %q: %w", v, r.k.root, err)
+			return nil, fmt.Errorf("lance: committing version %d of %s: %w", v, r.k, err)
 		}
 		if err == nil {
 			mf := &manifestFile{key: key, size: int64(len(data)), pos: int64(mpos), tail: data, m: m, naming: r.naming}
@@ -206,7 +206,7 @@ func commit(ctx context.Context, r commitReq) (*Dataset, error) {
 		}
 		// Lost the race for version v.
 		if r.createOnly && cur == nil {
-			return nil, fmt.Errorf("%w: %q (version 1 was committed concurrently)", ErrExists, r.k.root)
+			return nil, fmt.Errorf("%w: %s (version 1 was committed concurrently)", ErrExists, r.k)
 		}
 		if attempt >= opts.MaxRetries {
 			return nil, &ConflictError{Root: r.k.root, Version: v, Operation: "a concurrent commit", Mine: operationName(txn),
@@ -246,7 +246,7 @@ func (r *commitReq) catchUp(ctx context.Context, cur *Dataset, txn *tablepb.Tran
 				return cur, txn, false, nil
 			}
 			// A gap: versions removed by a cleanup.
-			newest, err := openLatest(ctx, r.st, r.k)
+			newest, err := openLatest(ctx, r.st, r.k, nil)
 			if err != nil {
 				return nil, nil, false, err
 			}
@@ -320,7 +320,7 @@ func sameFields(a, b *Dataset) bool {
 // latestVersionNumber returns the newest version of the dataset (0 when
 // there is none).
 func latestVersionNumber(ctx context.Context, st store.Store, k keys) (uint64, error) {
-	ref, err := latestByListing(ctx, st, k)
+	ref, err := latestByListing(ctx, st, k, nil)
 	if isNotSupported(err) {
 		mf, err := latestByHint(ctx, st, k)
 		if errors.Is(err, ErrNotFound) {
@@ -416,13 +416,13 @@ func sleepBackoff(ctx context.Context, o CommitOptions, attempt int) error {
 func checkWritable(d *Dataset) error {
 	m := d.mf.m
 	if m.GetReaderFeatureFlags()&flagStableRowIDs != 0 {
-		return fmt.Errorf("%w: %q uses stable row ids, which kv0 does not write", ErrUnsupportedFeature, d.k.root)
+		return fmt.Errorf("%w: %s uses stable row ids, which kv0 does not write", ErrUnsupportedFeature, d.k)
 	}
 	if len(m.GetBasePaths()) > 0 {
-		return fmt.Errorf("%w: %q uses external base paths, which kv0 does not write", ErrUnsupportedFeature, d.k.root)
+		return fmt.Errorf("%w: %s uses external base paths, which kv0 does not write", ErrUnsupportedFeature, d.k)
 	}
 	if m.Branch != nil && m.GetBranch() != "" {
-		return fmt.Errorf("%w: %q is a branch, which kv0 does not write", ErrUnsupportedFeature, d.k.root)
+		return fmt.Errorf("%w: %s is a branch, which kv0 does not write", ErrUnsupportedFeature, d.k)
 	}
 	return nil
 }
@@ -432,7 +432,7 @@ func checkWritable(d *Dataset) error {
 // of opened data files. On a listing store that costs one List when nothing
 // changed and one manifest read more otherwise.
 func (d *Dataset) Latest(ctx context.Context) (*Dataset, error) {
-	ref, err := latestByListing(ctx, d.st, d.k)
+	ref, err := latestByListing(ctx, d.st, d.k, nil)
 	if isNotSupported(err) {
 		mf, err := latestByHint(ctx, d.st, d.k)
 		if err != nil {

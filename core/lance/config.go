@@ -3,6 +3,7 @@ package lance
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,10 +72,12 @@ func checkConfigValue(k, v string) error {
 
 // ParseDuration parses a Go duration ("36h", "90m") or a whole number of
 // days or weeks with a "d" or "w" suffix ("14d", "2w"), optionally followed
-// by a Go duration ("1d12h").
+// by a Go duration ("1d12h"). A duration past about 292 years is refused.
 func ParseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
+	orig := s
 	var total time.Duration
+	units := false
 	for _, unit := range []struct {
 		suffix string
 		d      time.Duration
@@ -87,11 +90,15 @@ func ParseDuration(s string) (time.Duration, error) {
 		if err != nil {
 			continue
 		}
+		if time.Duration(n) > (math.MaxInt64-total)/unit.d {
+			return 0, fmt.Errorf("lance: duration %q is too long", orig)
+		}
 		total += time.Duration(n) * unit.d
+		units = true
 		s = strings.TrimSpace(s[i+1:])
 	}
 	if s == "" {
-		if total == 0 {
+		if !units {
 			return 0, fmt.Errorf("lance: empty duration")
 		}
 		return total, nil
@@ -99,6 +106,9 @@ func ParseDuration(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if err != nil {
 		return 0, fmt.Errorf("lance: bad duration %q (Go durations plus d and w suffixes)", s)
+	}
+	if d > 0 && total > math.MaxInt64-d {
+		return 0, fmt.Errorf("lance: duration %q is too long", orig)
 	}
 	return total + d, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -23,6 +24,9 @@ type OpenOptions struct {
 	// opened again. Nil gives the Dataset (and the versions committed on
 	// top of it) a cache of its own.
 	Files *FileCache
+	// Warn, when set, receives the manifest names the search for the
+	// latest version ignored (see ListOptions).
+	Warn func(error)
 }
 
 // Dataset is one version of a Lance dataset: its manifest, decoded. It is
@@ -36,6 +40,9 @@ type Dataset struct {
 	arrow  *arrow.Schema
 	frags  []Fragment
 	byID   map[uint64]int // fragment id -> index in frags
+
+	byFieldOnce sync.Once
+	byField     map[int32]*lancefile.Field // schema fields by id, built on first use
 }
 
 // Fragment describes one fragment of a version. Paths are relative to the
@@ -54,7 +61,7 @@ type Fragment struct {
 type DataFileInfo struct {
 	Path    string // e.g. "data/0101…df.lance"
 	Size    int64  // 0 when the manifest does not record it
-	Version string // file format version, "2.0", "2.1"; "legacy" for 0.x
+	Version string // file format version as lance names it: "2.0", "2.1"; "0.1" for the legacy format
 }
 
 // Open reads one version of the dataset whose files live under root (a key
@@ -90,7 +97,7 @@ func Open(ctx context.Context, st store.Store, root string, opts OpenOptions) (*
 	case opts.Version != 0:
 		mf, err = readVersion(ctx, st, k, opts.Version)
 	default:
-		mf, err = openLatest(ctx, st, k)
+		mf, err = openLatest(ctx, st, k, opts.Warn)
 	}
 	if err != nil {
 		return nil, err
@@ -98,9 +105,10 @@ func Open(ctx context.Context, st store.Store, root string, opts OpenOptions) (*
 	return newDataset(st, k, mf)
 }
 
-// openLatest reads the newest manifest.
-func openLatest(ctx context.Context, st store.Store, k keys) (*manifestFile, error) {
-	ref, err := latestByListing(ctx, st, k)
+// openLatest reads the newest manifest; warn (when not nil) receives the
+// manifest names the listing ignored.
+func openLatest(ctx context.Context, st store.Store, k keys, warn func(error)) (*manifestFile, error) {
+	ref, err := latestByListing(ctx, st, k, warn)
 	if isNotSupported(err) {
 		return latestByHint(ctx, st, k)
 	}
@@ -144,6 +152,12 @@ func newDatasetFrom(st store.Store, k keys, mf *manifestFile, prev *Dataset, txn
 		}
 		as = schema.Arrow()
 	}
+	if err := checkMaxFragmentID(mf.key, mf.pos, m); err != nil {
+		return nil, err
+	}
+	if err := checkUnknown(mf.key, mf.pos, m); err != nil {
+		return nil, err
+	}
 	d := &Dataset{st: st, k: k, mf: mf, schema: schema, arrow: as, byID: make(map[uint64]int, len(m.GetFragments()))}
 	for _, pf := range m.GetFragments() {
 		if _, dup := d.byID[pf.GetId()]; dup {
@@ -159,11 +173,8 @@ func newDatasetFrom(st store.Store, k keys, mf *manifestFile, prev *Dataset, txn
 		}
 		f := Fragment{ID: pf.GetId(), PhysicalRows: pf.GetPhysicalRows(), pb: pf}
 		for _, df := range pf.GetFiles() {
-			// Legacy (0.x) files record no column indices; they are refused
-			// when scanned.
-			if n := len(df.GetColumnIndices()); n != 0 && n != len(df.GetFields()) {
-				return nil, corruptErr(mf.key, mf.pos, "fragment %d file %s: %d field ids but %d column indices",
-					pf.GetId(), df.GetPath(), len(df.GetFields()), len(df.GetColumnIndices()))
+			if err := checkDataFileEntry(mf.key, mf.pos, pf.GetId(), df); err != nil {
+				return nil, err
 			}
 			f.Files = append(f.Files, DataFileInfo{
 				Path:    dataDir + "/" + df.GetPath(),
@@ -208,7 +219,7 @@ func baseName(key string) string {
 func fileVersion(df *tablepb.DataFile) string {
 	maj, mnr := df.GetFileMajorVersion(), df.GetFileMinorVersion()
 	if maj == 0 && mnr < 3 {
-		return "legacy"
+		return "0.1" // lance's name of the legacy format (alias "legacy")
 	}
 	switch {
 	case maj == 0 && mnr == 3:
@@ -246,7 +257,8 @@ func pbTime(m *tablepb.Manifest) time.Time {
 }
 
 // DataFormat returns the data file format version, e.g. "2.1". Manifests
-// that do not record it get the version of the first data file, or "legacy".
+// that do not record it get the version of the first data file, or "0.1"
+// (lance's name of the legacy format).
 func (d *Dataset) DataFormat() string {
 	if v := d.mf.m.GetDataFormat().GetVersion(); v != "" {
 		return v
@@ -256,7 +268,7 @@ func (d *Dataset) DataFormat() string {
 			return f.Files[0].Version
 		}
 	}
-	return "legacy"
+	return "0.1"
 }
 
 // Schema returns the dataset schema. Callers must not modify it.
@@ -336,9 +348,9 @@ func (d *Dataset) checkFiles(f *Fragment) error {
 		}
 		switch v := fileVersion(df); v {
 		case "2.0", "2.1":
-		case "legacy":
+		case "0.1":
 			return &lancefile.FormatError{File: key, Column: -1, Page: -1, Offset: -1, Err: lancefile.ErrUnsupportedVersion,
-				Msg: fmt.Sprintf("legacy format %d.%d (kv0 reads 2.0 and 2.1)", df.GetFileMajorVersion(), df.GetFileMinorVersion())}
+				Msg: fmt.Sprintf("format 0.1 (legacy, file version %d.%d; kv0 reads 2.0 and 2.1)", df.GetFileMajorVersion(), df.GetFileMinorVersion())}
 		default:
 			return &lancefile.FormatError{File: key, Column: -1, Page: -1, Offset: -1, Err: lancefile.ErrUnsupportedVersion,
 				Msg: fmt.Sprintf("format %s (kv0 reads 2.0 and 2.1)", v)}

@@ -121,6 +121,9 @@ func (d *Dataset) loadDeletions(ctx context.Context, f *Fragment, phys uint64) (
 	if err != nil {
 		return nil, corruptErr(key, offsetOf(err), "%v", err)
 	}
+	if n := del.GetNumDeletedRows(); n > 0 && bm.GetCardinality() != n {
+		return nil, corruptErr(key, -1, "deletion file holds %d rows, manifest %s says %d", bm.GetCardinality(), d.mf.key, n)
+	}
 	return &deletionSet{bm}, nil
 }
 

@@ -72,6 +72,9 @@ func (d *Dataset) openFragment(ctx context.Context, f *Fragment, fields []*lance
 		return nil, err
 	}
 	plan := planFiles(f, fields)
+	if err := d.checkHeld(f, fields, plan); err != nil {
+		return nil, err
+	}
 	var used []int // data file indices, in file order
 	seen := map[int]bool{}
 	for _, j := range plan {
@@ -109,6 +112,9 @@ func (d *Dataset) openFragment(ctx context.Context, f *Fragment, fields []*lance
 		}
 		j := used[i]
 		df := f.pb.GetFiles()[j]
+		if err := d.checkOpened(df, lf); err != nil {
+			return nil, err
+		}
 		columnOf := map[int32]int{}
 		cols := df.GetColumnIndices()
 		for k, id := range df.GetFields() {

@@ -56,10 +56,12 @@ type VersionInfo struct {
 // plus one read per tag, and one read per version (the inline transaction
 // section usually comes with the manifest's tail; otherwise one more read of
 // the section or of the _transactions/ file), issued concurrently. On a
-// store that cannot list, tags are not reported.
-func Log(ctx context.Context, st store.Store, root string) ([]VersionInfo, error) {
+// store that cannot list, tags are not reported. Manifest names of the
+// other naming scheme are skipped (see ErrMixedNaming), and reported to the
+// Warn callback of opts.
+func Log(ctx context.Context, st store.Store, root string, opts ...ListOptions) ([]VersionInfo, error) {
 	k := keys{root: root}
-	refs, err := ListVersions(ctx, st, root)
+	refs, err := ListVersions(ctx, st, root, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -84,6 +86,9 @@ func Log(ctx context.Context, st store.Store, root string) ([]VersionInfo, error
 		}
 		if err != nil {
 			return err
+		}
+		if v := mf.m.GetVersion(); v != refs[i].Version {
+			return corruptErr(mf.key, mf.pos, "manifest says version %d", v)
 		}
 		txn, err := readTransaction(ctx, st, k, mf)
 		if err != nil {

@@ -104,6 +104,16 @@ func newKeys(root string, files *FileCache) keys {
 	return keys{root: root, files: files}
 }
 
+// String names the dataset in messages: `dataset "ROOT"`, or "the
+// dataset" when it sits at the store's root (the caller knows where that
+// is and names the location itself).
+func (k keys) String() string {
+	if k.root == "" {
+		return "the dataset"
+	}
+	return fmt.Sprintf("dataset %q", k.root)
+}
+
 func (k keys) versions() string { return store.Join(k.root, versionsDir) + "/" }
 func (k keys) manifest(v uint64, n Naming) string {
 	return store.Join(k.root, versionsDir, manifestName(v, n))

@@ -57,7 +57,7 @@ func TestOpenFixtures(t *testing.T) {
 func TestUnsupportedDataFormatsNamed(t *testing.T) {
 	for _, tc := range []struct{ dir, want string }{
 		{"v2_2", "format 2.2 (kv0 reads 2.0 and 2.1)"},
-		{"legacy", "legacy format 0."},
+		{"legacy", "format 0.1 (legacy, file version 0.2;"},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			st := loadFixture(t, tc.dir)

@@ -266,13 +266,13 @@ func TestTagsRestoreConfig(t *testing.T) {
 }
 
 func TestParseDuration(t *testing.T) {
-	for in, want := range map[string]time.Duration{"14d": 14 * 24 * time.Hour, "2w": 14 * 24 * time.Hour, "1d12h": 36 * time.Hour, "90m": 90 * time.Minute, "0s": 0} {
+	for in, want := range map[string]time.Duration{"14d": 14 * 24 * time.Hour, "2w": 14 * 24 * time.Hour, "1d12h": 36 * time.Hour, "90m": 90 * time.Minute, "0s": 0, "0d": 0, "15250w": 15250 * 7 * 24 * time.Hour, "106751d": 106751 * 24 * time.Hour} {
 		got, err := ParseDuration(in)
 		if err != nil || got != want {
 			t.Errorf("%s: %v %v", in, got, err)
 		}
 	}
-	for _, in := range []string{"", "x", "d", "1x"} {
+	for _, in := range []string{"", "x", "d", "1x", "15251w", "106752d", "106751d24h"} {
 		if _, err := ParseDuration(in); err == nil {
 			t.Errorf("%q accepted", in)
 		}

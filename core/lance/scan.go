@@ -114,7 +114,7 @@ type fragResult struct {
 func (d *Dataset) Scan(ctx context.Context, opts ScanOptions) (*Scanner, error) {
 	proj, err := d.schema.Project(opts.Columns)
 	if err != nil {
-		return nil, fmt.Errorf("lance: scan of %q: %w", d.k.root, err)
+		return nil, fmt.Errorf("lance: scan of %s: %w", d.k, err)
 	}
 	for _, f := range proj.Fields {
 		if f.Err != nil {
@@ -122,7 +122,7 @@ func (d *Dataset) Scan(ctx context.Context, opts ScanOptions) (*Scanner, error) 
 		}
 	}
 	if opts.BatchRows < 0 || opts.Limit < 0 {
-		return nil, fmt.Errorf("lance: scan of %q: negative batch size or limit", d.k.root)
+		return nil, fmt.Errorf("lance: scan of %s: negative batch size or limit", d.k)
 	}
 	frags, err := d.selectFragments(opts.Fragments)
 	if err != nil {
@@ -154,7 +154,7 @@ func (d *Dataset) selectFragments(ids []uint64) ([]*Fragment, error) {
 	want := map[uint64]bool{}
 	for _, id := range ids {
 		if _, ok := d.byID[id]; !ok {
-			return nil, fmt.Errorf("%w: fragment %d in version %d of %q", ErrNotFound, id, d.Version(), d.k.root)
+			return nil, fmt.Errorf("%w: fragment %d in version %d of %s", ErrNotFound, id, d.Version(), d.k)
 		}
 		want[id] = true
 	}

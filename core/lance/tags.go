@@ -29,12 +29,12 @@ type tagContents struct {
 // readTag reads and parses one tag file.
 func readTag(ctx context.Context, st store.Store, k keys, name string) (Tag, error) {
 	if !validTagName(name) {
-		return Tag{}, fmt.Errorf("%w: tag %q of dataset %q (not a valid tag name)", ErrNotFound, name, k.root)
+		return Tag{}, fmt.Errorf("%w: tag %q of %s (not a valid tag name)", ErrNotFound, name, k)
 	}
 	key := k.tag(name)
 	b, err := readSmall(ctx, st, key)
 	if errors.Is(err, store.ErrNotFound) {
-		return Tag{}, fmt.Errorf("%w: tag %q of dataset %q (no %s)", ErrNotFound, name, k.root, key)
+		return Tag{}, fmt.Errorf("%w: tag %q of %s (no %s)", ErrNotFound, name, k, key)
 	}
 	if err != nil {
 		return Tag{}, err

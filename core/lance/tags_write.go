@@ -47,7 +47,7 @@ func (d *Dataset) CreateTag(ctx context.Context, name string, version uint64) er
 	}
 	err = d.st.PutIfAbsent(ctx, d.k.tag(name), b)
 	if errors.Is(err, store.ErrExists) {
-		return fmt.Errorf("%w: %q in %q", ErrTagExists, name, d.k.root)
+		return fmt.Errorf("%w: %q in %s", ErrTagExists, name, d.k)
 	}
 	return err
 }

@@ -22,7 +22,7 @@ import (
 func (d *Dataset) Take(ctx context.Context, addrs []uint64, columns []string) (arrow.RecordBatch, error) {
 	proj, err := d.schema.Project(columns)
 	if err != nil {
-		return nil, fmt.Errorf("lance: take from %q: %w", d.k.root, err)
+		return nil, fmt.Errorf("lance: take from %s: %w", d.k, err)
 	}
 	for _, f := range proj.Fields {
 		if f.Err != nil {

@@ -20,15 +20,43 @@ type VersionRef struct {
 	Naming  Naming
 }
 
+// ListOptions tune the calls that list a dataset's manifests:
+// ListVersions, LatestVersion and Log (OpenOptions and CleanupOptions have
+// the same field).
+type ListOptions struct {
+	// Warn, when set, receives what a listing ignored, one error per file,
+	// each matching ErrMixedNaming and naming the file. Nil ignores them
+	// silently.
+	Warn func(error)
+}
+
+// ErrMixedNaming is the warning a listing gives (to a Warn callback; it is
+// never returned) for a manifest whose name follows the other naming scheme
+// than the dataset's: a V1 name such as "7.manifest" among V2 names. Once
+// any manifest has a V2 name the dataset is V2-named (lance migrates V1
+// datasets by renaming every manifest to its V2 name and never goes back),
+// and V1 names are ignored: neither listed, nor read, nor removed by a
+// cleanup.
+var ErrMixedNaming = errors.New("lance: ignored a manifest named in the other naming scheme")
+
+// warnFunc returns the Warn callback of opts (nil when none).
+func warnFunc(opts []ListOptions) func(error) {
+	if len(opts) > 0 {
+		return opts[0].Warn
+	}
+	return nil
+}
+
 // ListVersions returns the versions stored under root, oldest first. On a
 // listing store it costs one List (paged by the store as it likes) and
 // reads nothing. On a store that cannot list, it finds the latest version N
 // (hint + probes, as LatestVersion) and returns 1..N with Size 0 without
 // checking that older manifests still exist (cleanup may have removed
-// them): callers reading them must expect ErrNotFound.
-func ListVersions(ctx context.Context, st store.Store, root string) ([]VersionRef, error) {
+// them): callers reading them must expect ErrNotFound. Manifest names of
+// the other naming scheme are skipped (see ErrMixedNaming).
+func ListVersions(ctx context.Context, st store.Store, root string, opts ...ListOptions) ([]VersionRef, error) {
 	k := keys{root: root}
-	refs, err := listVersions(ctx, st, k)
+	refs, err := listVersions(ctx, st, k, warnFunc(opts))
 	if errors.Is(err, store.ErrNotSupported) {
 		mf, err := latestByHint(ctx, st, k)
 		if err != nil {
@@ -55,26 +83,41 @@ func ListVersions(ctx context.Context, st store.Store, root string) ([]VersionRe
 }
 
 func noDataset(k keys) error {
-	return fmt.Errorf("%w: no dataset at %q (no manifests under %s)", ErrNotFound, k.root, k.versions())
+	return fmt.Errorf("%w: no dataset (no manifests under %s)", ErrNotFound, k.versions())
 }
 
 // listVersions lists _versions/ and parses every manifest name, oldest first.
-// When a version exists under both names, the V2 one wins.
-func listVersions(ctx context.Context, st store.Store, k keys) ([]VersionRef, error) {
+// When any name is a V2 one, V1 names are skipped, each reported to warn
+// (when not nil) as ErrMixedNaming; a V1 name of a version that also has
+// its V2 name (a migration caught between copy and delete) is skipped
+// silently.
+func listVersions(ctx context.Context, st store.Store, k keys, warn func(error)) ([]VersionRef, error) {
 	objs, err := st.List(ctx, store.ListOptions{Prefix: k.versions()})
 	if err != nil {
 		return nil, err
 	}
 	byVersion := make(map[uint64]VersionRef, len(objs))
+	var v1 []VersionRef // V1 names, listed only when there is no V2 name
 	for _, o := range objs {
 		v, n, ok := parseManifestName(path.Base(o.Key))
 		if !ok || path.Dir(o.Key) != path.Dir(k.versions()+"x") {
 			continue
 		}
-		if old, dup := byVersion[v]; dup && old.Naming == NamingV2 {
-			continue
+		r := VersionRef{Version: v, Key: o.Key, Size: o.Size, Naming: n}
+		if n == NamingV1 {
+			v1 = append(v1, r)
+		} else {
+			byVersion[v] = r
 		}
-		byVersion[v] = VersionRef{Version: v, Key: o.Key, Size: o.Size, Naming: n}
+	}
+	v2 := len(byVersion) > 0
+	for _, r := range v1 {
+		switch _, both := byVersion[r.Version]; {
+		case !v2:
+			byVersion[r.Version] = r
+		case !both && warn != nil:
+			warn(fmt.Errorf("%w: %s has a V1 name, the dataset's manifests have V2 names", ErrMixedNaming, r.Key))
+		}
 	}
 	refs := make([]VersionRef, 0, len(byVersion))
 	for _, r := range byVersion {
@@ -87,9 +130,9 @@ func listVersions(ctx context.Context, st store.Store, k keys) ([]VersionRef, er
 // LatestVersion returns the newest version number of the dataset at root.
 // It costs what opening the latest version costs, minus the manifest read
 // on a listing store.
-func LatestVersion(ctx context.Context, st store.Store, root string) (uint64, error) {
+func LatestVersion(ctx context.Context, st store.Store, root string, opts ...ListOptions) (uint64, error) {
 	k := keys{root: root}
-	ref, err := latestByListing(ctx, st, k)
+	ref, err := latestByListing(ctx, st, k, warnFunc(opts))
 	if errors.Is(err, store.ErrNotSupported) {
 		mf, err := latestByHint(ctx, st, k)
 		if err != nil {
@@ -106,8 +149,9 @@ func LatestVersion(ctx context.Context, st store.Store, root string) (uint64, er
 // latestByListing finds the newest manifest on a listing store. With V2
 // names the newest version sorts first, so a limit-1 listing answers in one
 // request, with the manifest size. Anything else in first place (a V1 name,
-// a staging file) makes it list everything.
-func latestByListing(ctx context.Context, st store.Store, k keys) (VersionRef, error) {
+// a staging file) makes it list everything; warn (when not nil) receives the
+// names that listing ignores.
+func latestByListing(ctx context.Context, st store.Store, k keys, warn func(error)) (VersionRef, error) {
 	objs, err := st.List(ctx, store.ListOptions{Prefix: k.versions(), Limit: 1})
 	if err != nil {
 		return VersionRef{}, err
@@ -118,7 +162,7 @@ func latestByListing(ctx context.Context, st store.Store, k keys) (VersionRef, e
 	if v, n, ok := parseManifestName(path.Base(objs[0].Key)); ok && n == NamingV2 {
 		return VersionRef{Version: v, Key: objs[0].Key, Size: objs[0].Size, Naming: n}, nil
 	}
-	refs, err := listVersions(ctx, st, k)
+	refs, err := listVersions(ctx, st, k, warn)
 	if err != nil {
 		return VersionRef{}, err
 	}
@@ -250,8 +294,8 @@ func gallop(ctx context.Context, st store.Store, k keys) (*manifestFile, error) 
 		}
 		return lo, nil
 	}
-	return nil, fmt.Errorf("%w: no dataset at %q (the store cannot list, and neither %s nor version 1 exists)",
-		ErrNotFound, k.root, k.hint())
+	return nil, fmt.Errorf("%w: no dataset (the store cannot list, and neither %s nor version 1 exists)",
+		ErrNotFound, k.hint())
 }
 
 // readVersion reads the manifest of version v: the V2 name first, then V1.
@@ -268,6 +312,6 @@ func readVersion(ctx context.Context, st store.Store, k keys, v uint64) (*manife
 		mf.naming = n
 		return mf, nil
 	}
-	return nil, fmt.Errorf("%w: version %d of dataset %q (neither %s nor %s exists)", ErrNotFound, v, k.root,
+	return nil, fmt.Errorf("%w: version %d of %s (neither %s nor %s exists)", ErrNotFound, v, k,
 		k.manifest(v, NamingV2), k.manifest(v, NamingV1))
 }

@@ -167,7 +167,7 @@ func (d *Dataset) checkAppendable() error {
 	}
 	for _, f := range d.schema.Fields {
 		if f.Err != nil {
-			return fmt.Errorf("%w: %q: %v", ErrUnsupportedFeature, d.k.root, f.Err)
+			return fmt.Errorf("%w: %s: %v", ErrUnsupportedFeature, d.k, f.Err)
 		}
 	}
 	return nil

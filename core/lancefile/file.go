@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"sync"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -77,6 +79,9 @@ type File struct {
 	// read covered it, so page reads of small files cost no request.
 	globals [][]byte
 	whole   []byte
+
+	byIDOnce sync.Once
+	byID     map[int32]*Field // the fields of schema by id, built on first use
 }
 
 type bufRange struct{ off, size uint64 }
@@ -112,6 +117,11 @@ func Open(ctx context.Context, st store.Store, key string, size int64) (*File, e
 	n := min(f.size, tailRead)
 	tail := make([]byte, n)
 	if err := st.ReadAt(ctx, key, tail, f.size-n); err != nil {
+		if size > 0 && errors.Is(err, store.ErrShortObject) {
+			// The size came from the caller (a manifest's file_size_bytes).
+			return nil, &FormatError{File: key, Column: -1, Page: -1, Offset: f.size - n, Err: fmt.Errorf("%w: %w", ErrCorrupt, err),
+				Msg: fmt.Sprintf("the file is shorter than the %d bytes recorded for it", size)}
+		}
 		return nil, &FormatError{File: key, Column: -1, Page: -1, Offset: f.size - n, Err: err}
 	}
 	tailStart := f.size - n
@@ -125,9 +135,10 @@ func Open(ctx context.Context, st store.Store, key string, size int64) (*File, e
 		f.version = V2_1
 	case (major == 2 && minor == 0) || (major == 0 && minor == 3):
 		f.version = V2_0
-	case major == 0 || major == 1:
+	case major == 0:
+		// Lance calls every footer version before 0.3 the 0.1 ("legacy") format.
 		return nil, &FormatError{File: key, Column: -1, Page: -1, Offset: -1, Err: ErrUnsupportedVersion,
-			Msg: fmt.Sprintf("legacy format %d.%d (kv0 reads 2.0 and 2.1)", major, minor)}
+			Msg: fmt.Sprintf("format 0.1 (legacy, file version %d.%d; kv0 reads 2.0 and 2.1)", major, minor)}
 	default:
 		return nil, &FormatError{File: key, Column: -1, Page: -1, Offset: -1, Err: ErrUnsupportedVersion,
 			Msg: fmt.Sprintf("format %d.%d (kv0 reads 2.0 and 2.1)", major, minor)}
@@ -313,6 +324,20 @@ func (f *File) columnRows(col int) uint64 {
 // Schema returns the schema stored in the file itself, or nil when Open did
 // not read it. Datasets use the manifest's schema instead.
 func (f *File) Schema() *Schema { return f.schema }
+
+// SchemaField returns the field with id id in the schema stored in the file
+// itself, or nil when that schema has no such field or Open did not read it
+// (see Schema).
+func (f *File) SchemaField(id int32) *Field {
+	if f.schema == nil {
+		return nil
+	}
+	f.byIDOnce.Do(func() {
+		f.byID = map[int32]*Field{}
+		f.schema.Walk(func(x *Field) { f.byID[x.ID] = x })
+	})
+	return f.byID[id]
+}
 
 // pageLayout21 decodes the page encoding of a 2.1 page.
 func pageLayout21(enc []byte) (*enc21pb.PageLayout, error) {

@@ -98,6 +98,14 @@ func (r *Reader) Next(ctx context.Context, n int) ([]arrow.Array, error) {
 		if out[i].Len() != n {
 			return nil, r.f.corruptf(-1, "column %q decoded %d rows, want %d", r.fields[i].Name, out[i].Len(), n)
 		}
+		if path, row, found := firstBadNull(r.fields[i], out[i]); found {
+			for _, a := range out {
+				if a != nil {
+					a.Release()
+				}
+			}
+			return nil, r.f.corruptf(-1, "column %q is not nullable but row %d is null", path, r.f.NumRows()-r.left+uint64(row))
+		}
 	}
 	r.left -= uint64(n)
 	return out, nil

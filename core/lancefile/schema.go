@@ -133,6 +133,9 @@ func SchemaFromProto(pfields []*filepb.Field, metadata map[string][]byte) (*Sche
 		if _, dup := byID[pf.GetId()]; dup {
 			return nil, fmt.Errorf("%w: duplicate field id %d", ErrCorrupt, pf.GetId())
 		}
+		if pf.GetId() < 0 {
+			return nil, fmt.Errorf("%w: field %q has negative id %d", ErrCorrupt, pf.GetName(), pf.GetId())
+		}
 		f := &Field{ID: pf.GetId(), Name: pf.GetName(), LogicalType: pf.GetLogicalType(), Nullable: pf.GetNullable()}
 		if len(pf.GetMetadata()) > 0 {
 			f.Metadata = make(map[string]string, len(pf.GetMetadata()))
@@ -141,7 +144,7 @@ func SchemaFromProto(pfields []*filepb.Field, metadata map[string][]byte) (*Sche
 			}
 		}
 		byID[f.ID] = f
-		if pf.GetParentId() < 0 {
+		if pf.GetParentId() == -1 {
 			s.Fields = append(s.Fields, f)
 			continue
 		}
@@ -151,10 +154,46 @@ func SchemaFromProto(pfields []*filepb.Field, metadata map[string][]byte) (*Sche
 		}
 		parent.Children = append(parent.Children, f)
 	}
+	if err := checkTree(s.Fields); err != nil {
+		return nil, err
+	}
 	for _, f := range s.Fields {
 		resolveType(f)
 	}
 	return s, nil
+}
+
+// checkTree refuses field trees no Lance writer produces, which a damaged
+// schema can otherwise turn into a plausible one (a column that becomes a
+// member of its neighbour vanishes from the top level): sibling fields with
+// one name, and children under a type that has none. Types kv0 does not
+// know are left alone (they are refused when scanned).
+func checkTree(fields []*Field) error {
+	names := make(map[string]int32, len(fields))
+	for _, f := range fields {
+		if id, dup := names[f.Name]; dup {
+			return fmt.Errorf("%w: fields %d and %d are both named %q", ErrCorrupt, id, f.ID, f.Name)
+		}
+		names[f.Name] = f.ID
+		if len(f.Children) > 0 && isPrimitiveType(f.LogicalType) {
+			return fmt.Errorf("%w: field %q (id %d) of type %q has %d children", ErrCorrupt, f.Name, f.ID, f.LogicalType, len(f.Children))
+		}
+		if err := checkTree(f.Children); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isPrimitiveType reports whether a Lance logical type is one kv0 reads
+// that never has child fields.
+func isPrimitiveType(lt string) bool {
+	switch lt {
+	case "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+		"float", "double", "string", "large_string", "binary", "large_binary", "date32:day":
+		return true
+	}
+	return strings.HasPrefix(lt, "timestamp:")
 }
 
 // resolveType fills Type (or Err) bottom-up.

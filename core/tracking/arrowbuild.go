@@ -50,7 +50,11 @@ func buildRuns(rows []runRow) arrow.RecordBatch {
 		status.Append(in.Status)
 		arch.Append(in.Archived)
 		created.Append(arrow.Timestamp(in.CreatedAt.UnixMicro()))
-		updated.Append(arrow.Timestamp(in.UpdatedAt.UnixMicro()))
+		if rw.hasMsk && rw.fields&FieldHeartbeat != 0 && rw.fields&FieldUpdatedAt == 0 {
+			updated.Append(arrow.Timestamp(in.HeartbeatAt.UnixMicro())) // see FieldHeartbeat
+		} else {
+			updated.Append(arrow.Timestamp(in.UpdatedAt.UnixMicro()))
+		}
 		if in.EndedAt.IsZero() {
 			ended.AppendNull()
 		} else {

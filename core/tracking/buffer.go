@@ -276,6 +276,10 @@ func (r *Repo) Flush(ctx context.Context) error {
 // flushLocked runs one flush. Caller holds r.flushMu.
 func (r *Repo) flushLocked(ctx context.Context) error {
 	r.mu.Lock()
+	if err := r.addHeartbeatLocked(); err != nil {
+		r.mu.Unlock()
+		return err
+	}
 	b := r.buf
 	if b.empty() {
 		r.mu.Unlock()

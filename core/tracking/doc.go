@@ -38,8 +38,19 @@
 // Read methods (Runs, Run, AllParams, AllSeries, SeriesStats, ReadMany)
 // flush the handle's own buffer first (read-your-writes), then read the
 // latest committed version of each table. ReadMany downsamples a series for
-// charts while keeping its first and last point and each bucket's minimum
-// and maximum, so spikes survive.
+// charts while keeping its first and last point and each bucket's finite
+// minimum and maximum, so spikes survive; a NaN or ±Inf never takes a
+// spike's place but is counted in its bucket (MetricData.Buckets).
+//
+// # Heartbeats
+//
+// A writing handle records a heartbeat for each run it writes: the
+// creation row carries one, and a flush adds a heartbeat row (fields bit
+// FieldHeartbeat, the time in updated_at) per active run when the last is
+// RepoOptions.HeartbeatInterval old; an idle handle flushes for it. Reads
+// report a run whose stored status is running but whose heartbeat is older
+// than RepoOptions.CrashedAfter (default 5 minutes) as StatusCrashed, which
+// is never stored. Runs without heartbeats (older writers) stay running.
 //
 // # Maintenance
 //

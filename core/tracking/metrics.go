@@ -326,10 +326,23 @@ type MetricData struct {
 	Epochs     []int64     `json:"epochs"` // NoEpoch when the point has none
 	Timestamps []time.Time `json:"timestamps"`
 	Values     []float64   `json:"values"`
-	// Mins and Maxs, for a series downsampled with ReadOptions.Bands, are
-	// each kept point's band (DownsampleBands); nil otherwise.
-	Mins []float64 `json:"mins,omitempty"`
-	Maxs []float64 `json:"maxs,omitempty"`
+	// Buckets is set by a read that downsampled the series (see
+	// ReadOptions.MaxPoints): one entry per bucket, in step order. The
+	// points returned between the first and the last are, for each bucket,
+	// its smallest and largest finite value (as SeriesStats defines Min and
+	// Max); NaN and ±Inf points of a bucket are never returned, and
+	// NonFinite counts them, so a bucket of nothing but NaNs returns no
+	// point and says so here.
+	Buckets []Bucket `json:"buckets,omitempty"`
+}
+
+// Bucket describes one bucket of a downsampled read: consecutive points
+// that the read folded into at most two (their finite minimum and maximum).
+type Bucket struct {
+	FirstStep int64 `json:"first_step"` // step of the bucket's first point
+	LastStep  int64 `json:"last_step"`  // step of its last point
+	Points    int   `json:"points"`     // points in the bucket
+	NonFinite int   `json:"non_finite"` // NaN and ±Inf points among them
 }
 
 // Len returns the number of points.
@@ -346,12 +359,10 @@ type ReadOptions struct {
 	Steps *StepRange
 	Time  *TimeRange
 	// MaxPoints, when positive, downsamples each series to at most this
-	// many points, keeping the first and last and each bucket's minimum
-	// and maximum (see Downsample).
+	// many points, keeping the first and last and each bucket's finite
+	// minimum and maximum (see Downsample); MetricData.Buckets then tells
+	// which buckets held NaN or ±Inf points. Zero reads every point.
 	MaxPoints int
-	// Bands fills MetricData.Mins and Maxs of the series MaxPoints
-	// downsampled.
-	Bands bool
 }
 
 type rawPoints struct {
@@ -473,6 +484,7 @@ func (r *Repo) ReadMany(ctx context.Context, ids []SeriesID, opts ReadOptions) (
 			hi = max(hi, lo)
 		}
 		keep := make([]int, 0, hi-lo)
+		var buckets []Bucket
 		var from, to int64
 		if opts.Time != nil {
 			from, to = opts.Time.From.UnixMicro(), opts.Time.To.UnixMicro()
@@ -483,17 +495,16 @@ func (r *Repo) ReadMany(ctx context.Context, ids []SeriesID, opts ReadOptions) (
 			}
 			keep = append(keep, j)
 		}
-		var mins, maxs []float64
 		if opts.MaxPoints > 0 && len(keep) > opts.MaxPoints {
 			vals := make([]float64, len(keep))
 			for k, j := range keep {
 				vals[k] = p.val[j]
 			}
-			var sel []int
-			if opts.Bands {
-				sel, mins, maxs = DownsampleBands(vals, opts.MaxPoints)
-			} else {
-				sel = Downsample(vals, opts.MaxPoints)
+			sel, spans := downsample(vals, opts.MaxPoints)
+			buckets = make([]Bucket, len(spans))
+			for k, sp := range spans {
+				buckets[k] = Bucket{FirstStep: p.step[keep[sp.from]], LastStep: p.step[keep[sp.to-1]],
+					Points: sp.to - sp.from, NonFinite: sp.nonFinite}
 			}
 			for k, s := range sel {
 				keep[k] = keep[s]
@@ -501,7 +512,7 @@ func (r *Repo) ReadMany(ctx context.Context, ids []SeriesID, opts ReadOptions) (
 			keep = keep[:len(sel)]
 		}
 		m := MetricData{SeriesID: id, Steps: make([]int64, len(keep)), Epochs: make([]int64, len(keep)),
-			Timestamps: make([]time.Time, len(keep)), Values: make([]float64, len(keep)), Mins: mins, Maxs: maxs}
+			Timestamps: make([]time.Time, len(keep)), Values: make([]float64, len(keep)), Buckets: buckets}
 		for k, j := range keep {
 			m.Steps[k], m.Epochs[k], m.Values[k] = p.step[j], p.epoch[j], p.val[j]
 			m.Timestamps[k] = time.UnixMicro(p.ts[j]).UTC()
@@ -512,58 +523,73 @@ func (r *Repo) ReadMany(ctx context.Context, ids []SeriesID, opts ReadOptions) (
 }
 
 // Downsample chooses at most maxPoints indexes of values, in increasing
-// order: always the first and the last, and, of the points between them cut
-// into (maxPoints-2)/2 buckets of consecutive points, each bucket's minimum
-// and maximum (NaN and ±Inf count as extremes too, so they stay visible).
-// With maxPoints <= 0 or at least len(values) it returns every index.
+// order: always the first and the last (whatever their values), and, of
+// the points between them cut into (maxPoints-2)/2 buckets of consecutive
+// points, each bucket's smallest and largest finite value (the earliest of
+// equal ones, as SeriesStats picks its Min and Max). NaN and ±Inf inside a
+// bucket are never chosen: they would hide the bucket's finite extremes,
+// and a bucket holding nothing else contributes no index. ReadMany reports
+// them per bucket (MetricData.Buckets). Bucket b (from 0) holds the indexes
+// [1 + b·(n-2)/buckets, 1 + (b+1)·(n-2)/buckets), n being len(values).
+// With maxPoints <= 0 or at least len(values) it returns every index;
+// with maxPoints 1, the last.
 func Downsample(values []float64, maxPoints int) []int {
+	keep, _ := downsample(values, maxPoints)
+	return keep
+}
+
+// bucketSpan is one bucket of downsample: the indexes [from, to), of which
+// nonFinite hold NaN or ±Inf.
+type bucketSpan struct{ from, to, nonFinite int }
+
+// downsample is Downsample, also returning its buckets (none when it
+// returns every index or just the last).
+func downsample(values []float64, maxPoints int) ([]int, []bucketSpan) {
 	n := len(values)
 	if maxPoints <= 0 || n <= maxPoints {
 		out := make([]int, n)
 		for i := range out {
 			out[i] = i
 		}
-		return out
+		return out, nil
 	}
 	if maxPoints == 1 {
-		return []int{n - 1}
+		return []int{n - 1}, nil
 	}
-	out := []int{0}
 	buckets := (maxPoints - 2) / 2
+	out := make([]int, 1, 2*buckets+2)
+	spans := make([]bucketSpan, 0, buckets)
 	inner := n - 2
 	for b := 0; b < buckets; b++ {
 		lo := 1 + b*inner/buckets
 		hi := 1 + (b+1)*inner/buckets
 		if lo >= hi {
-			continue
+			continue // never: inner > buckets
 		}
-		mi, ma := lo, lo
-		for i := lo + 1; i < hi; i++ {
-			if less(values[i], values[mi]) {
+		mi, ma, nonFinite := -1, -1, 0
+		for i := lo; i < hi; i++ {
+			v := values[i]
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				nonFinite++
+				continue
+			}
+			if mi < 0 || v < values[mi] {
 				mi = i
 			}
-			if less(values[ma], values[i]) {
+			if ma < 0 || v > values[ma] {
 				ma = i
 			}
+		}
+		spans = append(spans, bucketSpan{from: lo, to: hi, nonFinite: nonFinite})
+		if mi < 0 {
+			continue
 		}
 		out = append(out, min(mi, ma))
 		if mi != ma {
 			out = append(out, max(mi, ma))
 		}
 	}
-	return append(out, n-1)
-}
-
-// less orders -Inf < finite < +Inf < NaN, so that a NaN is some bucket's
-// maximum and survives downsampling.
-func less(a, b float64) bool {
-	if math.IsNaN(b) {
-		return !math.IsNaN(a)
-	}
-	if math.IsNaN(a) {
-		return false
-	}
-	return a < b
+	return append(out, n-1), spans
 }
 
 // exact computes the statistics of deduplicated points.

@@ -192,7 +192,7 @@ func (r *Repo) foldRuns(ctx context.Context) (int, error) {
 	for _, id := range ids {
 		a := accs[id]
 		bySeq := map[uint64]uint32{}
-		for i := 0; i < 11; i++ {
+		for i := 0; i < numFields; i++ {
 			if a.has&(1<<i) != 0 {
 				bySeq[a.seqs[i]] |= 1 << i
 			}

@@ -2,8 +2,6 @@ package tracking
 
 import (
 	"errors"
-	"math"
-	"math/rand/v2"
 	"reflect"
 	"testing"
 )
@@ -59,53 +57,4 @@ func FuzzParseParamFilter(f *testing.F) {
 			t.Fatalf("%q -> %q -> %#v, %v; want %#v", s, pf.String(), again, err, pf)
 		}
 	})
-}
-
-// TestDownsampleBands checks each kept point's band against the bucket it
-// stands for, computed directly from Downsample's bucket bounds.
-func TestDownsampleBands(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	for trial := 0; trial < 300; trial++ {
-		n := rng.IntN(400)
-		vals := make([]float64, n)
-		for i := range vals {
-			vals[i] = rng.NormFloat64()
-			switch rng.IntN(40) {
-			case 0:
-				vals[i] = math.NaN()
-			case 1:
-				vals[i] = math.Inf(1 - 2*rng.IntN(2))
-			}
-		}
-		maxPoints := rng.IntN(60)
-		idx, lo, hi := DownsampleBands(vals, maxPoints)
-		if !reflect.DeepEqual(idx, Downsample(vals, maxPoints)) {
-			t.Fatalf("n=%d max=%d: indexes differ from Downsample", n, maxPoints)
-		}
-		same := func(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
-		for k, i := range idx {
-			wantLo, wantHi := vals[i], vals[i]
-			if maxPoints > 1 && n > maxPoints && k > 0 && k < len(idx)-1 {
-				buckets, inner := (maxPoints-2)/2, n-2
-				for b := 0; b < buckets; b++ {
-					blo, bhi := 1+b*inner/buckets, 1+(b+1)*inner/buckets
-					if i < blo || i >= bhi {
-						continue
-					}
-					wantLo, wantHi = vals[blo], vals[blo]
-					for x := blo; x < bhi; x++ {
-						if less(vals[x], wantLo) {
-							wantLo = vals[x]
-						}
-						if less(wantHi, vals[x]) {
-							wantHi = vals[x]
-						}
-					}
-				}
-			}
-			if !same(lo[k], wantLo) || !same(hi[k], wantHi) {
-				t.Fatalf("n=%d max=%d point %d (index %d): band [%v, %v], want [%v, %v]", n, maxPoints, k, i, lo[k], hi[k], wantLo, wantHi)
-			}
-		}
-	}
 }

@@ -91,6 +91,9 @@ func decodeRuns(rec arrow.RecordBatch, fn func(runRow)) {
 		}
 		if fields != nil && fields.IsValid(i) {
 			rw.fields, rw.hasMsk = fields.Value(i), true
+			if rw.fields&FieldHeartbeat != 0 {
+				rw.info.HeartbeatAt = rw.info.UpdatedAt
+			}
 		}
 		rw.info.Tags = []string{}
 		if tags != nil && tags.IsValid(i) && tagv != nil {
@@ -106,7 +109,7 @@ func decodeRuns(rec arrow.RecordBatch, fn func(runRow)) {
 // runAcc merges the change rows of one run field by field.
 type runAcc struct {
 	info    RunInfo
-	seqs    [11]uint64
+	seqs    [numFields]uint64
 	has     uint32 // fields set by some row
 	deleted bool
 	rows    int
@@ -119,7 +122,7 @@ func (a *runAcc) apply(rw runRow) {
 	}
 	mask := FieldsAll
 	if rw.hasMsk {
-		mask = rw.fields & FieldsAll
+		mask = rw.fields & fieldsKnown
 	}
 	a.rows++
 	a.info.ID = rw.info.ID
@@ -155,6 +158,8 @@ func (a *runAcc) apply(rw runRow) {
 			dst.Kind = src.Kind
 		case FieldTarget:
 			dst.Target = src.Target
+		case FieldHeartbeat:
+			dst.HeartbeatAt = src.HeartbeatAt
 		}
 	}
 }
@@ -221,7 +226,9 @@ func (r *Repo) prepareRead(ctx context.Context) error {
 // RunFilter selects runs; zero fields match everything.
 type RunFilter struct {
 	Experiment string
-	Status     string
+	// Status matches the reported status: StatusCrashed selects running
+	// runs with an old heartbeat, StatusRunning only the others.
+	Status string
 	// Tags lists tags every selected run carries.
 	Tags []string
 	// Archived, when set, selects archived (true) or active (false) runs.
@@ -255,9 +262,16 @@ func (r *Repo) Runs(ctx context.Context, f RunFilter) ([]RunInfo, error) {
 		}
 	}
 	var out []RunInfo
+	now := r.opts.Now()
 	for i := range v.live {
 		in := &v.live[i]
-		if f.Experiment != "" && in.Experiment != f.Experiment || f.Status != "" && in.Status != f.Status ||
+		status := in.Status
+		if status == StatusRunning {
+			c := RunInfo{Status: status, HeartbeatAt: in.HeartbeatAt}
+			r.reportStatus(&c, now)
+			status = c.Status
+		}
+		if f.Experiment != "" && in.Experiment != f.Experiment || f.Status != "" && status != f.Status ||
 			f.Archived != nil && in.Archived != *f.Archived {
 			continue
 		}
@@ -277,7 +291,9 @@ func (r *Repo) Runs(ctx context.Context, f RunFilter) ([]RunInfo, error) {
 			if out == nil {
 				out = make([]RunInfo, 0, len(v.live))
 			}
-			out = append(out, in.clone())
+			c := in.clone()
+			c.Status = status
+			out = append(out, c)
 		}
 	}
 	return out, nil
@@ -460,7 +476,9 @@ func (r *Repo) Run(ctx context.Context, id string) (RunInfo, error) {
 	if !ok {
 		return RunInfo{}, fmt.Errorf("%w: run %q", ErrNotFound, id)
 	}
-	return v.live[i].clone(), nil
+	in := v.live[i].clone()
+	r.reportStatus(&in, r.opts.Now())
+	return in, nil
 }
 
 // loadParams returns the newest value of every key of every run (or of

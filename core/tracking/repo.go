@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,12 @@ const (
 	DefaultFlushRows     = 50_000
 	DefaultFlushInterval = 5 * time.Second
 	DefaultMaxFragments  = 32
+	// DefaultCrashedAfter is how old a running run's heartbeat may get
+	// before reads report the run as crashed.
+	DefaultCrashedAfter = 5 * time.Minute
+	// DefaultHeartbeatInterval is the longest time between two heartbeats
+	// of a live writer (unless CrashedAfter/5 is shorter).
+	DefaultHeartbeatInterval = 30 * time.Second
 )
 
 // RepoOptions configure OpenRepo. The zero value is a writable handle with
@@ -44,6 +51,25 @@ type RepoOptions struct {
 	WAL kv.WAL
 	// Now is the wall clock (default time.Now); tests replace it.
 	Now func() time.Time
+	// HeartbeatInterval is the longest time between two heartbeats of the
+	// runs this handle writes (default: DefaultHeartbeatInterval or
+	// CrashedAfter/5, whichever is shorter; negative: no heartbeats). A
+	// flush records one (a runs row per active run, see FieldHeartbeat)
+	// when the last is at least this old, and the handle flushes for it
+	// when nothing else does. A run is active from StartRun, or from its
+	// first write after ResumeRun, until it ends.
+	HeartbeatInterval time.Duration
+	// CrashedAfter is the age of the heartbeat from which reads (Runs,
+	// Run) report a run whose stored status is running as StatusCrashed
+	// (default DefaultCrashedAfter; negative: never). Runs without any
+	// heartbeat (written before heartbeats existed) stay running. Keep it
+	// well above the writers' HeartbeatInterval.
+	CrashedAfter time.Duration
+	// OnHeartbeat, when set, is called with the time of each heartbeat
+	// before its rows are buffered (and logged), with the handle's lock
+	// held: it must not call the Repo. The CLI records it beside its run
+	// lock to tell its own crashed heartbeats from another host's.
+	OnHeartbeat func(at time.Time)
 }
 
 // Repo is a handle on one tracking repository. It is safe for concurrent
@@ -53,8 +79,9 @@ type Repo struct {
 	root string
 	opts RepoOptions
 
-	mu       sync.Mutex // buf, lastSeq, runs, deleted
+	mu       sync.Mutex // buf, lastSeq, runs, deleted, lastBeat
 	buf      *buffer
+	lastBeat time.Time // the last heartbeat buffered
 	lastSeq  uint64
 	runs     map[string]*Run // handles of runs written through this Repo
 	deleted  map[string]bool // runs known to be tombstoned
@@ -120,6 +147,15 @@ func OpenRepo(ctx context.Context, st store.Store, root string, opts RepoOptions
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.CrashedAfter == 0 {
+		opts.CrashedAfter = DefaultCrashedAfter
+	}
+	if opts.HeartbeatInterval == 0 {
+		opts.HeartbeatInterval = DefaultHeartbeatInterval
+		if opts.CrashedAfter > 0 {
+			opts.HeartbeatInterval = min(opts.HeartbeatInterval, max(opts.CrashedAfter/5, time.Millisecond))
+		}
 	}
 	if opts.ReadOnly {
 		opts.WAL = nil
@@ -295,13 +331,68 @@ func (r *Repo) checkWritable() error {
 	return nil
 }
 
-// background flushes every FlushInterval and syncs the WAL about every
-// 100 ms.
+// heartbeatDueLocked reports whether a heartbeat is due: some run is
+// active and the last heartbeat is at least HeartbeatInterval old. Caller
+// holds r.mu.
+func (r *Repo) heartbeatDueLocked(now time.Time) bool {
+	if r.opts.HeartbeatInterval < 0 || now.Sub(r.lastBeat) < r.opts.HeartbeatInterval {
+		return false
+	}
+	for _, run := range r.runs {
+		if run.active && !run.deleted {
+			return true
+		}
+	}
+	return false
+}
+
+// addHeartbeatLocked buffers a heartbeat row for every active run when one
+// is due. Caller holds r.mu.
+func (r *Repo) addHeartbeatLocked() error {
+	now := r.opts.Now().UTC()
+	if r.closed || !r.heartbeatDueLocked(now) {
+		return nil
+	}
+	if r.opts.OnHeartbeat != nil {
+		r.opts.OnHeartbeat(now)
+	}
+	ids := make([]string, 0, len(r.runs))
+	for id, run := range r.runs {
+		if run.active && !run.deleted {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		rw := runRow{seq: r.nextSeq(now), fields: FieldHeartbeat, hasMsk: true,
+			info: RunInfo{ID: id, Status: StatusRunning, CreatedAt: now, UpdatedAt: now, HeartbeatAt: now}}
+		if err := r.addRunRow(rw); err != nil {
+			return err
+		}
+	}
+	r.lastBeat = now
+	return nil
+}
+
+// reportStatus turns the stored status of in into the reported one
+// (StatusCrashed for a running run with an old heartbeat).
+func (r *Repo) reportStatus(in *RunInfo, now time.Time) {
+	if in.Status == StatusRunning && r.opts.CrashedAfter > 0 && !in.HeartbeatAt.IsZero() &&
+		now.Sub(in.HeartbeatAt) > r.opts.CrashedAfter {
+		in.Status = StatusCrashed
+	}
+}
+
+// background flushes every FlushInterval (and when a heartbeat is due) and
+// syncs the WAL about every 100 ms.
 func (r *Repo) background() {
 	defer close(r.done)
 	tick := 100 * time.Millisecond
 	if r.opts.FlushInterval > 0 && r.opts.FlushInterval < tick {
 		tick = r.opts.FlushInterval
+	}
+	if r.opts.HeartbeatInterval > 0 && r.opts.HeartbeatInterval < tick {
+		tick = r.opts.HeartbeatInterval
 	}
 	t := time.NewTicker(tick)
 	defer t.Stop()
@@ -323,7 +414,10 @@ func (r *Repo) background() {
 				r.setBgErr(err)
 			}
 		}
-		if r.opts.FlushInterval > 0 && time.Since(lastFlush) >= r.opts.FlushInterval {
+		r.mu.Lock()
+		beat := r.heartbeatDueLocked(r.opts.Now())
+		r.mu.Unlock()
+		if beat || r.opts.FlushInterval > 0 && time.Since(lastFlush) >= r.opts.FlushInterval {
 			lastFlush = time.Now()
 			if err := r.Flush(context.Background()); err != nil {
 				r.setBgErr(err)

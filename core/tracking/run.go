@@ -19,9 +19,20 @@ const (
 	FieldEndedAt
 	FieldKind
 	FieldTarget
+	// FieldHeartbeat marks a row that carries the run's heartbeat: the time
+	// in its updated_at column is the heartbeat, not an update (rows that
+	// set both FieldUpdatedAt and FieldHeartbeat hold the same time for
+	// both). Readers that predate it ignore the bit, so heartbeat rows read
+	// as rows that change nothing.
+	FieldHeartbeat
 
-	// FieldsAll is every field; a row whose fields column is null sets them all.
+	// FieldsAll is every field a row could set before heartbeats existed;
+	// a row whose fields column is null sets them all (not the heartbeat).
 	FieldsAll = FieldTarget<<1 - 1
+	// fieldsKnown is every field bit this version reads.
+	fieldsKnown = FieldsAll | FieldHeartbeat
+	// numFields is the number of field bits in fieldsKnown.
+	numFields = 12
 	// FieldDeleted alone (fields exactly equal to it) marks a tombstone.
 	FieldDeleted uint32 = 1 << 31
 )
@@ -32,6 +43,10 @@ const (
 	StatusFinished = "finished"
 	StatusFailed   = "failed"
 	StatusAborted  = "aborted"
+	// StatusCrashed is never stored: reads report it for a run whose
+	// stored status is running but whose heartbeat is older than
+	// RepoOptions.CrashedAfter (its writer stopped without finishing it).
+	StatusCrashed = "crashed"
 )
 
 // RunInfo is the merged state of a run. Empty strings stand for null
@@ -49,6 +64,11 @@ type RunInfo struct {
 	EndedAt     time.Time `json:"ended_at,omitzero"`
 	Kind        string    `json:"kind,omitempty"`
 	Target      string    `json:"target,omitempty"` // JSON
+	// HeartbeatAt is the last heartbeat of the run's writer (zero: none
+	// recorded, as in runs written before heartbeats existed). A writing
+	// handle records one at creation and then at flushes, at most every
+	// RepoOptions.HeartbeatInterval, while the run is active.
+	HeartbeatAt time.Time `json:"heartbeat_at,omitzero"`
 }
 
 // RunSpec describes a new run. All fields are optional; ID defaults to a
@@ -61,6 +81,9 @@ type RunSpec struct {
 	Tags        []string
 	Kind        string
 	Target      string // JSON text describing what the run is about
+	// CreatedAt, when not zero, is the run's creation time, for runs
+	// imported or back-filled after the fact (default: now).
+	CreatedAt time.Time
 }
 
 // RunPatch changes some fields of a run; nil fields are left alone. Only
@@ -136,6 +159,9 @@ type Run struct {
 	plain   map[string]*seriesState // series without context, by name
 	series  map[string]*seriesState // name + "\x00" + context JSON
 	deleted bool
+	// active: the handle writes heartbeats for the run (from StartRun, or
+	// from the first write after ResumeRun, until it ends).
+	active bool
 }
 
 type seriesState struct {
@@ -175,15 +201,26 @@ func (r *Repo) StartRun(ctx context.Context, spec RunSpec) (*Run, error) {
 		return nil, err
 	}
 	now := r.opts.Now().UTC()
-	rw := runRow{seq: r.nextSeq(now), fields: FieldsAll, hasMsk: true, info: RunInfo{
+	created := now
+	if !spec.CreatedAt.IsZero() {
+		created = spec.CreatedAt.UTC()
+	}
+	rw := runRow{seq: r.nextSeq(now), fields: FieldsAll | FieldHeartbeat, hasMsk: true, info: RunInfo{
 		ID: id, Name: spec.Name, Experiment: spec.Experiment, Description: spec.Description,
-		Tags: append([]string{}, spec.Tags...), Status: StatusRunning, CreatedAt: now, UpdatedAt: now,
-		Kind: spec.Kind, Target: spec.Target}}
+		Tags: append([]string{}, spec.Tags...), Status: StatusRunning, CreatedAt: created, UpdatedAt: now,
+		Kind: spec.Kind, Target: spec.Target, HeartbeatAt: now}}
+	if r.opts.OnHeartbeat != nil {
+		r.opts.OnHeartbeat(now)
+	}
 	if err := r.addRunRow(rw); err != nil {
 		return nil, err
 	}
+	if r.lastBeat.IsZero() {
+		r.lastBeat = now // the creation row is the run's first heartbeat
+	}
 	delete(r.deleted, id)
 	run := newRun(r, id)
+	run.active = true
 	r.runs[id] = run
 	return run, nil
 }
@@ -306,6 +343,9 @@ func (run *Run) Track(value float64, name string, opts ...TrackOptions) error {
 		epoch = *o.Epoch
 	}
 	n, err := r.addPoint(run, st, step, epoch, hasEpoch, now, value)
+	if err == nil {
+		run.active = true
+	}
 	if err == nil && n >= r.opts.FlushRows {
 		r.triggerFlushLocked()
 	}
@@ -346,6 +386,7 @@ func (run *Run) SetParams(params map[string]any) error {
 			return err
 		}
 	}
+	run.active = true
 	return nil
 }
 
@@ -364,7 +405,12 @@ func (run *Run) Update(p RunPatch) error {
 		return fmt.Errorf("%w: run %q was deleted", ErrNotFound, run.id)
 	}
 	now := r.opts.Now().UTC()
-	return r.addRunRow(p.row(run.id, r.nextSeq(now), now))
+	if err := r.addRunRow(p.row(run.id, r.nextSeq(now), now)); err != nil {
+		return err
+	}
+	// A run stays active (heartbeats continue) unless it ended.
+	run.active = p.Status == nil || *p.Status == StatusRunning
+	return nil
 }
 
 // Finish sets the run's status (StatusFinished when empty) and end time to

@@ -41,7 +41,8 @@ var tsType = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
 //	created_at   timestamp[us, UTC]
 //	updated_at   timestamp[us, UTC]
 //	ended_at     timestamp[us, UTC]?
-//	fields       uint32?             the fields this row sets (Field* bits); null: all
+//	fields       uint32?             the fields this row sets (Field* bits); null: all but the heartbeat
+//	                                 (a row with FieldHeartbeat holds the heartbeat in updated_at)
 //	kind         utf8?               training, eval, ...
 //	target       utf8?               JSON: what the run is about
 //

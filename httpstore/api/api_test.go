@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -710,7 +711,13 @@ func TestPointsAndStats(t *testing.T) {
 		if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
 			t.Fatalf("%s: %v", target, err)
 		}
-		data, err := r.ReadMany(ctx, []tracking.SeriesID{id0, id2}, c.opts)
+		all, err := r.ReadMany(ctx, []tracking.SeriesID{id0, id2}, c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		down := c.opts
+		down.MaxPoints = c.max
+		data, err := r.ReadMany(ctx, []tracking.SeriesID{id0, id2}, down)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -722,26 +729,43 @@ func TestPointsAndStats(t *testing.T) {
 			if g.SeriesID != strconv.FormatUint(uint64(m.SeriesID), 10) {
 				t.Errorf("series_id %q", g.SeriesID)
 			}
-			idx, lo, hi := tracking.DownsampleBands(m.Values, c.max)
-			down := len(idx) < m.Len()
-			if len(g.Steps) != len(idx) || len(g.Values) != len(idx) || len(g.Timestamps) != len(idx) || len(g.Epochs) != len(idx) {
-				t.Fatalf("%s: lengths %d %d %d %d, want %d", target, len(g.Steps), len(g.Values), len(g.Timestamps), len(g.Epochs), len(idx))
+			n := m.Len()
+			isDown := n < all[i].Len()
+			if len(g.Steps) != n || len(g.Values) != n || len(g.Timestamps) != n || len(g.Epochs) != n {
+				t.Fatalf("%s: lengths %d %d %d %d, want %d", target, len(g.Steps), len(g.Values), len(g.Timestamps), len(g.Epochs), n)
 			}
-			if down != (g.Mins != nil) || down != (g.Maxs != nil) {
-				t.Errorf("%s: mins/maxs present %v, downsampled %v", target, g.Mins != nil, down)
+			if isDown != (g.Mins != nil) || isDown != (g.Maxs != nil) || len(g.Mins) != len(g.Maxs) || g.Mins != nil && len(g.Mins) != n {
+				t.Fatalf("%s: mins/maxs present %v (%d, %d), downsampled %v", target, g.Mins != nil, len(g.Mins), len(g.Maxs), isDown)
 			}
-			for k, j := range idx {
-				if g.Steps[k] != m.Steps[j] || !sameJSONFloat(g.Values[k], m.Values[j]) {
-					t.Fatalf("%s point %d: step %d value %v, want %d %v", target, k, g.Steps[k], g.Values[k], m.Steps[j], m.Values[j])
+			for k := 0; k < n; k++ {
+				if g.Steps[k] != m.Steps[k] || !sameJSONFloat(g.Values[k], m.Values[k]) {
+					t.Fatalf("%s point %d: step %d value %v, want %d %v", target, k, g.Steps[k], g.Values[k], m.Steps[k], m.Values[k])
 				}
-				if want := float64(m.Timestamps[j].UnixMicro()) / 1000; g.Timestamps[k] != want {
+				if want := float64(m.Timestamps[k].UnixMicro()) / 1000; g.Timestamps[k] != want {
 					t.Fatalf("%s point %d: timestamp %v, want %v", target, k, g.Timestamps[k], want)
 				}
-				if (m.Epochs[j] == tracking.NoEpoch) != (g.Epochs[k] == nil) || g.Epochs[k] != nil && *g.Epochs[k] != m.Epochs[j] {
-					t.Fatalf("%s point %d: epoch %v, want %d", target, k, g.Epochs[k], m.Epochs[j])
+				if (m.Epochs[k] == tracking.NoEpoch) != (g.Epochs[k] == nil) || g.Epochs[k] != nil && *g.Epochs[k] != m.Epochs[k] {
+					t.Fatalf("%s point %d: epoch %v, want %d", target, k, g.Epochs[k], m.Epochs[k])
 				}
-				if down && (!sameJSONFloat(g.Mins[k], lo[k]) || !sameJSONFloat(g.Maxs[k], hi[k])) {
-					t.Fatalf("%s point %d: band %v..%v, want %v..%v", target, k, g.Mins[k], g.Maxs[k], lo[k], hi[k])
+				if !isDown {
+					continue
+				}
+				// The band: the finite extremes of the raw points of the
+				// bucket holding the point (the value itself outside any).
+				lo, hi := m.Values[k], m.Values[k]
+				for _, b := range m.Buckets {
+					if m.Steps[k] < b.FirstStep || m.Steps[k] > b.LastStep {
+						continue
+					}
+					lo, hi = math.Inf(1), math.Inf(-1)
+					for x, st := range all[i].Steps {
+						if v := all[i].Values[x]; st >= b.FirstStep && st <= b.LastStep && !math.IsNaN(v) && !math.IsInf(v, 0) {
+							lo, hi = min(lo, v), max(hi, v)
+						}
+					}
+				}
+				if !sameJSONFloat(g.Mins[k], lo) || !sameJSONFloat(g.Maxs[k], hi) {
+					t.Fatalf("%s point %d: band %v..%v, want %v..%v", target, k, g.Mins[k], g.Maxs[k], lo, hi)
 				}
 			}
 		}

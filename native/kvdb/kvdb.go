@@ -8,6 +8,7 @@
 //	memory://name         process memory      none
 //	s3://bucket/prefix    S3                  yes (always on local disk)
 //	http(s)://...         read-only HTTP      none (read-only handle)
+//	kv0+signer://...      read-only, signed   none (read-only handle)
 //
 // Read-only handles (Options.ReadOnly, a Version to travel to, or an HTTP
 // location) never create or replay a WAL.
@@ -17,7 +18,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 
 	"github.com/kv0/kv0/core/kv"
@@ -61,7 +61,7 @@ var ErrNoDatabase = fmt.Errorf("kvdb: no database: %w", store.ErrNotFound)
 // with ErrNoDatabase.
 func Open(ctx context.Context, loc string, opts Options) (*kv.DB, error) {
 	o := opts.DB
-	if isHTTP(loc) {
+	if location.ReadOnly(loc, opts.Location) {
 		o.ReadOnly = true
 	}
 	readOnly := o.ReadOnly || o.Version != 0
@@ -127,34 +127,26 @@ func OpenLog(ctx context.Context, loc string, create bool, opts Options) (*lance
 	if err != nil {
 		return nil, "", err
 	}
+	if lo.Signer != "" && !strings.Contains(loc, "://") {
+		// A key of the sign server's repository, not a local path.
+		uri = "kv0+signer:" + strings.TrimRight(lo.Signer, "/") + "/" + root
+	}
 	return log, uri, nil
 }
 
 // URI returns the canonical form of location that keys its WAL and
-// snapshot directory: file://<absolute path> for local folders, the
-// location without trailing slashes for URIs, and "" for memory://.
+// snapshot directory (location.Canonical: file://<absolute path> for local
+// folders, the cleaned URI otherwise) and "" for memory://, which keeps no
+// local state.
 func URI(loc string) (string, error) {
-	scheme, _, isURI := strings.Cut(loc, "://")
-	if isURI && !strings.ContainsAny(scheme, `/\.`) && len(scheme) > 1 {
-		switch strings.ToLower(scheme) {
-		case "memory":
-			return "", nil
-		case "file":
-			loc = loc[len("file://"):]
-		default:
-			return strings.TrimRight(loc, "/"), nil
-		}
-	}
-	abs, err := filepath.Abs(loc)
+	c, err := location.Canonical(loc)
 	if err != nil {
-		return "", fmt.Errorf("kvdb: %s: %w", loc, err)
+		return "", fmt.Errorf("kvdb: %w", err)
 	}
-	return "file://" + filepath.ToSlash(abs), nil
-}
-
-func isHTTP(loc string) bool {
-	l := strings.ToLower(loc)
-	return strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://")
+	if strings.HasPrefix(c, "memory://") {
+		return "", nil
+	}
+	return c, nil
 }
 
 // Tag names version of the database at location (the latest when version

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -33,6 +34,9 @@ func TestMain(m *testing.M) {
 		return
 	case "crash":
 		childCrash()
+		return
+	case "put":
+		childPut()
 		return
 	}
 	os.Exit(m.Run())
@@ -520,6 +524,76 @@ func TestCrash(t *testing.T) {
 		}
 		if err := db.Close(); err != nil {
 			t.Fatalf("round %d: close: %v", round, err)
+		}
+	}
+}
+
+// childPut waits until its stdin closes (so that all the children of a
+// round open at once), opens the database, puts one key and closes, as
+// `kv0 kv put` does.
+func childPut() {
+	io.Copy(io.Discard, os.Stdin)
+	ctx := context.Background()
+	db, err := kvdb.Open(ctx, os.Getenv("KVDB_DIR"), kvdb.Options{WALDir: os.Getenv("KVDB_WAL")})
+	if err == nil {
+		err = db.Put(ctx, []byte(os.Getenv("KVDB_KEY")), []byte("v"), nil)
+		if cerr := db.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	fmt.Println("ok")
+}
+
+// TestConcurrentOpens starts 8 processes at once on a fresh database and a
+// shared WAL root, 20 rounds: every one opens (creating its WAL folder
+// while the others create, adopt and release theirs), puts its key and
+// closes. None may fail, and every key is stored.
+func TestConcurrentOpens(t *testing.T) {
+	const procs, rounds = 8, 20
+	walDir := t.TempDir()
+	base := t.TempDir()
+	for round := range rounds {
+		dir := filepath.Join(base, fmt.Sprintf("db%02d.lance", round))
+		cmds := make([]*exec.Cmd, procs)
+		outs := make([]strings.Builder, procs)
+		stdins := make([]io.WriteCloser, procs)
+		for p := range procs {
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), "KVDB_CHILD=put", "KVDB_DIR="+dir, "KVDB_WAL="+walDir, fmt.Sprintf("KVDB_KEY=k%d", p))
+			cmd.Stdout, cmd.Stderr = &outs[p], &outs[p]
+			in, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			cmds[p], stdins[p] = cmd, in
+		}
+		for _, in := range stdins {
+			in.Close()
+		}
+		for p, cmd := range cmds {
+			err := cmd.Wait()
+			if got := strings.TrimSpace(outs[p].String()); err != nil || got != "ok" {
+				t.Errorf("round %d, process %d: %v: %s", round, p, err, got)
+			}
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
+		ro, err := kvdb.Open(context.Background(), dir, kvdb.Options{WALDir: walDir, DB: kv.Options{ReadOnly: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := dump(t, ro)
+		ro.Close()
+		if len(got) != procs {
+			t.Fatalf("round %d: %d keys stored, want %d: %v", round, len(got), procs, got)
 		}
 	}
 }

@@ -6,12 +6,23 @@
 //	memory://name              a process-wide in-memory store, root ""
 //	s3://bucket/prefix         s3store rooted at the prefix, root ""
 //	http(s)://host/path        httpstore static mode (read-only), root ""
+//	kv0+signer://host:port/key httpstore signed mode (read-only) through the
+//	                           "kv0 sign-server" at http://host:port, root "key"
+//	kv0+signers://host/key     the same with the sign server at https://host
+//
+// A signed location reads what the sign server's repository holds under
+// key ("" for the repository itself) with URLs it presigns, as the
+// browser does; its bearer token comes from Options.SignerToken, else
+// $KV0_SIGNER_TOKEN, else the first line of the file $KV0_SIGNER_TOKEN_FILE.
+// With Options.Signer set, a location without a scheme is such a key.
 package location
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -31,14 +42,57 @@ type Options struct {
 	// S3 are the options of s3:// locations; fields left zero are filled
 	// from the environment (s3store.OptionsFromEnv) and then by the SDK.
 	S3 s3store.Options
-	// HTTP are the options of http(s):// locations.
+	// HTTP are the options of http(s):// and signed locations.
 	HTTP httpstore.Options
+	// Signer is the base URL of a sign server ("http://127.0.0.1:8787").
+	// When set, a location without a scheme names a key in the sign
+	// server's repository.
+	Signer string
+	// SignerToken is the sign server's bearer token (default
+	// $KV0_SIGNER_TOKEN or the file $KV0_SIGNER_TOKEN_FILE).
+	SignerToken string
+}
+
+// ErrNoToken means a signed location has no bearer token. Match it with
+// errors.Is.
+var ErrNoToken = errors.New("location: a signed location needs the sign server's token (--token-file FILE, $KV0_SIGNER_TOKEN or $KV0_SIGNER_TOKEN_FILE)")
+
+// ReadOnly reports whether location can only be read: http(s):// and
+// signed locations (and any location when opts.Signer is set).
+func ReadOnly(location string, opts Options) bool {
+	scheme, _, isURI := splitScheme(location)
+	if !isURI {
+		return opts.Signer != ""
+	}
+	switch scheme {
+	case "http", "https", "kv0+signer", "kv0+signers":
+		return true
+	}
+	return false
+}
+
+// ReadToken returns the token in file: its first line without surrounding
+// white space.
+func ReadToken(file string) (string, error) {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("reading the token file: %w", err)
+	}
+	token, _, _ := strings.Cut(strings.TrimSpace(string(raw)), "\n")
+	token = strings.TrimSpace(token)
+	if token == "" {
+		return "", fmt.Errorf("token file %s is empty", file)
+	}
+	return token, nil
 }
 
 // Open resolves location into a store and the root key inside it.
 func Open(ctx context.Context, location string, opts Options) (store.Store, string, error) {
 	scheme, rest, isURI := splitScheme(location)
 	if !isURI {
+		if opts.Signer != "" {
+			return openSigned(location, opts.Signer, location, opts)
+		}
 		return openLocal(location, opts)
 	}
 	switch scheme {
@@ -62,8 +116,112 @@ func Open(ctx context.Context, location string, opts Options) (store.Store, stri
 		return st, "", nil
 	case "file":
 		return openLocal(rest, opts)
+	case "kv0+signer", "kv0+signers":
+		host, key, _ := strings.Cut(rest, "/")
+		if host == "" {
+			return nil, "", fmt.Errorf("location %s: no sign server host", location)
+		}
+		base := "http://" + host
+		if scheme == "kv0+signers" {
+			base = "https://" + host
+		}
+		return openSigned(location, base, key, opts)
 	}
-	return nil, "", fmt.Errorf("location %s: unsupported scheme %q (want a path, memory://, s3:// or http(s)://)", location, scheme)
+	return nil, "", fmt.Errorf("location %s: unsupported scheme %q (want a path, memory://, s3://, http(s):// or kv0+signer://)", location, scheme)
+}
+
+// openSigned opens key of the repository the sign server at base signs for.
+func openSigned(location, base, key string, opts Options) (store.Store, string, error) {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" {
+		return nil, "", fmt.Errorf("location %s: bad sign server URL %q", location, base)
+	}
+	key = strings.Trim(key, "/")
+	if key == "." {
+		key = ""
+	}
+	if key != "" {
+		if err := store.ValidateKey(key); err != nil || strings.Contains("/"+key+"/", "/../") || strings.Contains("/"+key+"/", "/./") {
+			return nil, "", fmt.Errorf("location %s: %q is not a clean key of the repository: %w", location, key, store.ErrInvalidKey)
+		}
+	}
+	token := opts.SignerToken
+	if token == "" {
+		token = os.Getenv("KV0_SIGNER_TOKEN")
+	}
+	if token == "" {
+		if f := os.Getenv("KV0_SIGNER_TOKEN_FILE"); f != "" {
+			if token, err = ReadToken(f); err != nil {
+				return nil, "", fmt.Errorf("location %s: %w", location, err)
+			}
+		}
+	}
+	if token == "" {
+		return nil, "", fmt.Errorf("location %s: %w", location, ErrNoToken)
+	}
+	st, err := httpstore.OpenSigned(&httpstore.ServerSigner{URL: strings.TrimSuffix(base, "/"), Token: token, Client: opts.HTTP.Client}, opts.HTTP)
+	if err != nil {
+		return nil, "", fmt.Errorf("location %s: %w", location, err)
+	}
+	return st, key, nil
+}
+
+// Canonical returns the one spelling of location that names the same
+// dataset or repository from any working directory, for keys that must not
+// depend on how a user typed it (the local WAL and snapshot directories):
+//
+//	./t.lance, /data/../data/t.lance, file:///data/t.lance   file:///data/t.lance (absolute, cleaned)
+//	s3://bucket//prefix/                                     s3://bucket/prefix
+//	memory://name/                                           memory://name
+//	HTTPS://host/path/                                       https://host/path
+//
+// Schemes are lower-cased and trailing slashes dropped. Unknown schemes
+// fail as Open does.
+func Canonical(location string) (string, error) {
+	scheme, rest, isURI := splitScheme(location)
+	if !isURI || scheme == "file" {
+		if isURI {
+			location = rest
+		}
+		abs, err := filepath.Abs(location)
+		if err != nil {
+			return "", fmt.Errorf("location %s: %w", location, err)
+		}
+		return "file://" + filepath.ToSlash(abs), nil
+	}
+	switch scheme {
+	case "memory":
+		name := strings.Trim(rest, "/")
+		if name == "" {
+			return "", fmt.Errorf("location %s: memory:// needs a name", location)
+		}
+		return "memory://" + name, nil
+	case "s3":
+		bucket, prefix, err := s3store.ParseURI("s3://" + rest)
+		if err != nil {
+			return "", fmt.Errorf("location %s: %w", location, err)
+		}
+		if prefix == "" {
+			return "s3://" + bucket, nil
+		}
+		return "s3://" + bucket + "/" + prefix, nil
+	case "http", "https", "kv0+signer", "kv0+signers":
+		return scheme + "://" + strings.TrimRight(rest, "/"), nil
+	}
+	return "", fmt.Errorf("location %s: unsupported scheme %q (want a path, memory://, s3:// or http(s)://)", location, scheme)
+}
+
+// LocalPath returns the path of a local location (a path or file://path)
+// and false for any other.
+func LocalPath(location string) (string, bool) {
+	scheme, rest, isURI := splitScheme(location)
+	switch {
+	case !isURI:
+		return location, true
+	case scheme == "file":
+		return rest, true
+	}
+	return "", false
 }
 
 // splitScheme recognizes "scheme://rest"; Windows drive letters and paths

@@ -45,6 +45,21 @@ import (
 	"github.com/kv0/kv0/core/store"
 )
 
+// ErrForbidden means the object store refused the request's credentials
+// or permissions (403, or codes such as InvalidAccessKeyId, AccessDenied,
+// SignatureDoesNotMatch). The error's message keeps the server's code.
+// Match it with errors.Is.
+var ErrForbidden = errors.New("s3store: access denied")
+
+// forbiddenCodes are the S3 error codes of refused credentials or
+// permissions, whatever HTTP status a server sends them with.
+var forbiddenCodes = map[string]bool{
+	"AccessDenied": true, "InvalidAccessKeyId": true, "SignatureDoesNotMatch": true, "ExpiredToken": true,
+	"InvalidToken": true, "TokenRefreshRequired": true, "AllAccessDisabled": true, "AccountProblem": true,
+	"InvalidSecurity": true, "RequestTimeTooSkewed": true, "Forbidden": true, "Unauthorized": true,
+	"XAdminUserNotFound": true, // versitygw's answer (a 404) to an unknown access key
+}
+
 // Defaults used when the matching Options field is zero.
 const (
 	DefaultTimeout     = 2 * time.Minute
@@ -330,11 +345,16 @@ func (s *Store) mapErr(op, key string, err error) error {
 	var nsk *types.NoSuchKey
 	var nf *types.NotFound
 	switch {
-	case errors.As(err, &nsk), errors.As(err, &nf), code == "NoSuchKey",
-		status == http.StatusNotFound && code != "NoSuchBucket":
+	// Only a missing key is "not found": a 404 can also carry another
+	// code (a gateway's answer to an unknown access key, a missing
+	// upload), which must stay visible. HEAD answers have no body, so the
+	// SDK names their 404 NotFound.
+	case errors.As(err, &nsk), errors.As(err, &nf), code == "NoSuchKey", code == "NotFound":
 		return fmt.Errorf("%s: %w", where, store.ErrNotFound)
 	case code == "NoSuchBucket":
 		return fmt.Errorf("%s: bucket %q does not exist", where, s.bucket)
+	case forbiddenCodes[code] || (code == "" && (status == http.StatusForbidden || status == http.StatusUnauthorized)):
+		return fmt.Errorf("%s: HTTP %d %s%s: %w", where, status, code, serverMessage(err), ErrForbidden)
 	case status == http.StatusRequestedRangeNotSatisfiable || code == "InvalidRange":
 		return fmt.Errorf("%s: %w", where, store.ErrShortObject)
 	case status == http.StatusPreconditionFailed || code == "PreconditionFailed" ||
@@ -349,6 +369,15 @@ func (s *Store) mapErr(op, key string, err error) error {
 		return fmt.Errorf("%s: HTTP %d %s: %w", where, status, code, err)
 	}
 	return fmt.Errorf("%s: %w", where, err)
+}
+
+// serverMessage returns ": " and the server's error message, or "".
+func serverMessage(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorMessage() != "" {
+		return ": " + ae.ErrorMessage()
+	}
+	return ""
 }
 
 // ReadAt implements store.Store with one ranged GetObject. A body that

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -247,5 +248,80 @@ func TestStreamMultipart(t *testing.T) {
 	}
 	if len(ups.Uploads) != 0 {
 		t.Fatalf("%d uploads left after commit and abort", len(ups.Uploads))
+	}
+}
+
+// TestErrorCodes: only a missing key is store.ErrNotFound; a refused
+// access key or permission is ErrForbidden whatever its status (some
+// gateways answer an unknown key with 404), and the message keeps the
+// server's code.
+func TestErrorCodes(t *testing.T) {
+	ctx := context.Background()
+	var status atomic.Int64
+	var code atomic.Value
+	endpoint := fake(t, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			st := int(status.Load())
+			if st == 0 {
+				next.ServeHTTP(w, r)
+				return
+			}
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(st)
+			if r.Method != http.MethodHead {
+				fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>injected %s</Message></Error>`, code.Load(), code.Load())
+			}
+		})
+	})
+	s, err := s3store.Open(ctx, "s3://kv0-test/codes", testOptions(endpoint))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, "k", []byte("value")); err != nil {
+		t.Fatal(err)
+	}
+	// The real server: a missing key is not found, for GET and HEAD.
+	if err := s.ReadAt(ctx, "missing", make([]byte, 1), 0); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("GET of a missing key: %v", err)
+	}
+	if _, err := s.Stat(ctx, "missing"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("HEAD of a missing key: %v", err)
+	}
+	for _, c := range []struct {
+		status    int
+		code      string
+		forbidden bool
+	}{
+		{http.StatusForbidden, "InvalidAccessKeyId", true},
+		{http.StatusNotFound, "InvalidAccessKeyId", true},
+		{http.StatusNotFound, "XAdminUserNotFound", true}, // versitygw, unknown access key
+		{http.StatusForbidden, "AccessDenied", true},
+		{http.StatusForbidden, "SignatureDoesNotMatch", true},
+		{http.StatusNotFound, "NoSuchUpload", false},
+		{http.StatusBadRequest, "InvalidArgument", false},
+	} {
+		t.Run(fmt.Sprintf("%d %s", c.status, c.code), func(t *testing.T) {
+			status.Store(int64(c.status))
+			code.Store(c.code)
+			defer status.Store(0)
+			buf := make([]byte, 5)
+			errs := map[string]error{"read": s.ReadAt(ctx, "k", buf, 0)}
+			_, errs["list"] = s.List(ctx, store.ListOptions{})
+			for op, err := range errs {
+				if err == nil || errors.Is(err, store.ErrNotFound) {
+					t.Errorf("%s: %v (must not be not-found)", op, err)
+					continue
+				}
+				if errors.Is(err, s3store.ErrForbidden) != c.forbidden || !strings.Contains(err.Error(), c.code) {
+					t.Errorf("%s: %v (forbidden %v, want %v; code %s)", op, err, errors.Is(err, s3store.ErrForbidden), c.forbidden, c.code)
+				}
+			}
+			if c.status == http.StatusForbidden {
+				// HEAD has no body: the status alone says forbidden.
+				if _, err := s.Stat(ctx, "k"); !errors.Is(err, s3store.ErrForbidden) || errors.Is(err, store.ErrNotFound) {
+					t.Errorf("HEAD: %v", err)
+				}
+			}
+		})
 	}
 }

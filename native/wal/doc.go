@@ -15,7 +15,10 @@
 // Each open handle is one writer with its own directory. Open adopts an idle
 // directory (left empty by a clean close) and claims the directories of
 // writers that stopped without committing, so their records can be
-// replayed; see Open. Segment files hold records framed as described in
+// replayed; see Open. A new writer directory is made and locked as
+// .new-<writer id> and then renamed, so concurrent Opens never race for it;
+// a .new-* directory left by a process killed meanwhile holds no segments
+// and is removed by the next Open. Segment files hold records framed as described in
 // segment.go (len u32 | xxh3-64 u64 | payload). A flush seals the current
 // segment (Rotate) and deletes the sealed ones once the commit covering them
 // succeeded (Release).

@@ -91,4 +91,10 @@ func (OSFS) SyncDir(name string) error {
 }
 
 // Lock implements FS with flock(2) where available (see lock_*.go).
-func (OSFS) Lock(name string) (io.Closer, error) { return lockFile(name) }
+func (OSFS) Lock(name string) (io.Closer, error) {
+	f, err := LockFile(name)
+	if err != nil {
+		return nil, err // not a typed nil in the interface
+	}
+	return f, nil
+}

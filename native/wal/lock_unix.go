@@ -4,15 +4,17 @@ package wal
 
 import (
 	"errors"
-	"io"
 	"os"
 	"syscall"
 )
 
-// lockFile takes flock(LOCK_EX|LOCK_NB) on name. flock locks belong to the
+// LockFile opens (creating) name and takes flock(LOCK_EX|LOCK_NB) on it;
+// ErrLocked when another open file holds it, or when name was unlinked or
+// replaced between the open and the lock (a lock on an unlinked file guards
+// nothing). Closing the file releases the lock. flock locks belong to the
 // open file description, so two handles in one process exclude each other
 // as two processes do, and the kernel drops the lock when the process dies.
-func lockFile(name string) (io.Closer, error) {
+func LockFile(name string) (*os.File, error) {
 	f, err := os.OpenFile(name, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err

@@ -173,6 +173,10 @@ func Open(uri string, o Options) (*Log, error) {
 			continue
 		}
 		dir := filepath.Join(base, e.Name())
+		if strings.HasPrefix(e.Name(), newPrefix) {
+			removeStaleNew(l.fs, dir)
+			continue
+		}
 		lk, err := l.fs.Lock(filepath.Join(dir, lockName))
 		if err != nil {
 			if errors.Is(err, ErrLocked) || errors.Is(err, fs.ErrNotExist) {
@@ -203,26 +207,80 @@ func Open(uri string, o Options) (*Log, error) {
 		l.claimedDirs = append(l.claimedDirs, claimedDir{dir: dir, lock: lk, segs: segs})
 	}
 	if l.dir == "" {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		l.id = hex.EncodeToString(b[:])
-		l.dir = filepath.Join(base, l.id)
-		if err := l.fs.MkdirAll(l.dir); err != nil {
-			return fail(fmt.Errorf("wal: %w", err))
-		}
-		lk, err := l.fs.Lock(filepath.Join(l.dir, lockName))
-		if err != nil {
-			return fail(fmt.Errorf("wal: lock %s: %w", l.dir, err))
-		}
-		l.lock = lk
-		if l.mode != SyncNone {
-			_ = l.fs.SyncDir(base)
+		if err := l.newWriterDir(base); err != nil {
+			return fail(err)
 		}
 	}
 	if err := l.openSegment(1); err != nil {
 		return fail(err)
 	}
 	return l, nil
+}
+
+// newPrefix starts the name of a writer directory being created: Open
+// never adopts or claims one (see newWriterDir).
+const newPrefix = ".new-"
+
+// newWriterDirTries bounds how often newWriterDir starts over with a fresh
+// name after a concurrent Open removed its directory as stale (each retry
+// needs another Open to strike within the few microseconds between mkdir
+// and flock).
+const newWriterDirTries = 100
+
+// newWriterDir creates this writer's directory under base, holding its
+// lock, and makes it current. The directory is made and locked under a
+// temporary name (newPrefix + id), which no other Open adopts, and then
+// renamed to its id: no other process ever sees it unlocked under a name
+// it would adopt. A process killed before the rename leaves an empty
+// temporary directory, which a later Open removes (removeStaleNew); one
+// killed after it leaves an idle directory, which a later Open adopts.
+// Neither ever holds a segment.
+func (l *Log) newWriterDir(base string) error {
+	for try := 1; ; try++ {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		id := hex.EncodeToString(b[:])
+		tmp := filepath.Join(base, newPrefix+id)
+		if err := l.fs.MkdirAll(tmp); err != nil {
+			return fmt.Errorf("wal: %w", err)
+		}
+		lk, err := l.fs.Lock(filepath.Join(tmp, lockName))
+		if err != nil {
+			if (errors.Is(err, ErrLocked) || errors.Is(err, fs.ErrNotExist)) && try < newWriterDirTries {
+				// Another Open took the fresh directory for a stale one
+				// and is removing it (or has).
+				continue
+			}
+			return fmt.Errorf("wal: lock %s: %w", tmp, err)
+		}
+		dir := filepath.Join(base, id)
+		if err := l.fs.Rename(tmp, dir); err != nil {
+			lk.Close()
+			_ = l.fs.Remove(filepath.Join(tmp, lockName))
+			_ = l.fs.Remove(tmp)
+			return fmt.Errorf("wal: %w", err)
+		}
+		if l.mode != SyncNone {
+			_ = l.fs.SyncDir(base)
+		}
+		l.dir, l.id, l.lock = dir, id, lk
+		return nil
+	}
+}
+
+// removeStaleNew removes the temporary directory dir (see newWriterDir)
+// of a writer killed while creating it. A directory whose lock is held is
+// still being created and is left alone. The creator verifies after its
+// flock that its lock file is still in place, so one that loses this race
+// starts over with a fresh name.
+func removeStaleNew(fsys FS, dir string) {
+	lk, err := fsys.Lock(filepath.Join(dir, lockName))
+	if err != nil {
+		return
+	}
+	defer lk.Close()
+	_ = fsys.Remove(filepath.Join(dir, lockName))
+	_ = fsys.Remove(dir) // fails, harmlessly, if something else is inside
 }
 
 func (l *Log) releaseLocks() {

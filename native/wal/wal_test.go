@@ -631,3 +631,87 @@ func TestSyncConcurrent(t *testing.T) {
 		})
 	}
 }
+
+// Opens racing on one dataset never fail: a fresh writer directory is
+// locked before any other Open can see it under a name it would adopt.
+// flock locks belong to open file descriptions, so goroutines race as
+// processes do (TestConcurrentOpens in native/kvdb races processes).
+func TestConcurrentOpen(t *testing.T) {
+	o := Options{Dir: t.TempDir(), Mode: SyncNone}
+	for round := range 50 {
+		var wg sync.WaitGroup
+		errs := make(chan error, 8)
+		start := make(chan struct{})
+		for g := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				l, err := Open(uri, o)
+				if err != nil {
+					errs <- fmt.Errorf("round %d, opener %d: %w", round, g, err)
+					return
+				}
+				if err := l.Append(rec(uint64(g+1), "x")); err != nil {
+					errs <- err
+				}
+				if err := l.Close(true); err != nil {
+					errs <- err
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Fatal(err)
+		}
+	}
+	// What is left is idle writer directories and nothing half-made.
+	base, _ := DatasetDir(uri, o)
+	ents, err := os.ReadDir(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), newPrefix) {
+			t.Errorf("temporary directory %s left behind", e.Name())
+		}
+	}
+}
+
+// A writer killed while creating its directory leaves a temporary one; the
+// next Open removes it (when no one holds its lock) and never adopts it.
+func TestStaleNewDirectory(t *testing.T) {
+	o := Options{Dir: t.TempDir()}
+	base, _ := DatasetDir(uri, o)
+	stale := filepath.Join(base, newPrefix+"00000000000000aa")
+	held := filepath.Join(base, newPrefix+"00000000000000bb")
+	empty := filepath.Join(base, newPrefix+"00000000000000cc")
+	for _, d := range []string{stale, held, empty} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(stale, lockName), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lk, err := (OSFS{}).Lock(filepath.Join(held, lockName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Close()
+	l := mustOpen(t, o)
+	defer l.Close(true)
+	if strings.HasPrefix(filepath.Base(l.Dir()), newPrefix) || filepath.Dir(l.Dir()) != base {
+		t.Fatalf("writer directory %s", l.Dir())
+	}
+	for _, d := range []string{stale, empty} {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("stale %s not removed: %v", filepath.Base(d), err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(held, lockName)); err != nil {
+		t.Errorf("a directory being created was removed: %v", err)
+	}
+}

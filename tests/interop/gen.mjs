@@ -425,6 +425,24 @@ class Case {
 // ---------------------------------------------------------------- cases
 
 const CASES = {
+  // Schema evolution, which leaves the data files and the manifest out of
+  // step in ways a reader must accept: a dropped column keeps its field id
+  // in the data files (only the schema forgets it), a computed column gets
+  // a new id above it and a new data file per fragment, a rename changes
+  // the manifest alone (the files keep the old name).
+  async evolve(c) {
+    const cols = [
+      { field: F("id", new A.Int64(), false), gen: (r, i) => BigInt(i) },
+      { field: F("gone", new A.Utf8(), true), gen: nullable(0.2, (r) => str(r, 3)) },
+      { field: F("x", new A.Float64(), true), gen: nullable(0.1, f64) },
+    ];
+    await c.create(makeTable(cols, 500, 21)); // v1
+    await c.append(makeTable(cols, 200, 22, 500)); // v2
+    await c.t.dropColumns(["gone"]); // v3
+    await c.t.addColumns([{ name: "twice", valueSql: "id * 2" }]); // v4
+    await c.t.alterColumns([{ path: "x", rename: "y" }]); // v5
+    await c.del("id % 9 = 0"); // v6
+  },
   // Every type, format 2.1 (lance 8's default), V2 manifest names.
   async types(c) {
     const cols = typeColumns();
@@ -592,6 +610,8 @@ const RUNS = [
   ["compression", "compression", {}],
   ["floats", "floats", {}],
   ["deletes", "deletes", {}],
+  ["evolve", "evolve", {}],
+  ["evolve_v2_0", "evolve", { newTableDataStorageVersion: "2.0" }],
   ["history_v1", "history", { newTableEnableV2ManifestPaths: "false" }],
   ["types_v2_0", "types", { newTableDataStorageVersion: "2.0" }],
   ["strings_v2_0", "strings", { newTableDataStorageVersion: "2.0" }],

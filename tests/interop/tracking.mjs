@@ -27,6 +27,10 @@ const MARK = "__kv0_wal__/";
 const FIELDS = ["name", "experiment", "description", "tags", "status", "archived", "created_at", "updated_at", "ended_at", "kind", "target"];
 const ALL = (1 << FIELDS.length) - 1;
 const DELETED = 2 ** 31;
+// A row with this bit in fields carries the run's heartbeat in updated_at
+// (core/tracking's FieldHeartbeat); ALL leaves it out, as readers that
+// predate heartbeats do.
+const HEARTBEAT = 1 << FIELDS.length;
 
 const bigJSON = (v) => JSON.stringify(v, (k, x) => (typeof x === "bigint" ? x.toString() : x), 1);
 
@@ -60,6 +64,10 @@ function mergeRuns(rows) {
     }
     const mask = row.fields === null ? ALL : row.fields & ALL;
     a.rows++;
+    if (row.fields !== null && row.fields & HEARTBEAT && !("heartbeat_at" in a.seqs && seq < a.seqs.heartbeat_at)) {
+      a.seqs.heartbeat_at = seq;
+      a.info.heartbeat_at = row.updated_at;
+    }
     FIELDS.forEach((f, i) => {
       if (!(mask & (1 << i))) return;
       if (f in a.seqs && seq < a.seqs[f]) return;
@@ -78,6 +86,7 @@ function mergeRuns(rows) {
       else v = v ?? "";
       r[f] = v;
     }
+    r.heartbeat_at = a.info.heartbeat_at ?? "";
     out[id] = r;
   }
   return out;

@@ -229,7 +229,8 @@ func apiView(t *testing.T, r *tracking.Repo, root string) map[string]any {
 	for _, in := range runs {
 		rv[in.ID] = map[string]any{"run_id": in.ID, "name": in.Name, "experiment": in.Experiment, "description": in.Description,
 			"tags": in.Tags, "status": in.Status, "archived": in.Archived, "created_at": usText(in.CreatedAt),
-			"updated_at": usText(in.UpdatedAt), "ended_at": usText(in.EndedAt), "kind": in.Kind, "target": in.Target}
+			"updated_at": usText(in.UpdatedAt), "ended_at": usText(in.EndedAt), "kind": in.Kind, "target": in.Target,
+			"heartbeat_at": usText(in.HeartbeatAt)}
 		ps, err := r.AllParams(ctx, in.ID)
 		if err != nil {
 			t.Fatal(err)

@@ -81,6 +81,10 @@ type Options struct {
 	MaterializeRowsPerFile int
 	// Commit tunes Lance's commit retries.
 	Commit lance.CommitOptions
+	// Warn, when set, receives what listings of the dataset's manifests
+	// ignored: manifest names of the other naming scheme (see
+	// lance.ErrMixedNaming). Nil ignores them silently.
+	Warn func(error)
 }
 
 // ErrDeletedRows means a fragment of the log has a Lance deletion file,
@@ -229,7 +233,7 @@ func (l *Log) dataset(ctx context.Context, v uint64) (*lance.Dataset, error) {
 
 // head opens the latest version, or returns nil when there is no dataset.
 func (l *Log) head(ctx context.Context) (*lance.Dataset, error) {
-	d, err := lance.Open(ctx, l.st, l.root, lance.OpenOptions{})
+	d, err := lance.Open(ctx, l.st, l.root, lance.OpenOptions{Warn: l.opts.Warn})
 	if errors.Is(err, lance.ErrNotFound) {
 		return nil, nil
 	}
@@ -242,7 +246,7 @@ func (l *Log) head(ctx context.Context) (*lance.Dataset, error) {
 
 // Latest implements kv.OpLog.
 func (l *Log) Latest(ctx context.Context) (uint64, error) {
-	v, err := lance.LatestVersion(ctx, l.st, l.root)
+	v, err := lance.LatestVersion(ctx, l.st, l.root, lance.ListOptions{Warn: l.opts.Warn})
 	if errors.Is(err, lance.ErrNotFound) {
 		return 0, nil
 	}
@@ -743,7 +747,7 @@ func (l *Log) CompactFiles(ctx context.Context) (kv.CommitResult, error) {
 
 // Versions implements kv.OpLog.
 func (l *Log) Versions(ctx context.Context) ([]kv.VersionInfo, error) {
-	vs, err := lance.Log(ctx, l.st, l.root)
+	vs, err := lance.Log(ctx, l.st, l.root, lance.ListOptions{Warn: l.opts.Warn})
 	if errors.Is(err, lance.ErrNotFound) {
 		return nil, nil
 	}
@@ -759,7 +763,7 @@ func (l *Log) Versions(ctx context.Context) ([]kv.VersionInfo, error) {
 
 // CleanupOldVersions implements kv.OpLog. Tagged versions stay.
 func (l *Log) CleanupOldVersions(ctx context.Context, olderThan time.Duration) (int, error) {
-	st, err := lance.CleanupOldVersions(ctx, l.st, l.root, olderThan, lance.CleanupOptions{})
+	st, err := lance.CleanupOldVersions(ctx, l.st, l.root, olderThan, lance.CleanupOptions{Warn: l.opts.Warn})
 	if errors.Is(err, lance.ErrNotFound) {
 		return 0, nil
 	}

@@ -6,11 +6,10 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/kv0/kv0/core/tracking"
+	"github.com/kv0/kv0/native/location"
 )
 
 // demoExperiment is one family of demo runs.
@@ -31,8 +30,9 @@ var demoExperiments = []demoExperiment{
 
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := trackingFlags("demo")
-	runsPer := fs.Int("runs", 3, "runs per experiment (4 experiments)")
-	steps := fs.Int("steps", 20000, "training steps per run")
+	runsPer := intFlag(fs, "runs", 3, 1, 1000, "`N` runs per experiment (4 experiments), 1 to 1000")
+	steps := intFlag(fs, "steps", 20000, 1, 10_000_000, "`N` training steps per run, 1 to 10^7")
+	create := fs.Bool("create", true, "create the repository when there is none")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
@@ -41,10 +41,17 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(loc, tracking.RunsTable)); err == nil {
-		return fmt.Errorf("%s already holds a repository; remove it first (rm -rf %s)", loc, loc)
+	if err := checkWritable(loc); err != nil {
+		return err
 	}
-	r, err := openRepo(ctx, loc, true, false)
+	if st, root, err := location.Open(ctx, loc, location.Options{}); err == nil {
+		if ok, err := repoExists(ctx, st, root); err != nil {
+			return fmt.Errorf("%s: %w", loc, err)
+		} else if ok {
+			return fmt.Errorf("%s already holds a repository; the demo writes a new one (choose another location)", loc)
+		}
+	}
+	r, err := openRepoWith(ctx, loc, repoOpen{writable: true, create: *create})
 	if err != nil {
 		return err
 	}
@@ -92,7 +99,14 @@ func demoRun(ctx context.Context, r *tracking.Repo, rng *rand.Rand, e demoExperi
 	seed := 1 + k
 	lr := e.baseLR * []float64{1, 0.5, 2, 0.25, 4}[k%5]
 	bs := []int{128, 256, 64, 512, 32}[k%5]
+	// The run is dated as if it had started hours ago and trained at
+	// about six steps a second until now; its points fall between its
+	// creation and its end.
+	const perStep = 160 * time.Millisecond
+	created := time.Now().Add(-time.Duration(steps)*perStep - time.Second)
+	t0 := created.Add(time.Second)
 	run, err := r.StartRun(ctx, tracking.RunSpec{
+		CreatedAt:   created,
 		Name:        fmt.Sprintf("%s-%d", e.name, k+1),
 		Experiment:  e.name,
 		Description: fmt.Sprintf("%s with lr %.2g, batch size %d", e.model, lr, bs),
@@ -112,9 +126,6 @@ func demoRun(ctx context.Context, r *tracking.Repo, rng *rand.Rand, e demoExperi
 		return 0, err
 	}
 	warm := steps / 50
-	// Points get timestamps as if the run had started hours ago at about
-	// six steps a second.
-	t0 := time.Now().Add(-time.Duration(steps) * 160 * time.Millisecond)
 	quality := 1 + 0.15*rng.NormFloat64() // some runs end better than others
 	var n int64
 	stepsPerEpoch := int64(max(1, steps/10))
@@ -133,7 +144,7 @@ func demoRun(ctx context.Context, r *tracking.Repo, rng *rand.Rand, e demoExperi
 		if rng.IntN(5000) == 0 {
 			loss *= 3 + 2*rng.Float64() // a spike
 		}
-		at := t0.Add(time.Duration(s) * 160 * time.Millisecond)
+		at := t0.Add(time.Duration(s) * perStep)
 		opts := tracking.TrackOptions{Step: &step, Epoch: &epoch, Context: train, Time: at}
 		if err := run.Track(loss, "loss", opts); err != nil {
 			return n, err

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -19,24 +20,17 @@ import (
 	"github.com/kv0/kv0/native/kvdb"
 )
 
-const kvUsageText = `  kv0 kv get      PATH KEY [--version N]
-  kv0 kv put      PATH KEY VALUE
-  kv0 kv delete   PATH KEY [--end END]     (with --end: every key in [KEY, END))
-  kv0 kv scan     PATH [--start K] [--end K] [--prefix P] [--reverse] [--limit N] [--version N] [--keys-only]
-  kv0 kv versions PATH [--json]
-  kv0 kv compact  PATH
-  kv0 kv cleanup  PATH [--older-than DURATION]   (default 168h)
-  kv0 kv purge    PATH [--force]
-  kv0 kv tag      PATH NAME [--version N]
-  Keys and values are taken and printed as text unless --hex or --base64 is
-  given; scan prints "key<TAB>value" lines, quoting (Go syntax) text that is
-  not printable. --wal-dir sets the WAL root.
+// kvDetails is the help text of the kv group.
+const kvDetails = `Keys and values are taken and printed as text unless --hex or --base64 is
+given; scan prints "key<TAB>value" lines, quoting (Go syntax) text that is
+not printable. --wal-dir sets the root of the write-ahead logs.
 `
 
 // kvFlags are the flags every kv subcommand takes.
 type kvFlags struct {
 	hex, b64 bool
 	walDir   string
+	warn     func(error) // where warnings of the Lance layer go
 }
 
 func (f *kvFlags) register(fs *flag.FlagSet) {
@@ -95,33 +89,19 @@ func printable(b []byte) bool {
 }
 
 func (f *kvFlags) options(readOnly bool, version uint64) kvdb.Options {
-	return kvdb.Options{WALDir: f.walDir, DB: kv.Options{ReadOnly: readOnly, Version: version,
+	o := kvdb.Options{WALDir: f.walDir, Location: locationOptions, DB: kv.Options{ReadOnly: readOnly, Version: version,
 		FlushInterval: -1, RefreshInterval: -1}}
+	o.Log.Warn = f.warn
+	return o
 }
 
-// cmdKV runs `kv0 kv SUB ...`; usage errors also print the kv usage.
-func cmdKV(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 1 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help") {
-		fmt.Fprint(stdout, "usage:\n"+kvUsageText)
-		return nil
-	}
-	err := runKV(ctx, args, stdout, stderr)
-	var ue *usageError
-	if errors.As(err, &ue) {
-		fmt.Fprint(stderr, "usage:\n"+kvUsageText)
-	}
-	return err
-}
-
+// runKV runs `kv0 kv SUB ...`.
 func runKV(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 {
-		return usagef("missing kv subcommand (get, put, delete, scan, versions, compact, cleanup, purge or tag)")
-	}
 	sub, args := args[0], args[1:]
 	fs := flag.NewFlagSet("kv0 kv "+sub, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	var f kvFlags
+	f := kvFlags{warn: warnTo(stderr)}
 	f.register(fs)
 	var (
 		version   uint64
@@ -140,7 +120,7 @@ func runKV(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	nargs := 0
 	switch sub {
 	case "get":
-		fs.Uint64Var(&version, "version", 0, "read this version")
+		versionVar(fs, &version, "version", "read version `N`, from 1 (default: latest)")
 		nargs = 2
 	case "put":
 		nargs = 3
@@ -152,8 +132,8 @@ func runKV(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fs.Func("end", "end key (exclusive)", func(s string) error { end, haveEnd = s, true; return nil })
 		fs.StringVar(&prefix, "prefix", "", "only keys with this prefix")
 		fs.BoolVar(&reverse, "reverse", false, "largest key first")
-		fs.IntVar(&limit, "limit", 0, "at most this many keys (0: all)")
-		fs.Uint64Var(&version, "version", 0, "read this version")
+		intVar(fs, &limit, "limit", 0, math.MaxInt, "at most `N` keys (0: all)")
+		versionVar(fs, &version, "version", "read version `N`, from 1 (default: latest)")
 		fs.BoolVar(&keysOnly, "keys-only", false, "print keys only")
 		nargs = 1
 	case "versions":
@@ -162,13 +142,14 @@ func runKV(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "compact":
 		nargs = 1
 	case "cleanup":
-		fs.DurationVar(&olderThan, "older-than", 7*24*time.Hour, "remove versions older than this")
+		olderThan = 7 * 24 * time.Hour
+		durationVar(fs, &olderThan, "older-than", 0, 0, "remove versions older than `DURATION` (e.g. 14d, 36h; 0 leaves only the latest and tagged ones)")
 		nargs = 1
 	case "purge":
 		fs.BoolVar(&force, "force", false, "delete tags that keep deleted keys instead of failing")
 		nargs = 1
 	case "tag":
-		fs.Uint64Var(&version, "version", 0, "version to tag (default: the latest)")
+		versionVar(fs, &version, "version", "version `N` to tag, from 1 (default: the latest)")
 		nargs = 2
 	default:
 		return usagef("unknown kv subcommand %q", sub)
@@ -204,9 +185,21 @@ func runKV(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		err = kvWrite(ctx, db, sub, key, value, end, haveEnd, &f, olderThan, force, stdout)
+		var before logState
+		if sub == "compact" {
+			before, err = readLogState(ctx, path, &f)
+		}
+		if err == nil {
+			err = kvWrite(ctx, db, sub, key, value, end, haveEnd, &f, olderThan, force, stdout)
+		}
 		if cerr := db.Close(); err == nil {
 			err = cerr
+		}
+		if err == nil && sub == "compact" {
+			var after logState
+			if after, err = readLogState(ctx, path, &f); err == nil {
+				printCompaction(stdout, before, after)
+			}
 		}
 		return err
 	}
@@ -233,19 +226,35 @@ func runKV(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		log, _, err := kvdb.OpenLog(ctx, path, false, f.options(true, 0))
+		if err != nil {
+			return err
+		}
+		ts, err := log.Tags(ctx)
+		if err != nil {
+			return err
+		}
+		tags := map[uint64][]string{}
+		for _, t := range ts {
+			tags[t.Version] = append(tags[t.Version], t.Name)
+		}
 		if asJSON {
 			enc := json.NewEncoder(stdout)
 			for _, v := range vs {
-				if err := enc.Encode(map[string]any{"version": v.Version, "timestamp": v.Timestamp.UTC().Format(time.RFC3339Nano)}); err != nil {
+				vt := tags[v.Version]
+				if vt == nil {
+					vt = []string{}
+				}
+				if err := enc.Encode(map[string]any{"version": v.Version, "timestamp": v.Timestamp.UTC().Format(time.RFC3339Nano), "tags": vt}); err != nil {
 					return err
 				}
 			}
 			return nil
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "VERSION\tTIMESTAMP")
+		fmt.Fprintln(tw, "VERSION\tTIMESTAMP\tTAGS")
 		for _, v := range vs {
-			fmt.Fprintf(tw, "%d\t%s\n", v.Version, v.Timestamp.UTC().Format(time.RFC3339))
+			fmt.Fprintf(tw, "%d\t%s\t%s\n", v.Version, v.Timestamp.UTC().Format(time.RFC3339), orDash(strings.Join(tags[v.Version], ",")))
 		}
 		return tw.Flush()
 	}
@@ -322,6 +331,52 @@ func kvWrite(ctx context.Context, db *kv.DB, sub string, key, value []byte, end 
 	}
 	fmt.Fprintf(stdout, "removed %d versions\n", n)
 	return nil
+}
+
+// logState is what kv compact reports of a database's operation log.
+type logState struct {
+	version   uint64
+	fragments int
+	rows      uint64 // physical rows, deleted ones included
+}
+
+func readLogState(ctx context.Context, path string, f *kvFlags) (logState, error) {
+	log, _, err := kvdb.OpenLog(ctx, path, false, f.options(true, 0))
+	if err != nil {
+		return logState{}, err
+	}
+	v, err := log.Latest(ctx)
+	if err != nil || v == 0 {
+		return logState{}, err
+	}
+	frags, err := log.Fragments(ctx, v)
+	if err != nil {
+		return logState{}, err
+	}
+	st := logState{version: v, fragments: len(frags)}
+	for _, fr := range frags {
+		st.rows += fr.Rows
+	}
+	return st, nil
+}
+
+// printCompaction says what kv compact did.
+func printCompaction(w io.Writer, before, after logState) {
+	if after.version == before.version {
+		fmt.Fprintf(w, "version %d: nothing to compact (%s, %s)\n", after.version, plural(after.fragments, "fragment"), plural(int(after.rows), "row"))
+		return
+	}
+	fmt.Fprintf(w, "version %d: %s (%s) compacted into %s (%s) at version %d\n",
+		before.version, plural(before.fragments, "fragment"), plural(int(before.rows), "row"),
+		plural(after.fragments, "fragment"), plural(int(after.rows), "row"), after.version)
+}
+
+// plural returns "1 thing" or "n things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.Itoa(n) + " " + thing + "s"
 }
 
 // prefixEnd returns the smallest key above every key with prefix p, or nil

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,35 +31,8 @@ import (
 	"github.com/kv0/kv0/core/lance"
 	"github.com/kv0/kv0/core/store"
 	"github.com/kv0/kv0/native/fsstore"
+	"github.com/kv0/kv0/native/location"
 )
-
-const writeUsageText = `  kv0 lance write   PATH --mode create|append|overwrite [--input FILE]
-  kv0 lance delete  PATH --where EXPR
-  kv0 lance compact PATH [--target-rows N]
-  kv0 lance tag     create|delete|list PATH [NAME] [--version N]
-  kv0 lance restore PATH --version N
-  kv0 lance cleanup PATH --older-than DURATION   (Go durations, plus d and w)
-  kv0 lance cat     PATH ... [--where EXPR]
-`
-
-// cmdLanceWrite runs the write subcommands.
-func cmdLanceWrite(ctx context.Context, sub string, args []string, stdout, stderr io.Writer) error {
-	switch sub {
-	case "write":
-		return cmdWrite(ctx, args, stdout, stderr)
-	case "delete":
-		return cmdDelete(ctx, args, stdout, stderr)
-	case "compact":
-		return cmdCompact(ctx, args, stdout, stderr)
-	case "tag":
-		return cmdTag(ctx, args, stdout, stderr)
-	case "restore":
-		return cmdRestore(ctx, args, stdout, stderr)
-	case "cleanup":
-		return cmdCleanup(ctx, args, stdout, stderr)
-	}
-	return usagef("unknown lance subcommand %q", sub)
-}
 
 // mtimeStore adds modification times to a folder store, so cleanup can
 // age files no manifest references.
@@ -77,26 +51,30 @@ func (s mtimeStore) ModTime(ctx context.Context, key string) (time.Time, error) 
 	return fi.ModTime(), nil
 }
 
-// writableLocation opens PATH for writing; create makes the folder.
+// writableLocation opens PATH for writing; create makes a missing local
+// folder. Local folders get modification times (mtimeStore); read-only
+// locations are refused before anything is written.
 func writableLocation(loc string, create bool) (store.Store, string, error) {
-	if !create {
-		st, root, err := openLocation(loc)
-		if err != nil {
-			return nil, "", err
-		}
-		if fs, ok := st.(*fsstore.Store); ok {
-			return mtimeStore{fs}, root, nil
-		}
-		return st, root, nil
+	if location.ReadOnly(loc, locationOptions) {
+		return nil, "", fmt.Errorf("%s: the location is read-only", loc)
 	}
-	if i := strings.Index(loc, "://"); i > 0 && !strings.ContainsAny(loc[:i], `/\`) {
-		return nil, "", fmt.Errorf("%s: unsupported location scheme %q (only local folders so far)", loc, loc[:i])
+	var st store.Store
+	var root string
+	var err error
+	if create {
+		lo := locationOptions
+		lo.Create = true
+		st, root, err = location.Open(context.Background(), loc, lo)
+	} else {
+		st, root, err = openLocation(loc)
 	}
-	st, err := fsstore.Open(loc)
 	if err != nil {
 		return nil, "", err
 	}
-	return mtimeStore{st}, "", nil
+	if fs, ok := st.(*fsstore.Store); ok {
+		return mtimeStore{fs}, root, nil
+	}
+	return st, root, nil
 }
 
 func openLatestForWrite(ctx context.Context, loc string) (*lance.Dataset, error) {
@@ -212,7 +190,7 @@ func cmdWrite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := newFlagSet("write")
 	mode := fs.String("mode", "", "create, append or overwrite")
 	input := fs.String("input", "-", "Arrow IPC stream or file to read (`FILE`, - for stdin)")
-	maxRows := fs.Int("max-rows-per-file", 0, "rows per data file (default 1Mi)")
+	maxRows := intFlag(fs, "max-rows-per-file", 0, 0, maxRowCount, "`N` rows per data file, up to 2^32-1 (0: the default, 1Mi)")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
@@ -314,7 +292,7 @@ func exprError(src string, err error) error {
 
 func cmdCompact(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("compact")
-	target := fs.Int("target-rows", 0, "target rows per fragment (default 1Mi)")
+	target := intFlag(fs, "target-rows", 0, 0, maxRowCount, "target `N` rows per fragment, up to 2^32-1 (0: the default, 1Mi)")
 	keep := fs.Bool("keep-deletions", false, "do not rewrite fragments just to drop deleted rows")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
@@ -345,8 +323,18 @@ func cmdTag(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return usagef("tag needs create, delete or list")
 	}
 	action := args[0]
+	if strings.HasPrefix(action, "-") {
+		// Flags before the action: only help makes sense there.
+		fs := newFlagSet("tag")
+		fs.Uint64("version", 0, "version `N` to tag (create; default: latest)")
+		if _, err := parseArgs(fs, args, stderr); err != nil {
+			return err
+		}
+		return usagef("tag needs create, delete or list before its flags")
+	}
 	fs := newFlagSet("tag " + action)
-	version := fs.Uint64("version", 0, "version `N` to tag (default: latest)")
+	var version uint64
+	versionVar(fs, &version, "version", "version `N` to tag, from 1 (default: latest)")
 	pos, err := parseArgs(fs, args[1:], stderr)
 	if err != nil {
 		return err
@@ -376,7 +364,7 @@ func cmdTag(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			return usagef("tag %s takes PATH NAME", action)
 		}
 		if action == "create" {
-			return d.CreateTag(ctx, pos[1], *version)
+			return d.CreateTag(ctx, pos[1], version)
 		}
 		return d.DeleteTag(ctx, pos[1])
 	}
@@ -385,7 +373,8 @@ func cmdTag(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 
 func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("restore")
-	version := fs.Uint64("version", 0, "version `N` to restore")
+	var version uint64
+	versionVar(fs, &version, "version", "version `N` to restore, from 1")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
@@ -394,25 +383,25 @@ func cmdRestore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if *version == 0 {
+	if version == 0 {
 		return usagef("restore needs --version N")
 	}
 	d, err := openLatestForWrite(ctx, loc)
 	if err != nil {
 		return err
 	}
-	nd, err := d.Restore(ctx, *version)
+	nd, err := d.Restore(ctx, version)
 	if err != nil {
 		return fmt.Errorf("%s: %w", loc, err)
 	}
-	fmt.Fprintf(stdout, "version %d restores version %d\n", nd.Version(), *version)
+	fmt.Fprintf(stdout, "version %d restores version %d\n", nd.Version(), version)
 	return nil
 }
 
 func cmdCleanup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("cleanup")
-	olderThan := fs.String("older-than", "", "remove versions older than `DURATION` (e.g. 14d, 36h)")
-	retain := fs.Int("retain-versions", 0, "always keep this many newest versions")
+	olderThan := durationFlag(fs, "older-than", 0, 0, 0, "remove versions older than `DURATION` (e.g. 14d, 36h; 0 leaves only the latest and tagged ones)")
+	retain := intFlag(fs, "retain-versions", 0, 0, math.MaxInt32, "always keep the `N` newest versions (0: no minimum)")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
@@ -421,20 +410,17 @@ func cmdCleanup(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	if *olderThan == "" {
+	if !flagGiven(fs, "older-than") {
 		return usagef("cleanup needs --older-than DURATION")
 	}
-	dur, err := lance.ParseDuration(*olderThan)
-	if err != nil {
-		return usagef("--older-than: %v", err)
-	}
+	dur := *olderThan
 	st, root, err := writableLocation(loc, false)
 	if err != nil {
 		return err
 	}
 	prog, end := progress(stderr, "files examined")
 	defer end()
-	stats, err := lance.CleanupOldVersions(ctx, st, root, dur, lance.CleanupOptions{RetainVersions: *retain, Progress: prog})
+	stats, err := lance.CleanupOldVersions(ctx, st, root, dur, lance.CleanupOptions{RetainVersions: *retain, Progress: prog, Warn: warnTo(stderr)})
 	if err != nil {
 		return fmt.Errorf("%s: %w", loc, err)
 	}

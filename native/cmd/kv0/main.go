@@ -1,14 +1,12 @@
-// Command kv0 is the command-line interface of kv0.
+// Command kv0 is the command-line interface of kv0: it inspects and changes
+// Lance datasets (kv0 lance ...), key-value databases (kv0 kv ...) and
+// tracking repositories (kv0 runs, metrics, track, ...), and serves
+// presigned URLs (kv0 sign-server). `kv0 --help` lists the commands; the
+// table `commands` drives dispatch and every help text.
 //
-// Usage:
-//
-//	kv0 lance info PATH [--version N | --tag T] [--json]
-//	kv0 lance log  PATH [--json]
-//	kv0 lance cat  PATH [--version N | --tag T] [--columns a,b] [--limit N]
-//
-// PATH is a Lance dataset folder (later also s3:// and http(s):// URIs).
-// Flags may come before or after PATH. Data goes to stdout; errors go to
-// stderr as "kv0: <message>" with exit status 1, usage errors with status 2.
+// Flags may come before or after the positional arguments. Data goes to
+// stdout; errors go to stderr as "kv0: <message>" with exit status 1, usage
+// errors with status 2 and the usage of the command they concern.
 package main
 
 import (
@@ -21,6 +19,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -32,11 +31,257 @@ import (
 	"github.com/kv0/kv0/native/location"
 )
 
-const usageText = `usage:
-  kv0 lance info PATH [--version N | --tag T] [--json]
-  kv0 lance log  PATH [--json]
-  kv0 lance cat  PATH [--version N | --tag T] [--columns a,b] [--limit N] [--where EXPR]
-` + writeUsageText + trackingUsageText + serveUsageText
+// command is one kv0 command: the table below drives dispatch, `kv0
+// --help`, group help (`kv0 lance --help`), per-command help and the usage
+// line printed with a usage error, so a command cannot be missing from any
+// of them.
+type command struct {
+	name    string // "lance cat", "runs"; the first word of a two-word name is its group
+	args    string // synopsis of the positional arguments and required flags
+	summary string // one line for the command lists
+	details string // more text for `kv0 NAME --help` (may be empty)
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// group is a family of commands listed together in `kv0 --help`.
+type group struct {
+	name    string // "lance", "kv", or "" for one-word commands
+	title   string
+	details string
+}
+
+var groups = []group{
+	{"lance", "Lance datasets", ""},
+	{"kv", "Key-value databases", kvDetails},
+	{"", "Experiment tracking and serving", ""},
+}
+
+// commands lists every command; init fills it (the functions it names
+// refer back to it through parseArgs).
+var commands []command
+
+func init() {
+	kvSub := func(sub string) func(context.Context, []string, io.Writer, io.Writer) error {
+		return func(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+			return runKV(ctx, append([]string{sub}, args...), stdout, stderr)
+		}
+	}
+	commands = []command{
+		{"lance info", "PATH [--version N | --tag T] [--json]", "describe a version: schema, rows, fragments and files", "", cmdInfo},
+		{"lance log", "PATH [--json]", "list the versions with their operations, row counts and tags", "", cmdLog},
+		{"lance cat", "PATH [--version N | --tag T] [--columns a,b] [--limit N] [--where EXPR]", "print rows as JSON Lines", "", cmdCat},
+		{"lance write", "PATH --mode create|append|overwrite [--input FILE]", "write an Arrow IPC stream or file as a new version", "", cmdWrite},
+		{"lance delete", "PATH --where EXPR", "delete the rows matching a filter", "", cmdDelete},
+		{"lance compact", "PATH [--target-rows N]", "rewrite small fragments into larger ones", "", cmdCompact},
+		{"lance tag", "create|delete|list PATH [NAME] [--version N]", "create, delete or list tags", "", cmdTag},
+		{"lance restore", "PATH --version N", "commit an old version again as the latest", "", cmdRestore},
+		{"lance cleanup", "PATH --older-than DURATION", "remove old untagged versions and the files only they use",
+			"DURATION is a Go duration (90m, 36h) or a number of days (14d) or weeks (2w).", cmdCleanup},
+
+		{"kv get", "PATH KEY [--version N]", "print the value of a key", "", kvSub("get")},
+		{"kv put", "PATH KEY VALUE", "set a key", "", kvSub("put")},
+		{"kv delete", "PATH KEY [--end END]", "delete a key, or with --end every key in [KEY, END)", "", kvSub("delete")},
+		{"kv scan", "PATH [--start K] [--end K] [--prefix P] [--reverse] [--limit N] [--version N] [--keys-only]", "print keys and values in order", "", kvSub("scan")},
+		{"kv versions", "PATH [--json]", "list the database's versions and their tags", "", kvSub("versions")},
+		{"kv compact", "PATH", "rewrite the operation log without overwritten and deleted entries", "", kvSub("compact")},
+		{"kv cleanup", "PATH [--older-than DURATION]", "remove versions older than DURATION (default 7d; Go durations, plus d and w)", "", kvSub("cleanup")},
+		{"kv purge", "PATH [--force]", "remove deleted data from every version", "", kvSub("purge")},
+		{"kv tag", "PATH NAME [--version N]", "name a version so cleanup keeps it", "", kvSub("tag")},
+
+		{"runs", "REPO [--experiment E] [--status S] [--tag T]... [--archived true|false] [--param 'KEY<V']... [--json]", "list runs", "", cmdRuns},
+		{"run", "REPO RUN [--json]", "show one run (RUN is an id or a unique name)", "", cmdRun},
+		{"params", "REPO RUN [--json]", "show a run's parameters", "", cmdParams},
+		{"series", "REPO RUN [--json]", "list a run's metric series with their statistics", "", cmdSeries},
+		{"metrics", "REPO RUN NAME... [--context JSON] [--max-points N] [--csv | --json]", "print the points of metric series", metricsDetails, cmdMetrics},
+		{"track", "REPO (--run NAME [--experiment E] | --resume RUN [--finish]) [--flush-interval D] [--flush-rows N] [--ack] [--strict] < points.jsonl",
+			"record a run from JSON Lines on stdin", trackDetails, cmdTrack},
+		{"optimize", "REPO [--create]", "compact the repository's tables and sort the metrics", "", cmdOptimize},
+		{"delete-runs", "REPO RUN... [--create]", "delete runs (ids or unique names) and their data", "", cmdDeleteRuns},
+		{"demo", "REPO [--runs N] [--steps N] [--create=false]", "write a demo repository of training runs", "", cmdDemo},
+		{"sign-server", "--bucket-uri s3://BUCKET/PREFIX --token-file FILE [--listen ADDR]", "hand out presigned read URLs of one repository", signServerDetails, cmdSignServer},
+		{"serve", "ROOT [--listen ADDR] [--token-file FILE] [--allow-origin ORIGIN] [--open] [--web DIR] [--wasm DIR]",
+			"serve the HTTP read API, ROOT's files, the dashboard and the wasm module", serveDetails, cmdServe},
+	}
+}
+
+// readCommands are the commands that only read; they work on signed
+// locations (--signer, kv0+signer://).
+var readCommands = map[string]bool{
+	"lance info": true, "lance log": true, "lance cat": true,
+	"kv get": true, "kv scan": true, "kv versions": true,
+	"runs": true, "run": true, "params": true, "series": true, "metrics": true,
+}
+
+const usageFooter = `Locations: a local folder, memory://NAME, s3://BUCKET/PREFIX, http(s)://HOST/PATH
+(read-only), or kv0+signer://HOST:PORT/KEY: KEY of the repository a kv0
+sign-server at HOST:PORT signs reads of (read-only; kv0+signers:// for https).
+` + signedFlagsText + `
+Flags may come before or after the arguments. Data goes to stdout; errors go
+to stderr as "kv0: MESSAGE" with exit status 1, usage errors with status 2.
+Run "kv0 COMMAND --help" for a command's flags.
+`
+
+// signedFlagsText describes the flags of signed reads, which every read
+// command takes.
+const signedFlagsText = `Signed reads take two more flags: --signer URL (the sign server; locations
+without a scheme are then keys of its repository) and --token-file FILE (its
+bearer token; default $KV0_SIGNER_TOKEN or the file $KV0_SIGNER_TOKEN_FILE).
+`
+
+// locationOptions are the options every location of the current command
+// line is opened with (--signer, --token-file); run sets them.
+var locationOptions location.Options
+
+// signedFlags removes --signer URL and --token-file FILE (also -signer,
+// --signer=URL, ...) from args, anywhere before "--", and returns the
+// location options they set. sign-server and serve keep their own
+// --token-file.
+func signedFlags(args []string) ([]string, location.Options, error) {
+	var lo location.Options
+	if len(args) == 0 || args[0] == "sign-server" || args[0] == "serve" {
+		return args, lo, nil
+	}
+	out := make([]string, 0, len(args))
+	tokenFile := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			out = append(out, args[i:]...)
+			break
+		}
+		name, val, hasVal := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		if !strings.HasPrefix(a, "-") || (name != "signer" && name != "token-file") {
+			out = append(out, a)
+			continue
+		}
+		if !hasVal {
+			if i+1 == len(args) {
+				return nil, lo, usagef("flag needs an argument: %s", a)
+			}
+			i++
+			val = args[i]
+		}
+		if val == "" {
+			return nil, lo, usagef("%s: empty value", a)
+		}
+		if name == "signer" {
+			lo.Signer = val
+		} else {
+			tokenFile = val
+		}
+	}
+	if tokenFile != "" {
+		tok, err := location.ReadToken(tokenFile)
+		if err != nil {
+			return nil, lo, fmt.Errorf("--token-file: %w", err)
+		}
+		lo.SignerToken = tok
+	}
+	return out, lo, nil
+}
+
+// writeUsage prints the list of commands of group g ("" for all groups).
+func writeUsage(w io.Writer, only string) {
+	fmt.Fprintln(w, "usage: kv0 COMMAND ARGS [FLAGS]")
+	for _, g := range groups {
+		if only != "" && g.name != only {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s:\n", g.title)
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for _, c := range commands {
+			if c.group() == g.name {
+				fmt.Fprintf(tw, "  kv0 %s %s\t%s\n", c.name, c.positional(), c.summary)
+			}
+		}
+		tw.Flush()
+		if only != "" && g.details != "" {
+			fmt.Fprintf(w, "\n%s", g.details)
+		}
+	}
+	fmt.Fprintf(w, "\n%s", usageFooter)
+}
+
+// group returns the group of c: the first word of a two-word name.
+func (c *command) group() string {
+	g, _, ok := strings.Cut(c.name, " ")
+	if !ok {
+		return ""
+	}
+	return g
+}
+
+// positional is the part of c's synopsis before its first optional
+// argument, flag, alternative or redirection: "PATH", "REPO RUN NAME...".
+func (c *command) positional() string {
+	var out []string
+	for _, w := range strings.Fields(c.args) {
+		if strings.HasPrefix(w, "[") || strings.HasPrefix(w, "-") || strings.HasPrefix(w, "(") || w == "<" {
+			break
+		}
+		out = append(out, w)
+	}
+	return strings.Join(out, " ")
+}
+
+// usageLine is the one-line synopsis of c.
+func (c *command) usageLine() string {
+	if c.args == "" {
+		return "usage: kv0 " + c.name
+	}
+	return "usage: kv0 " + c.name + " " + c.args
+}
+
+// lookup finds the command args start with and returns it with the
+// remaining arguments; a known group without a known subcommand returns
+// the group's name.
+func lookup(args []string) (*command, string, []string) {
+	if len(args) == 0 {
+		return nil, "", nil
+	}
+	for i := range commands {
+		c := &commands[i]
+		words := strings.Fields(c.name)
+		if len(args) >= len(words) && slices.Equal(args[:len(words)], words) {
+			return c, "", args[len(words):]
+		}
+	}
+	for _, g := range groups {
+		if g.name != "" && g.name == args[0] {
+			return nil, g.name, args[1:]
+		}
+	}
+	return nil, "", args
+}
+
+// commandNamed returns the command a flag set name ("kv0 lance cat",
+// "kv0 lance tag create") belongs to: the longest command name it starts
+// with.
+func commandNamed(fsName string) *command {
+	name := strings.TrimPrefix(fsName, "kv0 ")
+	var best *command
+	for i := range commands {
+		c := &commands[i]
+		if (name == c.name || strings.HasPrefix(name, c.name+" ")) && (best == nil || len(c.name) > len(best.name)) {
+			best = c
+		}
+	}
+	return best
+}
+
+// wantsHelp reports whether args ask for help (-h, -help, --help before
+// any "--").
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
+}
 
 // usageError is a mistake in the command line; it exits with status 2.
 type usageError struct{ msg string }
@@ -54,59 +299,104 @@ func main() {
 	os.Exit(code)
 }
 
-// run executes one command line and returns the exit status.
+// run executes one command line and returns the exit status. A usage
+// error prints the usage of the command it concerns: its synopsis, or the
+// list of a group's commands, or of every command.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	err := dispatch(ctx, args, stdout, stderr)
+	var c *command
+	var grp string
+	args, lo, err := signedFlags(args)
 	if err == nil {
-		return 0
+		locationOptions = lo
+		c, grp, err = dispatch(ctx, args, stdout, stderr)
+		locationOptions = location.Options{}
 	}
-	if errors.Is(err, flag.ErrHelp) {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	fmt.Fprintf(stderr, "kv0: %v\n", err)
 	var ue *usageError
-	if errors.As(err, &ue) {
-		fmt.Fprint(stderr, usageText)
-		return 2
+	if !errors.As(err, &ue) {
+		return 1
 	}
-	return 1
+	if c != nil {
+		fmt.Fprintf(stderr, "%s\nRun \"kv0 %s --help\" for its flags.\n", c.usageLine(), c.name)
+	} else {
+		writeUsage(stderr, grp)
+	}
+	return 2
 }
 
-func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// dispatch runs the command args name. It returns the command (or the
+// group) it resolved, for run to print the right usage.
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) (*command, string, error) {
 	if len(args) == 0 {
-		return usagef("missing command")
+		return nil, "", usagef("missing command")
 	}
-	switch args[0] {
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usageText)
-		return nil
-	case "sign-server":
-		return cmdSignServer(ctx, args[1:], stdout, stderr)
-	case "serve":
-		return cmdServe(ctx, args[1:], stdout, stderr)
-	case "runs", "run", "params", "series", "metrics", "track", "optimize", "delete-runs", "demo":
-		return cmdTracking(ctx, args[0], args[1:], stdout, stderr)
-	case "kv":
-		return cmdKV(ctx, args[1:], stdout, stderr)
-	case "lance":
-	default:
-		return usagef("unknown command %q", args[0])
+	help := false
+	if args[0] == "help" {
+		help, args = true, args[1:]
+		if len(args) == 0 {
+			writeUsage(stdout, "")
+			return nil, "", nil
+		}
 	}
-	if len(args) < 2 {
-		return usagef("missing lance subcommand (info, log or cat)")
+	if !help && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		writeUsage(stdout, "")
+		return nil, "", nil
 	}
-	sub, rest := args[1], args[2:]
-	switch sub {
-	case "info":
-		return cmdInfo(ctx, rest, stdout, stderr)
-	case "log":
-		return cmdLog(ctx, rest, stdout, stderr)
-	case "cat":
-		return cmdCat(ctx, rest, stdout, stderr)
-	case "write", "delete", "compact", "tag", "restore", "cleanup":
-		return cmdLanceWrite(ctx, sub, rest, stdout, stderr)
+	c, grp, rest := lookup(args)
+	if c == nil {
+		switch {
+		case grp != "" && (help || len(rest) == 0 || wantsHelp(rest[:1])):
+			if help || len(rest) > 0 {
+				writeUsage(stdout, grp)
+				return nil, grp, nil
+			}
+			return nil, grp, usagef("missing %s subcommand", grp)
+		case grp != "":
+			return nil, grp, usagef("unknown %s subcommand %q", grp, rest[0])
+		}
+		return nil, "", usagef("unknown command %q", args[0])
 	}
-	return usagef("unknown lance subcommand %q", sub)
+	if !help && !wantsHelp(rest) && locationOptions.Signer != "" && !readCommands[c.name] {
+		return c, "", usagef("--signer: kv0 %s writes; signed locations are read-only", c.name)
+	}
+	if help || wantsHelp(rest) {
+		// The command's own flag set prints its flags (parseArgs), to
+		// stdout since help was asked for.
+		err := c.run(ctx, []string{"-h"}, stdout, stdout)
+		if err != nil && !errors.Is(err, flag.ErrHelp) {
+			return c, "", err
+		}
+		return c, "", nil
+	}
+	return c, "", c.run(ctx, rest, stdout, stderr)
+}
+
+// writeHelp prints the help of the command fs belongs to: synopsis,
+// description and flags.
+func writeHelp(w io.Writer, fs *flag.FlagSet) {
+	c := commandNamed(fs.Name())
+	if c == nil {
+		fmt.Fprintf(w, "usage of %s:\n", fs.Name())
+	} else {
+		fmt.Fprintf(w, "%s\n\n%s.\n", c.usageLine(), strings.ToUpper(c.summary[:1])+c.summary[1:])
+		if c.details != "" {
+			fmt.Fprintf(w, "\n%s", c.details)
+		}
+		if readCommands[c.name] {
+			fmt.Fprintf(w, "\n%s", signedFlagsText)
+		}
+	}
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		fmt.Fprintln(w, "\nflags:")
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
 }
 
 // parseArgs parses flags that may appear before, between or after the
@@ -116,9 +406,7 @@ func parseArgs(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, err
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprintf(stderr, "usage of %s:\n", fs.Name())
-				fs.SetOutput(stderr)
-				fs.PrintDefaults()
+				writeHelp(stderr, fs)
 				return nil, err
 			}
 			return nil, &usageError{err.Error()}
@@ -163,7 +451,7 @@ type versionFlags struct {
 }
 
 func (v *versionFlags) register(fs *flag.FlagSet) {
-	fs.Uint64Var(&v.version, "version", 0, "read version `N` (default: latest)")
+	versionVar(fs, &v.version, "version", "read version `N`, from 1 (default: latest)")
 	fs.StringVar(&v.tag, "tag", "", "read the version tagged `T`")
 }
 
@@ -187,7 +475,7 @@ func (v *versionFlags) options(fs *flag.FlagSet) (lance.OpenOptions, error) {
 // store and the dataset's root key within it: a local folder, memory://name,
 // s3://bucket/prefix (options from the environment) or http(s):// (read-only).
 func openLocation(loc string) (store.Store, string, error) {
-	st, root, err := location.Open(context.Background(), loc, location.Options{})
+	st, root, err := location.Open(context.Background(), loc, locationOptions)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, "", fmt.Errorf("%s: no such folder", loc)
@@ -217,7 +505,7 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var vf versionFlags
 	vf.register(fs)
 	columns := fs.String("columns", "", "comma-separated `list` of columns to print (default: all)")
-	limit := fs.Int64("limit", -1, "print at most `N` rows")
+	limit := limitFlag(fs, "limit", "print at most `N` rows (0 prints none; default: all)")
 	where := fs.String("where", "", "print only rows matching the filter `EXPR`")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
@@ -231,11 +519,15 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	opts.Warn = warnTo(stderr)
 	var cols []string
 	if *columns != "" {
 		for _, c := range strings.Split(*columns, ",") {
 			if c = strings.TrimSpace(c); c == "" {
 				return usagef("--columns: empty column name")
+			}
+			if slices.Contains(cols, c) {
+				return usagef("--columns: column %q is named twice", c)
 			}
 			cols = append(cols, c)
 		}
@@ -298,6 +590,7 @@ func cmdInfo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	opts.Warn = warnTo(stderr)
 	d, err := openDataset(ctx, loc, opts)
 	if err != nil {
 		return err
@@ -364,7 +657,7 @@ func cmdLog(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	out, err := inspect.DatasetLog(ctx, st, root)
+	out, err := inspect.DatasetLog(ctx, st, root, lance.ListOptions{Warn: warnTo(stderr)})
 	if err != nil {
 		return fmt.Errorf("%s: %w", loc, err)
 	}

@@ -49,7 +49,7 @@ func TestParseArgsErrors(t *testing.T) {
 	}
 	var help bytes.Buffer
 	_, err = parseArgs(newFlagSet("cat"), []string{"-h"}, &help)
-	if !errors.Is(err, flag.ErrHelp) || !strings.Contains(help.String(), "usage of kv0 lance cat") {
+	if !errors.Is(err, flag.ErrHelp) || !strings.HasPrefix(help.String(), "usage: kv0 lance cat PATH") {
 		t.Errorf("-h: got %v and %q", err, help.String())
 	}
 }
@@ -89,5 +89,69 @@ func TestRunOnFixture(t *testing.T) {
 	out.Reset()
 	if code := run(context.Background(), []string{"lance", "info", "--json", "--tag", "nope", ds}, &out, &errOut); code != 1 || out.Len() != 0 {
 		t.Errorf("unknown tag: exit %d, stdout %q", code, out.String())
+	}
+}
+
+// runCLI runs one command line in-process.
+func runCLI(args ...string) (code int, stdout, stderr string) {
+	var out, errb bytes.Buffer
+	code = run(context.Background(), args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// TestHelp checks that kv0 --help lists every command of the dispatch
+// table, that each group's and each command's help exits 0 with the
+// command's synopsis and flags, and that a usage error prints the usage
+// of its command only.
+func TestHelp(t *testing.T) {
+	code, top, _ := runCLI("--help")
+	if code != 0 {
+		t.Fatalf("kv0 --help: exit %d", code)
+	}
+	// The commands users reach for must be there, whatever the table says.
+	for _, name := range []string{"lance info", "lance cat", "kv get", "kv scan", "runs", "metrics", "track", "sign-server", "delete-runs"} {
+		if !strings.Contains(top, "kv0 "+name+" ") {
+			t.Errorf("kv0 --help does not list %q", name)
+		}
+	}
+	for _, c := range commands {
+		t.Run(c.name, func(t *testing.T) {
+			if !strings.Contains(top, "kv0 "+c.name+" "+c.positional()) {
+				t.Errorf("kv0 --help does not list %q", c.name)
+			}
+			for _, h := range []string{"--help", "-h"} {
+				args := append(strings.Fields(c.name), h)
+				code, out, errOut := runCLI(args...)
+				if code != 0 || !strings.HasPrefix(out, c.usageLine()+"\n") || errOut != "" {
+					t.Errorf("kv0 %s: exit %d, stdout %q, stderr %q", strings.Join(args, " "), code, out, errOut)
+				}
+			}
+			code, out, _ := runCLI(append([]string{"help"}, strings.Fields(c.name)...)...)
+			if code != 0 || !strings.HasPrefix(out, c.usageLine()) {
+				t.Errorf("kv0 help %s: exit %d, %q", c.name, code, out)
+			}
+		})
+	}
+	for _, g := range []string{"lance", "kv"} {
+		code, out, _ := runCLI(g, "--help")
+		if code != 0 || !strings.Contains(out, "kv0 "+g+" cat") && !strings.Contains(out, "kv0 "+g+" get") || strings.Contains(out, "kv0 runs") {
+			t.Errorf("kv0 %s --help: exit %d, %q", g, code, out)
+		}
+	}
+	if code, _, _ := runCLI("lance", "tag", "create", "--help"); code != 0 {
+		t.Errorf("kv0 lance tag create --help: exit %d", code)
+	}
+	code, out, errOut := runCLI("lance", "cat", "--version", "3")
+	if code != 2 || out != "" || !strings.Contains(errOut, "usage: kv0 lance cat PATH") || strings.Contains(errOut, "kv0 runs") ||
+		strings.Contains(errOut, "kv0 lance info") {
+		t.Errorf("usage error: exit %d, stderr %q", code, errOut)
+	}
+	code, _, errOut = runCLI("metrics", "repo")
+	if code != 2 || !strings.Contains(errOut, "usage: kv0 metrics REPO RUN NAME...") || strings.Contains(errOut, "kv0 lance") {
+		t.Errorf("metrics usage error: exit %d, stderr %q", code, errOut)
+	}
+	code, _, errOut = runCLI("kv", "nope")
+	if code != 2 || !strings.Contains(errOut, "kv0 kv get") || strings.Contains(errOut, "kv0 lance") {
+		t.Errorf("unknown kv subcommand: exit %d, stderr %q", code, errOut)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -16,16 +15,15 @@ import (
 	"github.com/kv0/kv0/native/signer"
 )
 
-const signServerUsage = `usage: kv0 sign-server --bucket-uri s3://bucket/prefix --token-file FILE
-         [--listen 127.0.0.1:8787] [--expiry 5m] [--allow-origin ORIGIN]
-         [--endpoint URL] [--region R] [--path-style] [--allow-http]
-
-Hands out presigned, read-only S3 URLs (GetObject, ListObjectsV2) for keys
+// signServerDetails is the help text of kv0 sign-server.
+const signServerDetails = `Hands out presigned, read-only S3 URLs (GetObject, ListObjectsV2) for keys
 under one repository prefix to callers presenting "Authorization: Bearer
 <token>" (the first line of FILE). Credentials come from the environment or
 the shared AWS config (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE, ...);
 AWS_ENDPOINT_URL, AWS_REGION, KV0_S3_PATH_STYLE and KV0_S3_ALLOW_HTTP fill
-the flags that are not given.
+the flags that are not given. Readers open the repository as
+kv0+signer://HOST:PORT (kv0 itself, httpstore.ServerSigner in Go, the wasm
+reader in browsers).
 `
 
 // cmdSignServer runs "kv0 sign-server" until ctx is cancelled.
@@ -36,7 +34,7 @@ func cmdSignServer(ctx context.Context, args []string, stdout, stderr io.Writer)
 	bucketURI := fs.String("bucket-uri", "", "repository `location` s3://bucket/prefix")
 	listen := fs.String("listen", "127.0.0.1:8787", "`address` to listen on")
 	tokenFile := fs.String("token-file", "", "`file` holding the bearer token")
-	expiry := fs.Duration("expiry", signer.DefaultExpiry, "lifetime of each presigned URL")
+	expiry := durationFlag(fs, "expiry", signer.DefaultExpiry, time.Second, signer.MaxExpiry, "lifetime of each presigned URL, 1s to 7d (`DURATION`: Go durations, plus d and w)")
 	origin := fs.String("allow-origin", "*", "Access-Control-Allow-Origin answered to browsers")
 	var o s3store.Options
 	fs.StringVar(&o.Endpoint, "endpoint", "", "S3 endpoint `URL` (default: AWS or AWS_ENDPOINT_URL)")
@@ -45,9 +43,6 @@ func cmdSignServer(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.BoolVar(&o.AllowHTTP, "allow-http", false, "allow a plain-http endpoint")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stderr, signServerUsage)
-		}
 		return err
 	}
 	if len(pos) > 0 {

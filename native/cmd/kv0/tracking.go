@@ -5,13 +5,11 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,87 +18,13 @@ import (
 
 	"github.com/kv0/kv0/core/inspect"
 	"github.com/kv0/kv0/core/tracking"
-	"github.com/kv0/kv0/native/wal"
 )
-
-const trackingUsageText = `  kv0 runs    REPO [--experiment E] [--status S] [--tag T]... [--archived true|false] [--param 'KEY<V']... [--json]
-  kv0 run     REPO ID [--json]
-  kv0 params  REPO ID [--json]
-  kv0 series  REPO ID [--json]
-  kv0 metrics REPO RUN NAME [--max-points N] [--csv] [--context JSON]
-  kv0 track   REPO --run NAME [--experiment E] [--resume ID] [--no-wal]   (JSON Lines on stdin)
-  kv0 optimize REPO
-  kv0 delete-runs REPO ID...
-  kv0 demo    REPO [--runs N] [--steps N]
-`
-
-// stdin is where kv0 track reads; tests replace it.
-var stdin io.Reader = os.Stdin
-
-// cmdTracking runs one tracking command.
-func cmdTracking(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) error {
-	switch cmd {
-	case "runs":
-		return cmdRuns(ctx, args, stdout, stderr)
-	case "run":
-		return cmdRun(ctx, args, stdout, stderr)
-	case "params":
-		return cmdParams(ctx, args, stdout, stderr)
-	case "series":
-		return cmdSeries(ctx, args, stdout, stderr)
-	case "metrics":
-		return cmdMetrics(ctx, args, stdout, stderr)
-	case "track":
-		return cmdTrack(ctx, args, stdout, stderr)
-	case "optimize":
-		return cmdOptimize(ctx, args, stdout, stderr)
-	case "delete-runs":
-		return cmdDeleteRuns(ctx, args, stdout, stderr)
-	case "demo":
-		return cmdDemo(ctx, args, stdout, stderr)
-	}
-	return usagef("unknown command %q", cmd)
-}
 
 func trackingFlags(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("kv0 "+name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	return fs
-}
-
-// openRepo opens the repository at loc. A writable open creates the folder
-// and, with useWAL, logs writes in the local WAL (native/wal).
-func openRepo(ctx context.Context, loc string, writable, useWAL bool) (*tracking.Repo, error) {
-	if writable && !strings.Contains(loc, "://") {
-		if err := os.MkdirAll(loc, 0o755); err != nil {
-			return nil, err
-		}
-	}
-	st, root, err := openLocation(loc)
-	if err != nil {
-		return nil, err
-	}
-	opts := tracking.RepoOptions{ReadOnly: !writable}
-	if writable && useWAL {
-		abs, err := filepath.Abs(loc)
-		if err != nil {
-			return nil, err
-		}
-		l, err := wal.Open("repo:"+abs, wal.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("wal: %w", err)
-		}
-		opts.WAL = l
-	}
-	r, err := tracking.OpenRepo(ctx, st, root, opts)
-	if err != nil {
-		if errors.Is(err, tracking.ErrNotFound) {
-			return nil, fmt.Errorf("%s: not a tracking repository", loc)
-		}
-		return nil, fmt.Errorf("%s: %w", loc, err)
-	}
-	return r, nil
 }
 
 func writeJSON(w io.Writer, v any) error {
@@ -205,6 +129,22 @@ func resolveRun(ctx context.Context, r *tracking.Repo, arg string) (tracking.Run
 	return inspect.ResolveRun(ctx, r, arg)
 }
 
+// resolveRuns resolves run ids or unique names (resolveRun) to ids, each
+// run once, in the order first given.
+func resolveRuns(ctx context.Context, r *tracking.Repo, args []string) ([]string, error) {
+	var ids []string
+	for _, a := range args {
+		in, err := resolveRun(ctx, r, a)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(ids, in.ID) {
+			ids = append(ids, in.ID)
+		}
+	}
+	return ids, nil
+}
+
 func runArgs(name string, args []string, stderr io.Writer) (*flag.FlagSet, *bool, []string, error) {
 	fs := trackingFlags(name)
 	asJSON := fs.Bool("json", false, "print JSON")
@@ -250,7 +190,8 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	for _, kv := range [][2]string{{"id", in.ID}, {"name", orDash(in.Name)}, {"experiment", orDash(in.Experiment)},
 		{"description", orDash(in.Description)}, {"tags", orDash(strings.Join(in.Tags, ","))}, {"status", in.Status},
 		{"archived", strconv.FormatBool(in.Archived)}, {"kind", orDash(in.Kind)}, {"target", orDash(in.Target)},
-		{"created", fmtTime(in.CreatedAt)}, {"updated", fmtTime(in.UpdatedAt)}, {"ended", fmtTime(in.EndedAt)}} {
+		{"created", fmtTime(in.CreatedAt)}, {"updated", fmtTime(in.UpdatedAt)}, {"ended", fmtTime(in.EndedAt)},
+		{"heartbeat", fmtTime(in.HeartbeatAt)}} {
 		fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
 	}
 	return tw.Flush()
@@ -313,20 +254,71 @@ func printSeries(ctx context.Context, r *tracking.Repo, in tracking.RunInfo, asJ
 	return tw.Flush()
 }
 
+// metricsDetails is the help text of kv0 metrics.
+const metricsDetails = `Each NAME selects the run's series of that name: without --context every
+one of them (one per context), with --context only the one with that
+context. The table and the CSV have one row per point, with the series'
+name and context (canonical JSON, "-" or empty when it has none) before
+step, epoch, timestamp and value. --json prints an array with one object
+per series:
+
+  [{"name": "loss", "context": {"subset": "train"}, "series_id": 1234,
+    "run_id": "...", "steps": [0, 1], "epochs": [0, null],
+    "timestamps": ["2026-01-02T03:04:05.5Z", ...], "values": [2.3, "NaN"]}]
+
+series_id is a number; an epoch is null when the point has none; values
+that JSON cannot hold are the strings "NaN", "Infinity" and "-Infinity".
+`
+
+// metricsJSON is one series in the --json output of kv0 metrics.
+type metricsJSON struct {
+	Name       string            `json:"name"`
+	Context    json.RawMessage   `json:"context"`
+	SeriesID   tracking.SeriesID `json:"series_id"`
+	RunID      string            `json:"run_id"`
+	Steps      []int64           `json:"steps"`
+	Epochs     []*int64          `json:"epochs"`
+	Timestamps []string          `json:"timestamps"`
+	Values     []jsonFloat       `json:"values"`
+}
+
+// jsonFloat is a float64 that encodes NaN and ±Inf as the strings "NaN",
+// "Infinity" and "-Infinity".
+type jsonFloat float64
+
+// MarshalJSON implements json.Marshaler.
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	switch {
+	case math.IsNaN(v):
+		return []byte(`"NaN"`), nil
+	case math.IsInf(v, 1):
+		return []byte(`"Infinity"`), nil
+	case math.IsInf(v, -1):
+		return []byte(`"-Infinity"`), nil
+	}
+	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
+}
+
 func cmdMetrics(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := trackingFlags("metrics")
-	maxPoints := fs.Int("max-points", 0, "downsample to at most `N` points (first, last and each bucket's min and max)")
-	asCSV := fs.Bool("csv", false, "print CSV (step,epoch,timestamp,value)")
-	ctxJSON := fs.String("context", "", "the series' context as a JSON object")
+	maxPoints := intFlag(fs, "max-points", 0, 0, math.MaxInt, "downsample each series to at most `N` points: the first, the last and each bucket's finite min and max (0: every point)")
+	asCSV := fs.Bool("csv", false, "print CSV (name,context,step,epoch,timestamp,value)")
+	asJSON := fs.Bool("json", false, "print a JSON array with one object per series")
+	ctxJSON := fs.String("context", "", "only the series with this context, a JSON object")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 3 {
-		return usagef("kv0 metrics: want REPO RUN NAME")
+	if len(pos) < 3 {
+		return usagef("kv0 metrics: want REPO RUN NAME...")
+	}
+	if *asCSV && *asJSON {
+		return usagef("give --csv or --json, not both")
 	}
 	var mctx map[string]any
-	if *ctxJSON != "" {
+	ctxGiven := *ctxJSON != ""
+	if ctxGiven {
 		if err := json.Unmarshal([]byte(*ctxJSON), &mctx); err != nil {
 			return usagef("--context: %v", err)
 		}
@@ -340,144 +332,148 @@ func cmdMetrics(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	id, err := tracking.NewSeriesID(in.ID, pos[2], mctx)
+	all, err := r.AllSeries(ctx, in.ID)
 	if err != nil {
 		return err
 	}
-	data, err := r.ReadMany(ctx, []tracking.SeriesID{id}, tracking.ReadOptions{MaxPoints: *maxPoints})
+	sel, err := selectSeries(in.ID, all, pos[2:], ctxGiven, mctx)
 	if err != nil {
 		return err
 	}
-	m := data[0]
-	if m.Len() == 0 {
-		return fmt.Errorf("run %s has no points of %q with context %s", in.ID, pos[2], orDash(*ctxJSON))
+	ids := make([]tracking.SeriesID, len(sel))
+	for i, s := range sel {
+		ids[i] = s.ID
 	}
-	epoch := func(i int) string {
-		if m.Epochs[i] == tracking.NoEpoch {
-			return ""
+	data, err := r.ReadMany(ctx, ids, tracking.ReadOptions{MaxPoints: *maxPoints})
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriter(stdout)
+	switch {
+	case *asJSON:
+		out := make([]metricsJSON, len(sel))
+		for i, s := range sel {
+			m := &data[i]
+			o := metricsJSON{Name: s.Name, Context: json.RawMessage(s.Context), SeriesID: s.ID, RunID: s.RunID,
+				Steps: m.Steps, Epochs: make([]*int64, m.Len()), Timestamps: make([]string, m.Len()), Values: make([]jsonFloat, m.Len())}
+			if o.Steps == nil {
+				o.Steps = []int64{}
+			}
+			for j := range m.Steps {
+				if m.Epochs[j] != tracking.NoEpoch {
+					o.Epochs[j] = &m.Epochs[j]
+				}
+				o.Timestamps[j] = m.Timestamps[j].UTC().Format(time.RFC3339Nano)
+				o.Values[j] = jsonFloat(m.Values[j])
+			}
+			out[i] = o
 		}
-		return strconv.FormatInt(m.Epochs[i], 10)
-	}
-	if *asCSV {
-		w := csv.NewWriter(stdout)
-		_ = w.Write([]string{"step", "epoch", "timestamp", "value"})
-		for i := range m.Steps {
-			_ = w.Write([]string{strconv.FormatInt(m.Steps[i], 10), epoch(i), m.Timestamps[i].Format(time.RFC3339Nano),
-				strconv.FormatFloat(m.Values[i], 'g', -1, 64)})
+		enc := json.NewEncoder(bw)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	case *asCSV:
+		w := csv.NewWriter(bw)
+		_ = w.Write([]string{"name", "context", "step", "epoch", "timestamp", "value"})
+		for i, s := range sel {
+			m := &data[i]
+			c := s.Context
+			if c == "{}" {
+				c = ""
+			}
+			for j := range m.Steps {
+				_ = w.Write([]string{s.Name, c, strconv.FormatInt(m.Steps[j], 10), epochString(m.Epochs[j]),
+					m.Timestamps[j].Format(time.RFC3339Nano), strconv.FormatFloat(m.Values[j], 'g', -1, 64)})
+			}
 		}
 		w.Flush()
-		return w.Error()
+		if err := w.Error(); err != nil {
+			return err
+		}
+	default:
+		tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tCONTEXT\tSTEP\tEPOCH\tTIMESTAMP\tVALUE")
+		for i, s := range sel {
+			m := &data[i]
+			c := s.Context
+			if c == "{}" {
+				c = "-"
+			}
+			for j := range m.Steps {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", s.Name, c, m.Steps[j], orDash(epochString(m.Epochs[j])),
+					m.Timestamps[j].Format(time.RFC3339Nano), strconv.FormatFloat(m.Values[j], 'g', -1, 64))
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "STEP\tEPOCH\tTIMESTAMP\tVALUE")
-	for i := range m.Steps {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", m.Steps[i], orDash(epoch(i)), m.Timestamps[i].Format(time.RFC3339Nano),
-			strconv.FormatFloat(m.Values[i], 'g', -1, 64))
-	}
-	return tw.Flush()
+	return bw.Flush()
 }
 
-// trackLine is one line of kv0 track's input: a point, or a parameter set.
-//
-//	{"name": "loss", "value": 0.25, "step": 10, "epoch": 1, "context": {"subset": "train"}}
-//	{"params": {"optimizer": {"lr": 0.001}, "batch_size": 32}}
-//	{"status": "failed"}                         (ends the run with that status)
-type trackLine struct {
-	Name    *string         `json:"name"`
-	Value   *float64        `json:"value"`
-	Step    *int64          `json:"step"`
-	Epoch   *int64          `json:"epoch"`
-	Context map[string]any  `json:"context"`
-	Params  map[string]any  `json:"params"`
-	Status  string          `json:"status"`
-	Raw     json.RawMessage `json:"-"`
+func epochString(e int64) string {
+	if e == tracking.NoEpoch {
+		return ""
+	}
+	return strconv.FormatInt(e, 10)
 }
 
-func cmdTrack(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := trackingFlags("track")
-	name := fs.String("run", "", "name of the new run `NAME`")
-	exp := fs.String("experiment", "", "experiment `E` of the new run")
-	resume := fs.String("resume", "", "append to the existing run `ID` instead of starting one")
-	noWAL := fs.Bool("no-wal", false, "do not log writes in the local write-ahead log")
-	pos, err := parseArgs(fs, args, stderr)
-	if err != nil {
-		return err
-	}
-	loc, err := onePath(pos)
-	if err != nil {
-		return err
-	}
-	if *name == "" && *resume == "" {
-		return usagef("kv0 track: --run NAME or --resume ID is required")
-	}
-	r, err := openRepo(ctx, loc, true, !*noWAL)
-	if err != nil {
-		return err
-	}
-	var run *tracking.Run
-	if *resume != "" {
-		run, err = r.ResumeRun(ctx, *resume)
-	} else {
-		run, err = r.StartRun(ctx, tracking.RunSpec{Name: *name, Experiment: *exp})
-	}
-	if err != nil {
-		r.Close()
-		return err
-	}
-	fmt.Fprintln(stderr, "run", run.ID())
-	sc := bufio.NewScanner(stdin)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	status := tracking.StatusFinished
-	var n, lineNo int
-	fail := func(err error) error {
-		s := tracking.StatusFailed
-		_ = run.Finish(ctx, s)
-		_ = r.Close()
-		return err
-	}
-	for sc.Scan() {
-		lineNo++
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
+// selectSeries picks, for each name in order (once each), the series of
+// the run with that name: all of them, or with ctxGiven the one whose
+// context is mctx. A name that selects nothing is an error listing what
+// exists.
+func selectSeries(runID string, all []tracking.SeriesInfo, names []string, ctxGiven bool, mctx map[string]any) ([]tracking.SeriesInfo, error) {
+	var sel []tracking.SeriesInfo
+	seen := map[string]bool{}
+	for _, name := range names {
+		if seen[name] {
 			continue
 		}
-		var tl trackLine
-		if err := json.Unmarshal([]byte(line), &tl); err != nil {
-			return fail(fmt.Errorf("stdin line %d: %v", lineNo, err))
-		}
-		switch {
-		case tl.Params != nil:
-			if err := run.SetParams(tl.Params); err != nil {
-				return fail(fmt.Errorf("stdin line %d: %w", lineNo, err))
+		seen[name] = true
+		var contexts []string
+		var want tracking.SeriesID
+		if ctxGiven {
+			id, err := tracking.NewSeriesID(runID, name, mctx)
+			if err != nil {
+				return nil, usagef("--context: %v", err)
 			}
-		case tl.Name != nil && tl.Value != nil:
-			if err := run.Track(*tl.Value, *tl.Name, tracking.TrackOptions{Step: tl.Step, Epoch: tl.Epoch, Context: tl.Context}); err != nil {
-				return fail(fmt.Errorf("stdin line %d: %w", lineNo, err))
+			want = id
+		}
+		n := len(sel)
+		for _, s := range all {
+			if s.Name != name {
+				continue
 			}
-			n++
-		case tl.Status != "":
-			status = tl.Status
-		default:
-			return fail(fmt.Errorf("stdin line %d: want {\"name\", \"value\"}, {\"params\"} or {\"status\"}", lineNo))
+			contexts = append(contexts, s.Context)
+			if !ctxGiven || s.ID == want {
+				sel = append(sel, s)
+			}
 		}
-		if ctx.Err() != nil {
-			status = tracking.StatusAborted
-			break
+		if len(sel) > n {
+			continue
 		}
+		if len(contexts) > 0 {
+			c, _ := tracking.CanonicalContext(mctx)
+			return nil, fmt.Errorf("run %s has no series %q with context %s; its contexts are %s", runID, name, c, strings.Join(contexts, ", "))
+		}
+		var have []string
+		for _, s := range all {
+			if len(have) == 0 || have[len(have)-1] != s.Name {
+				have = append(have, s.Name)
+			}
+		}
+		if len(have) == 0 {
+			return nil, fmt.Errorf("run %s has no series %q (it has no series)", runID, name)
+		}
+		return nil, fmt.Errorf("run %s has no series %q; its series are %s", runID, name, strings.Join(have, ", "))
 	}
-	if err := sc.Err(); err != nil {
-		return fail(err)
-	}
-	if err := run.Finish(context.Background(), status); err != nil {
-		r.Close()
-		return err
-	}
-	fmt.Fprintf(stderr, "tracked %d points\n", n)
-	return r.Close()
+	return sel, nil
 }
 
 func cmdOptimize(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := trackingFlags("optimize")
+	create := fs.Bool("create", false, "create the repository when there is none")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
@@ -486,7 +482,7 @@ func cmdOptimize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	r, err := openRepo(ctx, loc, true, false)
+	r, err := openRepoWith(ctx, loc, repoOpen{writable: true, create: *create})
 	if err != nil {
 		return err
 	}
@@ -508,22 +504,28 @@ func cmdOptimize(ctx context.Context, args []string, stdout, stderr io.Writer) e
 
 func cmdDeleteRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := trackingFlags("delete-runs")
+	create := fs.Bool("create", false, "create the repository when there is none")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
 	}
 	if len(pos) < 2 {
-		return usagef("kv0 delete-runs: want REPO ID...")
+		return usagef("kv0 delete-runs: want REPO RUN...")
 	}
-	r, err := openRepo(ctx, pos[0], true, false)
+	r, err := openRepoWith(ctx, pos[0], repoOpen{writable: true, create: *create})
 	if err != nil {
 		return err
 	}
-	if err := r.DeleteRuns(ctx, pos[1:]); err != nil {
+	ids, err := resolveRuns(ctx, r, pos[1:])
+	if err != nil {
 		r.Close()
 		return err
 	}
-	fmt.Fprintf(stdout, "deleted %d runs\n", len(pos)-1)
+	if err := r.DeleteRuns(ctx, ids); err != nil {
+		r.Close()
+		return err
+	}
+	fmt.Fprintf(stdout, "deleted %d runs\n", len(ids))
 	return r.Close()
 }
 

@@ -65,18 +65,9 @@ func openWALRepo(dir, walDir string, flushRows int, interval time.Duration) (*tr
 	if err != nil {
 		return nil, err
 	}
-	// wal.Open can lose a race with a concurrent Open in another process
-	// (that one may lock and adopt the folder this one just created before
-	// this one locks it): ErrLocked, and a retry picks a new folder.
-	var l *wal.Log
-	for try := 0; ; try++ {
-		l, err = wal.Open("repo:"+dir, wal.Options{Dir: walDir, Mode: wal.SyncNone})
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, wal.ErrLocked) || try == 5 {
-			return nil, err
-		}
+	l, err := wal.Open("repo:"+dir, wal.Options{Dir: walDir, Mode: wal.SyncNone})
+	if err != nil {
+		return nil, err
 	}
 	return tracking.OpenRepo(context.Background(), st, "", tracking.RepoOptions{WAL: l, FlushRows: flushRows, FlushInterval: interval})
 }

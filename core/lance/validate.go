@@ -1,0 +1,235 @@
+package lance
+
+import (
+	"fmt"
+	"slices"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
+	"github.com/kv0/kv0/core/lancefile"
+)
+
+// Consistency checks of the reader. A manifest carries no checksum, so a
+// damaged byte can turn it into another valid protobuf that points the
+// reader at the wrong columns, drops the column indices or a field, or
+// changes a count. What can be checked without a request is checked:
+//
+//   - at Open, from the manifest alone (checkDataFileEntry,
+//     checkMaxFragmentID, checkUnknown, and lancefile.SchemaFromProto for
+//     the schema): every 2.x data file lists as many column indices as
+//     field ids; field ids are tombstones (-2) or non-negative and unique
+//     within the file; column indices are -1 or non-negative and unique
+//     within the file; max_fragment_id, when set, is at least every
+//     fragment id; deleted rows do not outnumber physical rows; no unknown
+//     protobuf field that only damage explains;
+//   - when a fragment's data files are opened for reading (checkOpened,
+//     checkHeld), from the footer the read fetches anyway: the file has
+//     exactly as many columns as the manifest gives it column indices,
+//     each index names one of them, the format version is the file's,
+//     every field id the manifest gives the file is in the file's own
+//     schema (when the footer read covered it) with the same type as in
+//     the dataset schema, the row count equals the fragment's
+//     physical_rows, a file is not shorter than the size the manifest
+//     records, and no non-nullable column is missing from every data file;
+//   - when rows are decoded (lancefile.Reader), a non-nullable field never
+//     holds a null under valid parents; when a deletion file is read, it
+//     holds as many rows as the manifest's num_deleted_rows.
+//
+// Lance keeps the ids of dropped columns in the data files (only the
+// schema forgets them), so a data file may list ids the dataset schema does
+// not have: that alone is not corruption. Fields a manifest change can
+// still alter without any check noticing are listed in docs/architecture.md
+// ("Reading a dataset").
+
+// checkDataFileEntry checks what the manifest at key says about data file df
+// of fragment frag, before any I/O.
+func checkDataFileEntry(key string, pos int64, frag uint64, df *tablepb.DataFile) error {
+	fields, cols := df.GetFields(), df.GetColumnIndices()
+	if fileVersion(df) == "0.1" {
+		// Legacy (0.x) files record no column indices; they are refused
+		// when scanned.
+		return nil
+	}
+	if len(cols) != len(fields) {
+		return corruptErr(key, pos, "fragment %d file %s: %d field ids but %d column indices",
+			frag, df.GetPath(), len(fields), len(cols))
+	}
+	for k, id := range fields {
+		if id < 0 && id != tombstone {
+			return corruptErr(key, pos, "fragment %d file %s: field id %d", frag, df.GetPath(), id)
+		}
+		if c := cols[k]; c < -1 {
+			return corruptErr(key, pos, "fragment %d file %s: column index %d", frag, df.GetPath(), c)
+		}
+	}
+	if id, ok := firstRepeat(fields); ok {
+		return corruptErr(key, pos, "fragment %d file %s: field id %d listed twice", frag, df.GetPath(), id)
+	}
+	if c, ok := firstRepeat(cols); ok {
+		return corruptErr(key, pos, "fragment %d file %s: column index %d listed twice", frag, df.GetPath(), c)
+	}
+	return nil
+}
+
+// firstRepeat returns a non-negative value that xs holds more than once.
+// It allocates nothing for the short lists data files usually have.
+func firstRepeat(xs []int32) (int32, bool) {
+	if len(xs) > 32 {
+		s := slices.Clone(xs)
+		slices.Sort(s)
+		for i := 1; i < len(s); i++ {
+			if s[i] >= 0 && s[i] == s[i-1] {
+				return s[i], true
+			}
+		}
+		return 0, false
+	}
+	for i, x := range xs {
+		if x >= 0 && slices.Contains(xs[i+1:], x) {
+			return x, true
+		}
+	}
+	return 0, false
+}
+
+// checkMaxFragmentID checks that max_fragment_id, when the manifest records
+// it, is at least every fragment id (a writer takes new ids above it).
+func checkMaxFragmentID(key string, pos int64, m *tablepb.Manifest) error {
+	if m.MaxFragmentId == nil {
+		return nil
+	}
+	for _, f := range m.GetFragments() {
+		if f.GetId() > uint64(m.GetMaxFragmentId()) {
+			return corruptErr(key, pos, "fragment id %d is above max_fragment_id %d", f.GetId(), m.GetMaxFragmentId())
+		}
+	}
+	return nil
+}
+
+// checkOpened checks data file df, just opened as lf, against
+// the manifest and the dataset schema. It reads nothing.
+// (openFragment compares the row counts.)
+func (d *Dataset) checkOpened(df *tablepb.DataFile, lf *lancefile.File) error {
+	if v := fileVersion(df); v != lf.Version().String() {
+		return corruptErr(lf.Key(), -1, "manifest %s says format %s, the file says %s", d.mf.key, v, lf.Version())
+	}
+	fields, cols := df.GetFields(), df.GetColumnIndices()
+	n := 0
+	for _, c := range cols {
+		if c >= 0 {
+			n++
+			if int(c) >= lf.NumColumns() {
+				return corruptErr(lf.Key(), -1, "manifest %s gives the file column index %d, the file has %d columns",
+					d.mf.key, c, lf.NumColumns())
+			}
+		}
+	}
+	if n != lf.NumColumns() {
+		return corruptErr(lf.Key(), -1, "manifest %s gives the file %d columns, the file has %d",
+			d.mf.key, n, lf.NumColumns())
+	}
+	if lf.Schema() == nil {
+		return nil // the footer read did not cover the file's schema
+	}
+	for k, id := range fields {
+		if id == tombstone || cols[k] < 0 {
+			continue
+		}
+		own := lf.SchemaField(id)
+		if own == nil {
+			return corruptErr(lf.Key(), -1, "manifest %s lists field id %d, which the file's schema does not have",
+				d.mf.key, id)
+		}
+		if ds := d.fieldByID(id); ds != nil && ds.LogicalType != own.LogicalType {
+			return corruptErr(lf.Key(), -1, "field id %d (%q) has type %q in manifest %s but %q in the file",
+				id, ds.Name, ds.LogicalType, d.mf.key, own.LogicalType)
+		}
+	}
+	return nil
+}
+
+// checkHeld refuses to read a non-nullable top-level field that no data
+// file of f holds: it would read as nulls. (Lance adds columns to existing
+// fragments without data only when they are nullable.)
+func (d *Dataset) checkHeld(f *Fragment, fields []*lancefile.Field, plan []int) error {
+	for i, j := range plan {
+		if j < 0 && !fields[i].Nullable {
+			return corruptErr(d.mf.key, -1, "fragment %d: no data file holds the non-nullable column %q (field id %d)",
+				f.ID, fields[i].Name, fields[i].ID)
+		}
+	}
+	return nil
+}
+
+// fieldByID returns the dataset schema's field with id id, or nil.
+func (d *Dataset) fieldByID(id int32) *lancefile.Field {
+	d.byFieldOnce.Do(func() {
+		d.byField = map[int32]*lancefile.Field{}
+		d.schema.Walk(func(x *lancefile.Field) { d.byField[x.ID] = x })
+	})
+	return d.byField[id]
+}
+
+// maxPlausibleField bounds the field numbers of the messages that decide
+// what is read (Manifest, DataFragment, DataFile, DeletionFile, Field).
+// Lance numbers their fields from 1 upwards and uses at most 21 of them; a
+// field it adds later is ignored like any unknown one. A flipped bit in a
+// tag byte, though, makes the tag a two-byte varint whose number is mostly
+// 16 × the next byte or more: the field the tag began vanishes (a column
+// drops out of the schema, the column indices of a file disappear) behind
+// an unknown field of a large number.
+const maxPlausibleField = 64
+
+// checkUnknown refuses the unknown fields of manifest m that only damage
+// explains: a known field number with another wire type, or a number above
+// maxPlausibleField, in the messages that decide what is read.
+func checkUnknown(key string, pos int64, m *tablepb.Manifest) error {
+	if err := unknownFields(m); err != "" {
+		return corruptErr(key, pos, "manifest: %s", err)
+	}
+	for _, f := range m.GetFields() {
+		if err := unknownFields(f); err != "" {
+			return corruptErr(key, pos, "field %q (id %d): %s", f.GetName(), f.GetId(), err)
+		}
+	}
+	for _, pf := range m.GetFragments() {
+		if err := unknownFields(pf); err != "" {
+			return corruptErr(key, pos, "fragment %d: %s", pf.GetId(), err)
+		}
+		if del := pf.GetDeletionFile(); del != nil {
+			if err := unknownFields(del); err != "" {
+				return corruptErr(key, pos, "fragment %d deletion file: %s", pf.GetId(), err)
+			}
+		}
+		for _, df := range pf.GetFiles() {
+			if err := unknownFields(df); err != "" {
+				return corruptErr(key, pos, "fragment %d file %s: %s", pf.GetId(), df.GetPath(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// unknownFields describes the first implausible unknown field of msg, or
+// returns "".
+func unknownFields(msg proto.Message) string {
+	r := msg.ProtoReflect()
+	b := r.GetUnknown()
+	fields := r.Descriptor().Fields()
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeField(b)
+		if n < 0 {
+			return fmt.Sprintf("malformed unknown field: %v", protowire.ParseError(n))
+		}
+		b = b[n:]
+		if fd := fields.ByNumber(num); fd != nil {
+			return fmt.Sprintf("field %s (%d) has wire type %d", fd.Name(), num, typ)
+		}
+		if num > maxPlausibleField {
+			return fmt.Sprintf("unknown field number %d", num)
+		}
+	}
+	return ""
+}
