@@ -163,10 +163,14 @@ type PointsOptions struct {
 // in the order given. An id no live run has fails matching
 // tracking.ErrNotFound, naming it.
 func SeriesPoints(ctx context.Context, r *tracking.Repo, ids []tracking.SeriesID, opts PointsOptions) ([]Points, error) {
-	if err := checkSeries(ctx, r, ids); err != nil {
-		return nil, err
-	}
+	// The series' existence is checked while their points are read (the
+	// check waits on the runs and series caches, the read on the data).
+	checked := make(chan error, 1)
+	go func() { checked <- checkSeries(ctx, r, ids) }()
 	data, err := r.ReadMany(ctx, ids, tracking.ReadOptions{Steps: opts.Steps, Time: opts.Time, MaxPoints: opts.MaxPoints})
+	if cerr := <-checked; cerr != nil {
+		return nil, cerr
+	}
 	if err != nil {
 		return nil, err
 	}
