@@ -10,7 +10,10 @@ set -eu
 cd "$(dirname "$0")/../.."
 LOAD=${LOAD:-5s}
 ROWS=${ROWS:-1000000}
-DIR=${DIR:-$(mktemp -d)}
+if [ -z "${DIR:-}" ]; then
+	DIR=$(mktemp -d)
+	trap 'rm -rf "$DIR"' EXIT
+fi
 flags="-apibench.dir $DIR -apibench.load $LOAD -apibench.rows $ROWS"
 bench() { go test ./tests/api -run '^$' -bench "$1" -benchtime "$2" -timeout 1h $flags; }
 bench 'BenchmarkSeriesRead/warm$' 2000x

@@ -69,6 +69,19 @@ type benchEnv struct {
 	large int
 }
 
+// benchTmp is the temporary folder of the fixtures, when -apibench.dir
+// does not keep them.
+var benchTmp string
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if benchTmp != "" {
+		os.RemoveAll(benchTmp)
+	}
+	os.Exit(code)
+}
+
 var (
 	benchOnce sync.Once
 	benchVal  *benchEnv
@@ -91,8 +104,7 @@ func buildBench() (*benchEnv, error) {
 		if dir, err = os.MkdirTemp("", "kv0-apibench-"); err != nil {
 			return nil, err
 		}
-		// The temporary folder goes with the process (TestMain is not worth
-		// having for this alone): the benchmarks are run by hand.
+		benchTmp = dir // removed by TestMain
 	}
 	env := &benchEnv{kv0: filepath.Join(dir, "kv0"), repo: filepath.Join(dir, "repo"), rows: filepath.Join(dir, "rows"), large: *benchRows}
 	build := exec.Command("go", "build", "-o", env.kv0, "./native/cmd/kv0")

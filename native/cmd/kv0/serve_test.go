@@ -18,7 +18,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -63,27 +62,17 @@ type serveRoot struct {
 	runs     []tracking.RunInfo
 }
 
-var (
-	serveRootOnce sync.Once
-	serveRootVal  *serveRoot
-	serveRootErr  error
-)
-
+// newServeRoot writes a serve root into the test's temporary folder.
 func newServeRoot(t *testing.T) *serveRoot {
 	t.Helper()
-	fx := fixturesDir(t)
-	serveRootOnce.Do(func() { serveRootVal, serveRootErr = buildServeRoot(fx) })
-	if serveRootErr != nil {
-		t.Fatal(serveRootErr)
+	sr, err := buildServeRoot(t.TempDir(), fixturesDir(t))
+	if err != nil {
+		t.Fatal(err)
 	}
-	return serveRootVal
+	return sr
 }
 
-func buildServeRoot(fixtures string) (*serveRoot, error) {
-	dir, err := os.MkdirTemp("", "kv0-serve-test-")
-	if err != nil {
-		return nil, err
-	}
+func buildServeRoot(dir, fixtures string) (*serveRoot, error) {
 	sr := &serveRoot{dir: dir}
 	ctx := context.Background()
 	var out, errOut bytes.Buffer
