@@ -15,7 +15,7 @@ FUZZTIME  ?= 60s
 APT_PACKAGES := protobuf-compiler nodejs npm
 PROTOC_GEN_GO_VERSION := v1.36.12
 
-.PHONY: all build run test vet unit wasm fuzz fuzz-short interop-deps bench bench-lance bench-kv bench-tracking bench-s3 proto clean \
+.PHONY: all build run test vet unit wasm fuzz fuzz-short interop-deps bench bench-lance bench-kv bench-tracking bench-s3 bench-api proto clean \
 	python python-deps python-test bench-python
 
 all: build
@@ -75,8 +75,9 @@ interop-deps:
 #   bench-kv        key-value layer vs Pebble
 #   bench-tracking  tracking layer vs MLflow's SQLite shape
 #   bench-s3        round trips and bytes with 50 ms injected latency; commits against versitygw
+#   bench-api       kv0 serve vs the Go API in-process (one series, 32 clients), rows streamed vs kv0 lance cat
 #   bench-python    the Python package vs the Go API (Run.track, DB.put/get, iteration)
-bench: bench-lance bench-kv bench-tracking bench-s3 bench-python
+bench: bench-lance bench-kv bench-tracking bench-s3 bench-api bench-python
 
 bench-lance: build interop-deps
 	bash tests/bench.sh
@@ -89,6 +90,9 @@ bench-tracking:
 
 bench-s3:
 	$(GO) test ./tests/s3 -run '^$$' -bench 'BenchmarkLatency|BenchmarkTrackingLatency|BenchmarkCommit' -benchtime 3x
+
+bench-api:
+	sh tests/api/bench.sh
 
 # The Python package (native/python on the C ABI of native/capi). The
 # shared library is built once and the Python sources copied next to it.

@@ -88,7 +88,7 @@ func init() {
 		{"kv purge", "PATH [--force]", "remove deleted data from every version", "", kvSub("purge")},
 		{"kv tag", "PATH NAME [--version N]", "name a version so cleanup keeps it", "", kvSub("tag")},
 
-		{"runs", "REPO [--experiment E] [--status S] [--json]", "list runs", "", cmdRuns},
+		{"runs", "REPO [--experiment E] [--status S] [--tag T]... [--archived true|false] [--param 'KEY<V']... [--json]", "list runs", "", cmdRuns},
 		{"run", "REPO RUN [--json]", "show one run (RUN is an id or a unique name)", "", cmdRun},
 		{"params", "REPO RUN [--json]", "show a run's parameters", "", cmdParams},
 		{"series", "REPO RUN [--json]", "list a run's metric series with their statistics", "", cmdSeries},
@@ -99,6 +99,8 @@ func init() {
 		{"delete-runs", "REPO RUN... [--create]", "delete runs (ids or unique names) and their data", "", cmdDeleteRuns},
 		{"demo", "REPO [--runs N] [--steps N] [--create=false]", "write a demo repository of training runs", "", cmdDemo},
 		{"sign-server", "--bucket-uri s3://BUCKET/PREFIX --token-file FILE [--listen ADDR]", "hand out presigned read URLs of one repository", signServerDetails, cmdSignServer},
+		{"serve", "ROOT [--listen ADDR] [--token-file FILE] [--allow-origin ORIGIN] [--open] [--web DIR] [--wasm DIR]",
+			"serve the HTTP read API, ROOT's files, the dashboard and the wasm module", serveDetails, cmdServe},
 	}
 }
 
@@ -132,10 +134,11 @@ var locationOptions location.Options
 
 // signedFlags removes --signer URL and --token-file FILE (also -signer,
 // --signer=URL, ...) from args, anywhere before "--", and returns the
-// location options they set. sign-server keeps its own --token-file.
+// location options they set. sign-server and serve keep their own
+// --token-file.
 func signedFlags(args []string) ([]string, location.Options, error) {
 	var lo location.Options
-	if len(args) == 0 || args[0] == "sign-server" {
+	if len(args) == 0 || args[0] == "sign-server" || args[0] == "serve" {
 		return args, lo, nil
 	}
 	out := make([]string, 0, len(args))

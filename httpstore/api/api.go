@@ -1,0 +1,332 @@
+// Package api serves kv0's HTTP read API: one http.Handler over a
+// store.Store root (a tracking repository, or any folder of Lance
+// datasets) that `kv0 serve` runs on a host and the edge worker runs in a
+// Cloudflare Worker. Every answer is built by the code the CLI prints
+// through (core/inspect, core/tracking, core/jsonl), so the faces cannot
+// drift apart. The package builds for js/wasm: it touches no operating
+// system, only the store.
+//
+// Routes (GET; docs/http-api.md has the details):
+//
+//	/healthz
+//	/api/v1/datasets/{path}/rows?version=&tag=&columns=&limit=&where=&format=jsonl|arrow
+//	/api/v1/datasets/{path}/info?version=&tag=
+//	/api/v1/datasets/{path}/log
+//	/api/v1/runs?experiment=&status=&tag=&archived=&param=
+//	/api/v1/runs/{id}, /api/v1/runs/{id}/params, /api/v1/runs/{id}/series
+//	/api/v1/series/points?ids=&max_points=&from_step=&to_step=&from_time=&to_time=
+//	/api/v1/stats?ids=
+//	/api/v1/versions
+//	/files/{key}          the root's objects by key, with Range (Options.Files)
+//	/wasm/...             Options.Wasm
+//	/...                  Options.Web (the dashboard)
+//
+// Errors answer {"error": {"code": "...", "message": "..."}} with the
+// status of their kind (see Error codes in docs/http-api.md).
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kv0/kv0/core/lance"
+	"github.com/kv0/kv0/core/store"
+	"github.com/kv0/kv0/core/tracking"
+)
+
+// Options configure a Handler. The zero value serves the API with CORS
+// open to every origin, no token, no files and no static folders.
+type Options struct {
+	// AllowOrigin is the Access-Control-Allow-Origin of every answer
+	// (default "*", fit for a read-only server). "-" sends none.
+	AllowOrigin string
+	// Token, when not empty, is the bearer token every route but /healthz
+	// (and CORS preflights) requires: "Authorization: Bearer <Token>".
+	Token string
+	// Files serves the root's objects at /files/{key} (ranged reads, no
+	// listing), so the WebAssembly reader's static mode can read the root
+	// as it would a static host.
+	Files bool
+	// Web is the dashboard, served at / (index.html for /); nil answers
+	// 404 there.
+	Web fs.FS
+	// Wasm is the WebAssembly module's folder, served at /wasm/; nil
+	// answers 404 there.
+	Wasm fs.FS
+	// LatestMaxAge is the max-age of answers about the latest versions
+	// (default 1 s; they also carry an ETag built from the versions read).
+	LatestMaxAge time.Duration
+	// Logf receives recovered panics and failed streams (default: none).
+	Logf func(format string, args ...any)
+}
+
+// Handler is kv0's HTTP read API over one store root. It is safe for
+// concurrent use and keeps caches (opened data files, manifests, the
+// tracking repository's derived views) across requests.
+type Handler struct {
+	st   store.Store
+	root string
+	opts Options
+
+	files    *lance.FileCache
+	datasets datasetCache
+
+	followMu sync.Mutex
+	follow   map[string]followed // dataset key -> newest version seen
+
+	repoMu sync.Mutex
+	repo   *tracking.Repo
+}
+
+// New returns the handler of the API over the datasets and repository
+// under root in st.
+func New(st store.Store, root string, opts Options) *Handler {
+	if opts.AllowOrigin == "" {
+		opts.AllowOrigin = "*"
+	}
+	if opts.LatestMaxAge <= 0 {
+		opts.LatestMaxAge = time.Second
+	}
+	return &Handler{st: st, root: root, opts: opts, files: lance.NewFileCache(512), datasets: newDatasetCache(128),
+		follow: map[string]followed{}}
+}
+
+// Close releases the tracking repository handle, if one was opened.
+func (h *Handler) Close() error {
+	h.repoMu.Lock()
+	defer h.repoMu.Unlock()
+	if h.repo == nil {
+		return nil
+	}
+	err := h.repo.Close()
+	h.repo = nil
+	return err
+}
+
+func (h *Handler) logf(format string, args ...any) {
+	if h.opts.Logf != nil {
+		h.opts.Logf(format, args...)
+	}
+}
+
+// ServeHTTP answers one request.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rw := &respWriter{ResponseWriter: w}
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v) // a stream cut on purpose: the connection must break
+			}
+			h.logf("kv0 api: panic serving %s %s: %v\n%s", r.Method, r.URL.Path, v, debug.Stack())
+			if rw.wrote {
+				panic(http.ErrAbortHandler) // too late for a status: break the body
+			}
+			writeError(rw, &apiError{status: http.StatusInternalServerError, code: CodeInternal, msg: "internal error"})
+		}
+	}()
+	h.cors(rw.Header())
+	if r.Method == http.MethodOptions {
+		rw.Header().Set("Access-Control-Allow-Methods", "GET, HEAD, OPTIONS")
+		rw.Header().Set("Access-Control-Allow-Headers", "Authorization, Range, If-None-Match, If-Range")
+		rw.Header().Set("Access-Control-Max-Age", "86400")
+		rw.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		rw.Header().Set("Allow", "GET, HEAD, OPTIONS")
+		writeError(rw, &apiError{status: http.StatusMethodNotAllowed, code: CodeMethodNotAllowed,
+			msg: fmt.Sprintf("method %s: the API is read-only (GET)", r.Method)})
+		return
+	}
+	raw := r.URL.EscapedPath()
+	if raw == "/healthz" {
+		writeJSONValue(rw, r, http.StatusOK, map[string]string{"status": "ok"}, false)
+		return
+	}
+	if !h.authorized(r) {
+		rw.Header().Set("WWW-Authenticate", `Bearer realm="kv0"`)
+		writeError(rw, &apiError{status: http.StatusUnauthorized, code: CodeUnauthorized, msg: "missing or wrong bearer token (Authorization: Bearer <token>)"})
+		return
+	}
+	if err := h.route(rw, r, raw); err != nil {
+		writeError(rw, err)
+	}
+}
+
+// respWriter remembers whether the answer has started.
+type respWriter struct {
+	http.ResponseWriter
+	wrote bool
+}
+
+func (w *respWriter) WriteHeader(code int) {
+	w.wrote = true
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *respWriter) Write(p []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush sends what is buffered.
+func (w *respWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the underlying writer.
+func (w *respWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (h *Handler) cors(hd http.Header) {
+	if h.opts.AllowOrigin == "-" {
+		return
+	}
+	hd.Set("Access-Control-Allow-Origin", h.opts.AllowOrigin)
+	if h.opts.AllowOrigin != "*" {
+		hd.Add("Vary", "Origin")
+	}
+	hd.Set("Access-Control-Expose-Headers", "ETag, Content-Range, Content-Length, Accept-Ranges")
+}
+
+func (h *Handler) authorized(r *http.Request) bool {
+	if h.opts.Token == "" {
+		return true
+	}
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(h.opts.Token)) == 1
+}
+
+// route dispatches on the escaped path, so that encoded slashes and dots
+// are seen as sent.
+func (h *Handler) route(w http.ResponseWriter, r *http.Request, raw string) error {
+	switch {
+	case raw == "/api/v1/runs":
+		return h.getRuns(w, r)
+	case strings.HasPrefix(raw, "/api/v1/runs/"):
+		segs := strings.Split(strings.TrimPrefix(raw, "/api/v1/runs/"), "/")
+		id, err := url.PathUnescape(segs[0])
+		if err != nil || id == "" || strings.ContainsRune(id, 0) {
+			return argErr("id", "the run id %q is empty or malformed", segs[0])
+		}
+		switch {
+		case len(segs) == 1:
+			return h.getRun(w, r, id)
+		case len(segs) == 2 && segs[1] == "params":
+			return h.getParams(w, r, id)
+		case len(segs) == 2 && segs[1] == "series":
+			return h.getSeries(w, r, id)
+		}
+	case raw == "/api/v1/series/points":
+		return h.getPoints(w, r)
+	case raw == "/api/v1/stats":
+		return h.getStats(w, r)
+	case raw == "/api/v1/versions":
+		return h.getVersions(w, r)
+	case strings.HasPrefix(raw, "/api/v1/datasets/"):
+		rest := strings.TrimPrefix(raw, "/api/v1/datasets/")
+		i := strings.LastIndexByte(rest, '/')
+		if i < 0 {
+			return notFound("no such route %s (want /api/v1/datasets/{path}/rows, /info or /log)", raw)
+		}
+		op := rest[i+1:]
+		if op != "rows" && op != "info" && op != "log" {
+			return notFound("no such route %s (want /api/v1/datasets/{path}/rows, /info or /log)", raw)
+		}
+		path, err := cleanPath("path", rest[:i])
+		if err != nil {
+			return err
+		}
+		switch op {
+		case "rows":
+			return h.getRows(w, r, path)
+		case "info":
+			return h.getInfo(w, r, path)
+		default:
+			return h.getLog(w, r, path)
+		}
+	case strings.HasPrefix(raw, "/api/"):
+	case strings.HasPrefix(raw, "/files/") || raw == "/files":
+		if !h.opts.Files {
+			return notFound("this server does not serve files (/files/)")
+		}
+		key, err := cleanPath("key", strings.TrimPrefix(raw, "/files/"))
+		if err != nil {
+			return err
+		}
+		return h.getFile(w, r, key)
+	case strings.HasPrefix(raw, "/wasm/") || raw == "/wasm":
+		return serveStatic(w, r, h.opts.Wasm, strings.TrimPrefix(strings.TrimPrefix(raw, "/wasm"), "/"), "the WebAssembly module (/wasm/)")
+	default:
+		return serveStatic(w, r, h.opts.Web, strings.TrimPrefix(raw, "/"), "the dashboard (/)")
+	}
+	return notFound("no such route %s", raw)
+}
+
+// cleanPath decodes a slash-separated path of the URL (its escaped form)
+// into a store key relative to the root. It refuses, before any store is
+// touched, every spelling of a way out of the root: "." and ".." segments
+// (also percent-encoded), empty segments (an absolute path, "//"), encoded
+// slashes, backslashes, NUL and other control bytes, and drive letters.
+func cleanPath(arg, raw string) (string, error) {
+	if raw == "" {
+		return "", argErr(arg, "empty %s", arg)
+	}
+	segs := strings.Split(raw, "/")
+	for i, s := range segs {
+		d, err := url.PathUnescape(s)
+		if err != nil {
+			return "", argErr(arg, "%s %q is not a valid escaped path", arg, raw)
+		}
+		switch {
+		case d == "":
+			return "", argErr(arg, "%s %q has an empty segment (absolute paths and // are refused)", arg, raw)
+		case d == "." || d == "..":
+			return "", argErr(arg, "%s %q has a %q segment", arg, raw, d)
+		case strings.ContainsAny(d, "/\\"):
+			return "", argErr(arg, "%s %q has an encoded slash or a backslash", arg, raw)
+		case strings.IndexFunc(d, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
+			return "", argErr(arg, "%s %q has a NUL or control character", arg, raw)
+		case i == 0 && len(d) == 2 && d[1] == ':':
+			return "", argErr(arg, "%s %q starts with a drive letter", arg, raw)
+		}
+		segs[i] = d
+	}
+	key := strings.Join(segs, "/")
+	if err := store.ValidateKey(key); err != nil {
+		return "", argErr(arg, "%s %q: %v", arg, raw, err)
+	}
+	return key, nil
+}
+
+// key is the store key of a path under the root.
+func (h *Handler) key(path string) string { return store.Join(h.root, path) }
+
+// openRepo returns the repository handle, opening it on first use (and
+// again after a failed open, so a repository created later is found).
+func (h *Handler) openRepo(ctx context.Context) (*tracking.Repo, error) {
+	h.repoMu.Lock()
+	defer h.repoMu.Unlock()
+	if h.repo != nil {
+		return h.repo, nil
+	}
+	r, err := tracking.OpenRepo(ctx, h.st, h.root, tracking.RepoOptions{ReadOnly: true})
+	if err != nil {
+		if errors.Is(err, tracking.ErrNotFound) || errors.Is(err, lance.ErrNotFound) {
+			return nil, notFound("the root holds no tracking repository")
+		}
+		return nil, err
+	}
+	h.repo = r
+	return r, nil
+}

@@ -1,0 +1,232 @@
+package api
+
+import (
+	"bytes"
+	"container/list"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kv0/kv0/core/lance"
+)
+
+// apiVersion is part of every ETag, so answers of another encoding never
+// revalidate against this one's.
+const apiVersion = "kv0-api-1"
+
+// makeETag returns a strong entity tag over the parts.
+func makeETag(parts ...string) string {
+	h := sha256.New()
+	h.Write([]byte(apiVersion))
+	for _, p := range parts {
+		h.Write([]byte{0})
+		h.Write([]byte(p))
+	}
+	return `"` + hex.EncodeToString(h.Sum(nil)[:16]) + `"`
+}
+
+// ifNoneMatch reports whether the request's If-None-Match matches tag
+// (weak comparison, as RFC 9110 wants for If-None-Match).
+func ifNoneMatch(r *http.Request, tag string) bool {
+	for _, v := range r.Header.Values("If-None-Match") {
+		for _, t := range strings.Split(v, ",") {
+			t = strings.TrimSpace(t)
+			if t == "*" || strings.TrimPrefix(t, "W/") == strings.TrimPrefix(tag, "W/") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// validator is how an answer may be cached: immutable (a dataset read at
+// an explicit version or tag) or about the latest versions, with its ETag.
+type validator struct {
+	etag      string
+	immutable bool
+}
+
+// immutableCache is the Cache-Control of answers that never change.
+const immutableCache = "public, max-age=31536000, immutable"
+
+// setCaching writes the caching headers and reports whether the request is
+// answered by a 304 (it then is).
+func (h *Handler) setCaching(w http.ResponseWriter, r *http.Request, v validator) bool {
+	hd := w.Header()
+	hd.Set("ETag", v.etag)
+	scope := "public"
+	if h.opts.Token != "" {
+		scope = "private" // shared caches must not hand a token's answers to others
+	}
+	if v.immutable {
+		hd.Set("Cache-Control", strings.Replace(immutableCache, "public", scope, 1))
+	} else {
+		hd.Set("Cache-Control", fmt.Sprintf("%s, max-age=%d", scope, int(h.opts.LatestMaxAge/time.Second)))
+	}
+	if h.opts.Token != "" {
+		hd.Add("Vary", "Authorization")
+	}
+	if ifNoneMatch(r, v.etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return true
+	}
+	return false
+}
+
+// writeJSONBytes answers a JSON document already encoded.
+func writeJSONBytes(w http.ResponseWriter, r *http.Request, status int, b []byte) {
+	hd := w.Header()
+	hd.Set("Content-Type", "application/json")
+	hd.Set("Content-Length", strconv.Itoa(len(b)))
+	hd.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(b)
+	}
+}
+
+// encodeJSON encodes v as the CLI does: indented by two spaces with
+// encoding/json's HTML escaping (the tracking commands' writeJSON), or on
+// one line without HTML escaping (kv0 lance info|log --json, and the
+// API's own answers).
+func encodeJSON(v any, indented bool) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	if indented {
+		enc.SetIndent("", "  ")
+	} else {
+		enc.SetEscapeHTML(false)
+	}
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encoding the answer: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// writeJSONValue encodes v and answers it, or answers the encoding error.
+func writeJSONValue(w http.ResponseWriter, r *http.Request, status int, v any, indented bool) {
+	b, err := encodeJSON(v, indented)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSONBytes(w, r, status, b)
+}
+
+// datasetCache keeps opened versions of datasets (manifests never change
+// once written) by key and version, least recently used out first.
+type datasetCache struct {
+	mu    sync.Mutex
+	max   int
+	items map[string]*list.Element // of *dsEntry
+	lru   list.List
+}
+
+type dsEntry struct {
+	key string
+	d   *lance.Dataset
+}
+
+func newDatasetCache(n int) datasetCache {
+	return datasetCache{max: n, items: map[string]*list.Element{}}
+}
+
+func (c *datasetCache) get(key string) *lance.Dataset {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[key]; ok {
+		c.lru.MoveToFront(el)
+		return el.Value.(*dsEntry).d
+	}
+	return nil
+}
+
+func (c *datasetCache) put(key string, d *lance.Dataset) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[key]; ok {
+		c.lru.MoveToFront(el)
+		return
+	}
+	c.items[key] = c.lru.PushFront(&dsEntry{key: key, d: d})
+	for c.lru.Len() > c.max {
+		el := c.lru.Back()
+		c.lru.Remove(el)
+		delete(c.items, el.Value.(*dsEntry).key)
+	}
+}
+
+// openVersion opens one version of the dataset at key, from the cache
+// when it was opened before.
+func (h *Handler) openVersion(ctx context.Context, key string, version uint64) (*lance.Dataset, error) {
+	ck := key + "\x00" + strconv.FormatUint(version, 10)
+	if d := h.datasets.get(ck); d != nil {
+		return d, nil
+	}
+	d, err := lance.Open(ctx, h.st, key, lance.OpenOptions{Version: version, Files: h.files})
+	if err != nil {
+		return nil, err
+	}
+	h.datasets.put(ck, d)
+	return d, nil
+}
+
+// listEvery is how long after a listing the latest version of a table is
+// confirmed by lance's cheap probes (Dataset.IsLatest: the next version's
+// manifest, the hint) instead of another listing, whose cost grows with
+// the versions kept. The tracking layer follows its tables the same way.
+const listEvery = time.Second
+
+// followed is the newest version of a dataset the handler has seen.
+type followed struct {
+	d      *lance.Dataset
+	listed time.Time
+}
+
+// latest returns the newest version of the dataset at key (ErrNotFound,
+// from lance, when there is none).
+func (h *Handler) latest(ctx context.Context, key string) (uint64, error) {
+	h.followMu.Lock()
+	prev := h.follow[key]
+	h.followMu.Unlock()
+	if prev.d != nil && time.Since(prev.listed) < listEvery {
+		same, err := prev.d.IsLatest(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if same {
+			return prev.d.Version(), nil
+		}
+	}
+	listed := time.Now()
+	v, err := lance.LatestVersion(ctx, h.st, key)
+	if err != nil {
+		h.followMu.Lock()
+		delete(h.follow, key)
+		h.followMu.Unlock()
+		return 0, err
+	}
+	if v == 0 {
+		return 0, lance.ErrNotFound
+	}
+	d, err := h.openVersion(ctx, key, v)
+	if err != nil {
+		return 0, err
+	}
+	h.followMu.Lock()
+	if cur := h.follow[key]; cur.d == nil || cur.d.Version() <= v {
+		if len(h.follow) >= 1024 {
+			clear(h.follow) // bounded: followers are cheap to rebuild
+		}
+		h.follow[key] = followed{d: d, listed: listed}
+	}
+	h.followMu.Unlock()
+	return v, nil
+}

@@ -1,0 +1,303 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/kv0/kv0/core/inspect"
+	"github.com/kv0/kv0/core/store"
+	"github.com/kv0/kv0/core/tracking"
+)
+
+// Versions is the answer of /api/v1/versions: the latest version of each
+// table of the repository (0 for a table that does not exist yet).
+type Versions struct {
+	Runs    uint64 `json:"runs"`
+	Params  uint64 `json:"params"`
+	Series  uint64 `json:"series"`
+	Metrics uint64 `json:"metrics"`
+}
+
+// versions reads the tables' latest versions, concurrently (lance's cheap
+// probes, or a listing once a second; see Handler.latest).
+func (h *Handler) versions(ctx context.Context) (Versions, error) {
+	var v Versions
+	tables := []struct {
+		name string
+		dst  *uint64
+	}{{tracking.RunsTable, &v.Runs}, {tracking.ParamsTable, &v.Params}, {tracking.SeriesTable, &v.Series}, {tracking.MetricsTable, &v.Metrics}}
+	errs := make([]error, len(tables))
+	var wg sync.WaitGroup
+	for i, t := range tables {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			n, err := h.latest(ctx, store.Join(h.root, t.name))
+			if err != nil && !isNotFound(err) {
+				errs[i] = err
+			}
+			*t.dst = n
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return v, err
+		}
+	}
+	if v.Runs == 0 {
+		return v, notFound("the root holds no tracking repository")
+	}
+	return v, nil
+}
+
+func isNotFound(err error) bool {
+	return classify(err).status == http.StatusNotFound
+}
+
+// tracked prepares an answer about the repository: it checks the query,
+// reads the tables' versions, sets the caching headers from them and
+// opens the repository. It returns nil (and answered 304) when the
+// client's copy is current.
+func (h *Handler) tracked(w http.ResponseWriter, r *http.Request, route string, q query) (*tracking.Repo, error) {
+	ctx := r.Context()
+	// The repository handle (opened on first use) is prepared while the
+	// versions are read: it reads manifests, not the answer's data, and
+	// confirms the versions again when it reads.
+	var (
+		repo    *tracking.Repo
+		repoErr error
+		opened  = make(chan struct{})
+	)
+	go func() {
+		defer close(opened)
+		repo, repoErr = h.openRepo(ctx)
+	}()
+	v, err := h.versions(ctx)
+	<-opened
+	if err != nil {
+		return nil, err
+	}
+	// Weak: the versions are read before the answer, which a commit
+	// landing in between makes newer than the ETag says (never older).
+	etag := "W/" + makeETag(route, q.v.Encode(), strconv.FormatUint(v.Runs, 10), strconv.FormatUint(v.Params, 10),
+		strconv.FormatUint(v.Series, 10), strconv.FormatUint(v.Metrics, 10))
+	if h.setCaching(w, r, validator{etag: etag}) {
+		return nil, nil
+	}
+	return repo, repoErr
+}
+
+func (h *Handler) getVersions(w http.ResponseWriter, r *http.Request) error {
+	if _, err := parseQuery(r.URL.RawQuery, nil, nil); err != nil {
+		return err
+	}
+	v, err := h.versions(r.Context())
+	if err != nil {
+		return err
+	}
+	w.Header().Set("ETag", makeETag("versions", strconv.FormatUint(v.Runs, 10), strconv.FormatUint(v.Params, 10),
+		strconv.FormatUint(v.Series, 10), strconv.FormatUint(v.Metrics, 10)))
+	w.Header().Set("Cache-Control", "no-cache") // the change detector: always revalidated
+	if ifNoneMatch(r, w.Header().Get("ETag")) {
+		w.WriteHeader(http.StatusNotModified)
+		return nil
+	}
+	writeJSONValue(w, r, http.StatusOK, v, false)
+	return nil
+}
+
+func (h *Handler) getRuns(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseQuery(r.URL.RawQuery, []string{"experiment", "status", "archived"}, []string{"tag", "param"})
+	if err != nil {
+		return err
+	}
+	var f tracking.RunFilter
+	if f.Experiment, err = q.nonEmpty("experiment"); err != nil {
+		return err
+	}
+	if f.Status, err = q.nonEmpty("status"); err != nil {
+		return err
+	}
+	for _, t := range q.v["tag"] {
+		if t == "" {
+			return argErr("tag", "empty value")
+		}
+		f.Tags = append(f.Tags, t)
+	}
+	if q.has("archived") {
+		switch a := q.str("archived"); a {
+		case "true", "false":
+			b := a == "true"
+			f.Archived = &b
+		default:
+			return argErr("archived", "want true or false, got %q", a)
+		}
+	}
+	for _, p := range q.v["param"] {
+		pf, err := tracking.ParseParamFilter(p)
+		if err != nil {
+			return argErr("param", "%v", err)
+		}
+		f.Params = append(f.Params, pf)
+	}
+	repo, err := h.tracked(w, r, "runs", q)
+	if err != nil || repo == nil {
+		return err
+	}
+	runs, err := repo.Runs(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	writeJSONValue(w, r, http.StatusOK, runs, true)
+	return nil
+}
+
+// runRoute prepares the answer of a route about one run.
+func (h *Handler) runRoute(w http.ResponseWriter, r *http.Request, route, id string) (*tracking.Repo, tracking.RunInfo, error) {
+	q, err := parseQuery(r.URL.RawQuery, nil, nil)
+	if err != nil {
+		return nil, tracking.RunInfo{}, err
+	}
+	repo, err := h.tracked(w, r, route+"\x00"+id, q)
+	if err != nil || repo == nil {
+		return nil, tracking.RunInfo{}, err
+	}
+	in, err := inspect.ResolveRun(r.Context(), repo, id)
+	return repo, in, err
+}
+
+func (h *Handler) getRun(w http.ResponseWriter, r *http.Request, id string) error {
+	repo, in, err := h.runRoute(w, r, "run", id)
+	if err != nil || repo == nil {
+		return err
+	}
+	writeJSONValue(w, r, http.StatusOK, in, true)
+	return nil
+}
+
+func (h *Handler) getParams(w http.ResponseWriter, r *http.Request, id string) error {
+	repo, in, err := h.runRoute(w, r, "params", id)
+	if err != nil || repo == nil {
+		return err
+	}
+	ps, err := inspect.RunParams(r.Context(), repo, in.ID)
+	if err != nil {
+		return err
+	}
+	writeJSONValue(w, r, http.StatusOK, ps, true)
+	return nil
+}
+
+func (h *Handler) getSeries(w http.ResponseWriter, r *http.Request, id string) error {
+	repo, in, err := h.runRoute(w, r, "series", id)
+	if err != nil || repo == nil {
+		return err
+	}
+	series, err := inspect.RunSeries(r.Context(), repo, in.ID)
+	if err != nil {
+		return err
+	}
+	writeJSONValue(w, r, http.StatusOK, inspect.WebSeriesOf(series), true)
+	return nil
+}
+
+// maxPointsLimit bounds max_points.
+const maxPointsLimit = 10_000_000
+
+func (h *Handler) getPoints(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseQuery(r.URL.RawQuery, []string{"ids", "max_points", "from_step", "to_step", "from_time", "to_time"}, nil)
+	if err != nil {
+		return err
+	}
+	ids, err := q.seriesIDs()
+	if err != nil {
+		return err
+	}
+	mp, err := q.int64In("max_points", 1000, 0, maxPointsLimit)
+	if err != nil {
+		return err
+	}
+	opts := inspect.PointsOptions{MaxPoints: int(mp)}
+	if q.has("from_step") || q.has("to_step") {
+		from, err := q.int64In("from_step", -1<<63, -1<<63, 1<<63-1)
+		if err != nil {
+			return err
+		}
+		to, err := q.int64In("to_step", 1<<63-1, -1<<63, 1<<63-1)
+		if err != nil {
+			return err
+		}
+		if to < from {
+			return argErr("to_step", "%d is before from_step %d", to, from)
+		}
+		opts.Steps = &tracking.StepRange{From: from, To: to}
+	}
+	from, hasFrom, err := q.timeParam("from_time")
+	if err != nil {
+		return err
+	}
+	to, hasTo, err := q.timeParam("to_time")
+	if err != nil {
+		return err
+	}
+	if hasFrom || hasTo {
+		tr := &tracking.TimeRange{From: from, To: to}
+		if !hasFrom {
+			tr.From = minTime
+		}
+		if !hasTo {
+			tr.To = maxTime
+		}
+		if tr.To.Before(tr.From) {
+			return argErr("to_time", "%s is before from_time %s", q.str("to_time"), q.str("from_time"))
+		}
+		opts.Time = tr
+	}
+	repo, err := h.tracked(w, r, "points", q)
+	if err != nil || repo == nil {
+		return err
+	}
+	pts, err := inspect.SeriesPoints(r.Context(), repo, ids, opts)
+	if err != nil {
+		return err
+	}
+	size := 4
+	for i := range pts {
+		size += pts[i].JSONSize()
+	}
+	b := make([]byte, 0, size)
+	b = append(b, '[')
+	for i := range pts {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = pts[i].AppendJSON(b)
+	}
+	b = append(b, "]\n"...)
+	writeJSONBytes(w, r, http.StatusOK, b)
+	return nil
+}
+
+func (h *Handler) getStats(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseQuery(r.URL.RawQuery, []string{"ids"}, nil)
+	if err != nil {
+		return err
+	}
+	ids, err := q.seriesIDs()
+	if err != nil {
+		return err
+	}
+	repo, err := h.tracked(w, r, "stats", q)
+	if err != nil || repo == nil {
+		return err
+	}
+	stats, err := inspect.SeriesStatsList(r.Context(), repo, ids)
+	if err != nil {
+		return err
+	}
+	writeJSONValue(w, r, http.StatusOK, stats, false)
+	return nil
+}

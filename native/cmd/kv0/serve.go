@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kv0/kv0/httpstore/api"
+)
+
+const serveDetails = `ROOT is any location (a folder, s3://, http(s)://): a tracking repository, a
+folder of Lance datasets, or both. The server binds to loopback unless --listen
+says otherwise (default 127.0.0.1:8080; port 0 picks a free one), prints its
+URL, and stops on SIGINT or SIGTERM. --token-file requires "Authorization:
+Bearer TOKEN" on every route but /healthz. Routes: /api/v1/... (docs/http-api.md),
+/files/KEY (ROOT's objects, with Range), /wasm/ and / (the dashboard).`
+
+// cmdServe runs `kv0 serve`: the HTTP read API over ROOT (httpstore/api),
+// ROOT's objects at /files/, the dashboard at / and the WebAssembly module
+// at /wasm/, until SIGINT or SIGTERM.
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fset := trackingFlags("serve")
+	listen := fset.String("listen", "127.0.0.1:8080", "listen on `ADDR` (host:port; port 0 picks a free one)")
+	tokenFile := fset.String("token-file", "", "require the bearer token held in `FILE` on every route but /healthz")
+	origin := fset.String("allow-origin", "*", "Access-Control-Allow-Origin of every answer (`ORIGIN`, or - for none)")
+	open := fset.Bool("open", false, "open the dashboard in a browser")
+	webDir := fset.String("web", "", "serve the dashboard from `DIR` (default: out/web of kv0's project)")
+	wasmDir := fset.String("wasm", "", "serve the WebAssembly module from `DIR` (default: out/wasm of kv0's project)")
+	pos, err := parseArgs(fset, args, stderr)
+	if err != nil {
+		return err
+	}
+	loc, err := onePath(pos)
+	if err != nil {
+		return err
+	}
+	var token string
+	if *tokenFile != "" {
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return usagef("--token-file: %v", err)
+		}
+		if token = strings.TrimSpace(string(b)); token == "" {
+			return usagef("--token-file: %s is empty", *tokenFile)
+		}
+	}
+	if *origin == "" {
+		return usagef("--allow-origin: empty origin (give - to send no CORS header)")
+	}
+	st, root, err := openLocation(loc)
+	if err != nil {
+		return err
+	}
+	web, webAt, err := staticDir("web", *webDir, "web")
+	if err != nil {
+		return err
+	}
+	wasm, wasmAt, err := staticDir("wasm", *wasmDir, "wasm")
+	if err != nil {
+		return err
+	}
+	logger := log.New(stderr, "", log.LstdFlags)
+	h := api.New(st, root, api.Options{AllowOrigin: *origin, Token: token, Files: true, Web: web, Wasm: wasm,
+		Logf: logger.Printf})
+	defer h.Close()
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", *listen, err)
+	}
+	url := "http://" + ln.Addr().String() + "/"
+	if a, ok := ln.Addr().(*net.TCPAddr); ok && a.IP.IsUnspecified() {
+		// Every interface: name the loopback one, which a browser opens.
+		url = fmt.Sprintf("http://127.0.0.1:%d/", a.Port)
+		fmt.Fprintf(stdout, "kv0 serve: listening on every interface (%s)\n", ln.Addr())
+	}
+	fmt.Fprintf(stdout, "kv0 serve: %s at %s\n", loc, url)
+	for _, s := range []struct{ what, at string }{{"dashboard", webAt}, {"wasm module", wasmAt}} {
+		if s.at == "" {
+			fmt.Fprintf(stdout, "  %s: not built (answers 404)\n", s.what)
+		} else {
+			fmt.Fprintf(stdout, "  %s: %s\n", s.what, s.at)
+		}
+	}
+	if f, ok := stdout.(interface{ Sync() error }); ok {
+		_ = f.Sync()
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: logger}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	if *open {
+		if err := openBrowser(url); err != nil {
+			fmt.Fprintf(stderr, "kv0 serve: --open: %v\n", err)
+		}
+	}
+	sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	select {
+	case err := <-served:
+		return err
+	case <-sig.Done():
+	}
+	// Finish the answers under way for a moment, then cut the rest (long
+	// streams included), so a stop takes well under a second.
+	shut, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if err := srv.Shutdown(shut); err != nil {
+		_ = srv.Close()
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	fmt.Fprintln(stderr, "kv0 serve: stopped")
+	return nil
+}
+
+// staticDir returns the folder a static route serves: flag when given
+// (it must exist), else out/NAME of kv0's project, looked up next to the
+// executable (bin/kv0 -> ../out/NAME) and then in the working folder. A
+// missing default is no error: the route answers 404.
+func staticDir(flagName, flag, name string) (fs.FS, string, error) {
+	if flag != "" {
+		st, err := os.Stat(flag)
+		if err != nil || !st.IsDir() {
+			return nil, "", usagef("--%s: %s is not a folder", flagName, flag)
+		}
+		return os.DirFS(flag), flag, nil
+	}
+	var candidates []string
+	if exe, err := os.Executable(); err == nil {
+		if exe, err = filepath.EvalSymlinks(exe); err == nil {
+			candidates = append(candidates, filepath.Join(filepath.Dir(exe), "..", "out", name))
+		}
+	}
+	candidates = append(candidates, filepath.Join("out", name))
+	for _, c := range candidates {
+		if st, err := os.Stat(c); err == nil && st.IsDir() {
+			abs, err := filepath.Abs(c)
+			if err != nil {
+				abs = c
+			}
+			return os.DirFS(abs), abs, nil
+		}
+	}
+	return nil, "", nil
+}
+
+// openBrowser opens url in the desktop's browser.
+func openBrowser(url string) error {
+	var cmd *exec.Cmd
+	switch runtime.GOOS {
+	case "darwin":
+		cmd = exec.Command("open", url)
+	case "windows":
+		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
+	default:
+		cmd = exec.Command("xdg-open", url)
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	go func() { _ = cmd.Wait() }()
+	return nil
+}

@@ -1,0 +1,615 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/kv0/kv0/core/jsonl"
+	"github.com/kv0/kv0/core/lance"
+	"github.com/kv0/kv0/core/tracking"
+	"github.com/kv0/kv0/httpstore/api"
+	"github.com/kv0/kv0/native/fsstore"
+)
+
+// fixturesDir finds the shared lance 8 datasets (../shared/fixtures beside
+// the checkout, or KV0_FIXTURES); "" when absent outside CI.
+func fixturesDir(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("KV0_FIXTURES"); d != "" {
+		return d
+	}
+	dir, _ := filepath.Abs(".")
+	for ; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
+		c := filepath.Join(dir, "shared", "fixtures", "lance-samples")
+		if st, err := os.Stat(c); err == nil && st.IsDir() {
+			return c
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("CI=true but the shared lance-samples fixtures are missing (set KV0_FIXTURES)")
+	}
+	return ""
+}
+
+// serveRoot is a folder holding a tracking repository (written by kv0
+// demo and kv0 track) and datasets: the lance-samples fixtures under
+// fixtures/ and one written by kv0 with versions and tags.
+type serveRoot struct {
+	dir      string
+	datasets []string // paths under dir
+	runs     []tracking.RunInfo
+}
+
+// newServeRoot writes a serve root into the test's temporary folder.
+func newServeRoot(t *testing.T) *serveRoot {
+	t.Helper()
+	sr, err := buildServeRoot(t.TempDir(), fixturesDir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sr
+}
+
+func buildServeRoot(dir, fixtures string) (*serveRoot, error) {
+	sr := &serveRoot{dir: dir}
+	ctx := context.Background()
+	var out, errOut bytes.Buffer
+	if code := run(ctx, []string{"demo", dir, "--runs", "1", "--steps", "1500"}, &out, &errOut); code != 0 {
+		return nil, fmt.Errorf("demo: %s", errOut.String())
+	}
+	// An archived run with a name of its own, through the Go API.
+	st, err := fsstore.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	r, err := tracking.OpenRepo(ctx, st, "", tracking.RepoOptions{})
+	if err != nil {
+		return nil, err
+	}
+	rn, err := r.StartRun(ctx, tracking.RunSpec{Name: "archived <one>", Experiment: "bert-sst2", Tags: []string{"old"}})
+	if err != nil {
+		return nil, err
+	}
+	_ = rn.SetParams(map[string]any{"optimizer": map[string]any{"lr": 0.5}, "note": "a&b"})
+	for s := 0; s < 50; s++ {
+		if err := rn.Track(math.Pow(-1, float64(s))*float64(s), "loss"); err != nil {
+			return nil, err
+		}
+	}
+	a := true
+	if err := rn.Update(tracking.RunPatch{Archived: &a}); err != nil {
+		return nil, err
+	}
+	if err := rn.Finish(ctx, tracking.StatusAborted); err != nil {
+		return nil, err
+	}
+	if err := r.Close(); err != nil {
+		return nil, err
+	}
+	// A dataset written by kv0: three versions, a tag, nulls.
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "f", Type: arrow.PrimitiveTypes.Float32}, {Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}}}, nil)
+	mk := func(from, n int) arrow.RecordBatch {
+		b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+		defer b.Release()
+		for i := from; i < from+n; i++ {
+			b.Field(0).(*array.Int64Builder).Append(int64(i))
+			if i%5 == 0 {
+				b.Field(1).AppendNull()
+			} else {
+				b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("<%d> \"é\" \u2028", i))
+			}
+			b.Field(2).(*array.Float32Builder).Append(float32(i) / 3)
+			b.Field(3).(*array.TimestampBuilder).Append(arrow.Timestamp(1700000000000000 + int64(i)*1234567))
+		}
+		return b.NewRecordBatch()
+	}
+	d, err := lance.Create(ctx, st, "kv0/t.lance", schema, lance.Batches(mk(0, 500)), lance.WriteOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if d, err = d.Append(ctx, lance.Batches(mk(500, 700)), lance.WriteOptions{MaxRowsPerFile: 300}); err != nil {
+		return nil, err
+	}
+	if err := d.CreateTag(ctx, "v-one", 1); err != nil {
+		return nil, err
+	}
+	sr.datasets = append(sr.datasets, "kv0/t.lance")
+	if fixtures != "" {
+		if err := os.CopyFS(filepath.Join(dir, "fixtures"), os.DirFS(fixtures)); err != nil {
+			return nil, err
+		}
+		for _, v := range []string{"default", "v2_0", "v1paths"} {
+			sr.datasets = append(sr.datasets, "fixtures/"+v+"/kv.lance")
+		}
+		sr.datasets = append(sr.datasets, "fixtures/bigdel/t.lance", "fixtures/bigdel/t2.lance")
+	}
+	rr, err := tracking.OpenRepo(ctx, st, "", tracking.RepoOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer rr.Close()
+	if sr.runs, err = rr.Runs(ctx, tracking.RunFilter{}); err != nil {
+		return nil, err
+	}
+	return sr, nil
+}
+
+// cli runs a kv0 command in-process and returns its stdout.
+func cli(t *testing.T, args ...string) []byte {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), args, &out, &errOut); code != 0 {
+		t.Fatalf("kv0 %s: exit %d: %s", strings.Join(args, " "), code, errOut.String())
+	}
+	return out.Bytes()
+}
+
+// fetch GETs a path of the server and returns the body, failing on any
+// status but want.
+func fetch(t *testing.T, base, path string, want int) []byte {
+	t.Helper()
+	resp, err := http.Get(base + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	if resp.StatusCode != want {
+		t.Fatalf("%s: status %d, want %d: %s", path, resp.StatusCode, want, b)
+	}
+	return b
+}
+
+// TestServeMatchesCLI compares every route with what the CLI prints for
+// the same repository and datasets.
+func TestServeMatchesCLI(t *testing.T) {
+	sr := newServeRoot(t)
+	st, err := fsstore.Open(sr.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := api.New(st, "", api.Options{Files: true})
+	defer h.Close()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	if len(sr.datasets) < 2 {
+		t.Log("lance-samples fixtures not found: comparing the kv0-written dataset only")
+	}
+
+	t.Run("rows", func(t *testing.T) {
+		for _, ds := range sr.datasets {
+			loc := filepath.Join(sr.dir, ds)
+			for _, o := range []struct{ flags, query []string }{
+				{nil, nil},
+				{[]string{"--version", "1"}, []string{"version=1"}},
+				{[]string{"--limit", "7", "--columns", "key,seq"}, []string{"limit=7", "columns=key,seq"}},
+				{[]string{"--where", "seq >= 150 AND op = 1", "--limit", "20"}, []string{"where=seq >= 150 AND op = 1", "limit=20"}},
+				{[]string{"--columns", "s,id", "--where", "id < 30 OR s IS NULL"}, []string{"columns=s,id", "where=id < 30 OR s IS NULL"}},
+				{[]string{"--tag", "v-one", "--limit", "3"}, []string{"tag=v-one", "limit=3"}},
+				{[]string{"--where", "id >= 1190 OR id < 3"}, []string{"where=id >= 1190 OR id < 3"}},
+				{[]string{"--limit", "0"}, []string{"limit=0"}},
+			} {
+				if !compatible(t, sr, ds, o.flags) {
+					continue
+				}
+				want := cli(t, append([]string{"lance", "cat", loc}, o.flags...)...)
+				q := url.Values{}
+				for _, kv := range o.query {
+					k, v, _ := strings.Cut(kv, "=")
+					q.Set(k, v)
+				}
+				got := fetch(t, srv.URL, "/api/v1/datasets/"+ds+"/rows?"+q.Encode(), 200)
+				if !bytes.Equal(got, want) {
+					t.Errorf("%s %v: API rows differ from kv0 lance cat (%d vs %d bytes)\n%.400s\nwant\n%.400s", ds, o.flags, len(got), len(want), got, want)
+				}
+			}
+		}
+	})
+
+	t.Run("info and log", func(t *testing.T) {
+		for _, ds := range sr.datasets {
+			loc := filepath.Join(sr.dir, ds)
+			for _, o := range []struct {
+				flags []string
+				query string
+			}{{nil, ""}, {[]string{"--version", "1"}, "?version=1"}, {[]string{"--tag", "v-one"}, "?tag=v-one"}} {
+				if !compatible(t, sr, ds, o.flags) {
+					continue
+				}
+				want := cli(t, append([]string{"lance", "info", "--json", loc}, o.flags...)...)
+				want = bytes.Replace(want, []byte(`"path":`+strconv.Quote(loc)), []byte(`"path":`+strconv.Quote(ds)), 1)
+				if got := fetch(t, srv.URL, "/api/v1/datasets/"+ds+"/info"+o.query, 200); !bytes.Equal(got, want) {
+					t.Errorf("%s info %v:\n%s\nwant\n%s", ds, o.flags, got, want)
+				}
+			}
+			want := cli(t, "lance", "log", "--json", loc)
+			if got := fetch(t, srv.URL, "/api/v1/datasets/"+ds+"/log", 200); !bytes.Equal(got, want) {
+				t.Errorf("%s log:\n%s\nwant\n%s", ds, got, want)
+			}
+		}
+	})
+
+	t.Run("runs", func(t *testing.T) {
+		for _, o := range []struct{ flags, query []string }{
+			{nil, nil},
+			{[]string{"--experiment", "bert-sst2"}, []string{"experiment=bert-sst2"}},
+			{[]string{"--status", "failed"}, []string{"status=failed"}},
+			{[]string{"--tag", "baseline"}, []string{"tag=baseline"}},
+			{[]string{"--tag", "baseline", "--tag", "resnet18"}, []string{"tag=baseline", "tag=resnet18"}},
+			{[]string{"--archived", "true"}, []string{"archived=true"}},
+			{[]string{"--archived", "false"}, []string{"archived=false"}},
+			{[]string{"--param", "optimizer.lr<0.01"}, []string{"param=optimizer.lr<0.01"}},
+			{[]string{"--param", "optimizer.lr>=0.0003", "--param", "model.name=vit-small"}, []string{"param=optimizer.lr>=0.0003", "param=model.name=vit-small"}},
+			{[]string{"--param", "amp=true"}, []string{"param=amp=true"}},
+			{[]string{"--param", `note="a&b"`}, []string{`param=note="a&b"`}},
+			{[]string{"--experiment", "nope"}, []string{"experiment=nope"}},
+		} {
+			want := cli(t, append([]string{"runs", sr.dir, "--json"}, o.flags...)...)
+			q := url.Values{}
+			for _, kv := range o.query {
+				k, v, _ := strings.Cut(kv, "=")
+				q.Add(k, v)
+			}
+			if got := fetch(t, srv.URL, "/api/v1/runs?"+q.Encode(), 200); !bytes.Equal(got, want) {
+				t.Errorf("runs %v:\n%s\nwant\n%s", o.flags, got, want)
+			}
+		}
+	})
+
+	t.Run("run, params, series, stats, points", func(t *testing.T) {
+		for _, in := range sr.runs {
+			for _, key := range []string{in.ID, in.Name} {
+				for _, cmd := range []string{"run", "params"} {
+					want := cli(t, cmd, sr.dir, key, "--json")
+					path := "/api/v1/runs/" + url.PathEscape(key)
+					if cmd != "run" {
+						path += "/" + cmd
+					}
+					if got := fetch(t, srv.URL, path, 200); !bytes.Equal(got, want) {
+						t.Errorf("%s %s:\n%s\nwant\n%s", cmd, key, got, want)
+					}
+				}
+			}
+			// series: the CLI's JSON with the series ids as strings.
+			cliJSON := cli(t, "series", sr.dir, in.ID, "--json")
+			var want, got []map[string]any
+			decodeNumbers(t, cliJSON, &want)
+			apiJSON := fetch(t, srv.URL, "/api/v1/runs/"+in.ID+"/series", 200)
+			decodeNumbers(t, apiJSON, &got)
+			for _, s := range want {
+				s["series_id"] = s["series_id"].(json.Number).String()
+				if st, ok := s["stats"].(map[string]any); ok {
+					st["series_id"] = st["series_id"].(json.Number).String()
+				}
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("series %s:\n%s\nwant (ids as strings)\n%s", in.ID, apiJSON, cliJSON)
+			}
+			if len(want) == 0 {
+				t.Fatalf("run %s has no series", in.ID)
+			}
+			// stats: one per id, as series --json prints them under stats.
+			var ids []string
+			for _, s := range want {
+				ids = append(ids, s["series_id"].(string))
+			}
+			var stats []any
+			decodeNumbers(t, fetch(t, srv.URL, "/api/v1/stats?ids="+strings.Join(ids, ","), 200), &stats)
+			for i, s := range want {
+				if !reflect.DeepEqual(stats[i], s["stats"]) {
+					t.Errorf("stats of %s: %v, want %v", ids[i], stats[i], s["stats"])
+				}
+			}
+			// points: kv0 metrics --csv for the same series and max points.
+			for _, s := range want {
+				for _, mp := range []int{0, 1000, 37} {
+					ctxJSON := s["context"].(string)
+					args := []string{"metrics", sr.dir, in.ID, s["name"].(string), "--csv", "--max-points", strconv.Itoa(mp)}
+					if ctxJSON != "{}" {
+						args = append(args, "--context", ctxJSON)
+					}
+					comparePoints(t, cli(t, args...), fetch(t, srv.URL, fmt.Sprintf("/api/v1/series/points?ids=%s&max_points=%d", s["series_id"], mp), 200))
+				}
+			}
+		}
+	})
+
+	t.Run("versions", func(t *testing.T) {
+		r, err := tracking.OpenRepo(context.Background(), st, "", tracking.RepoOptions{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		v, err := r.LatestVersions(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf(`{"runs":%d,"params":%d,"series":%d,"metrics":%d}`+"\n", v.Runs, v.Params, v.Series, v.Metrics)
+		if got := fetch(t, srv.URL, "/api/v1/versions", 200); string(got) != want {
+			t.Errorf("versions %s, want %s", got, want)
+		}
+	})
+
+	t.Run("unsupported and bad datasets", func(t *testing.T) {
+		if len(sr.datasets) < 2 {
+			t.Skip("needs the lance-samples fixtures")
+		}
+		for _, ds := range []string{"fixtures/v2_2/kv.lance", "fixtures/legacy/kv.lance"} {
+			var e api.ErrorBody
+			body := fetch(t, srv.URL, "/api/v1/datasets/"+ds+"/rows", http.StatusNotImplemented)
+			if err := json.Unmarshal(body, &e); err != nil || e.Error.Code != api.CodeUnsupported {
+				t.Errorf("%s: %s", ds, body)
+			}
+		}
+	})
+}
+
+// compatible reports whether the flags apply to the dataset (columns and
+// tags that it has).
+func compatible(t *testing.T, sr *serveRoot, ds string, flags []string) bool {
+	kv0, kvFixture := strings.HasPrefix(ds, "kv0/"), strings.HasSuffix(ds, "/kv.lance")
+	joined := strings.Join(flags, " ")
+	switch {
+	case strings.Contains(joined, "v-one"):
+		return kv0
+	case strings.Contains(joined, "seq"):
+		return kvFixture
+	case strings.Contains(joined, "s,id"):
+		return kv0
+	case strings.Contains(joined, "id "):
+		return !kvFixture
+	}
+	return true
+}
+
+func decodeNumbers(t *testing.T, b []byte, v any) {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+}
+
+// comparePoints compares kv0 metrics --csv with one series of
+// /series/points.
+func comparePoints(t *testing.T, csvOut, apiOut []byte) {
+	t.Helper()
+	recs, err := csv.NewReader(bytes.NewReader(csvOut)).ReadAll()
+	if err != nil || len(recs) < 2 {
+		t.Fatalf("csv: %v %q", err, csvOut)
+	}
+	col := map[string]int{}
+	for i, name := range recs[0] {
+		col[name] = i
+	}
+	var got []struct {
+		Steps      []int64   `json:"steps"`
+		Values     []any     `json:"values"`
+		Timestamps []float64 `json:"timestamps"`
+		Epochs     []*int64  `json:"epochs"`
+	}
+	if err := json.Unmarshal(apiOut, &got); err != nil || len(got) != 1 {
+		t.Fatalf("points: %v %s", err, apiOut)
+	}
+	p := got[0]
+	if len(p.Steps) != len(recs)-1 {
+		t.Fatalf("points: %d, kv0 metrics printed %d", len(p.Steps), len(recs)-1)
+	}
+	for i, rec := range recs[1:] {
+		step, _ := strconv.ParseInt(rec[col["step"]], 10, 64)
+		ts, err := time.Parse(time.RFC3339Nano, rec[col["timestamp"]])
+		if err != nil {
+			t.Fatal(err)
+		}
+		val, _ := strconv.ParseFloat(rec[col["value"]], 64)
+		var vs string
+		switch x := p.Values[i].(type) {
+		case float64:
+			vs = strconv.FormatFloat(x, 'g', -1, 64)
+		case string:
+			vs = strconv.Quote(x)
+		}
+		wantV := string(jsonl.AppendFloat(nil, val, 64))
+		if _, isNum := p.Values[i].(float64); isNum {
+			wantV = strconv.FormatFloat(val, 'g', -1, 64)
+		}
+		epochOK := rec[col["epoch"]] == "" && p.Epochs[i] == nil || p.Epochs[i] != nil && rec[col["epoch"]] == strconv.FormatInt(*p.Epochs[i], 10)
+		if p.Steps[i] != step || vs != wantV || p.Timestamps[i] != float64(ts.UnixMicro())/1000 || !epochOK {
+			t.Fatalf("point %d: api step %d value %v ts %v epoch %v; kv0 metrics %v", i, p.Steps[i], p.Values[i], p.Timestamps[i], p.Epochs[i], rec)
+		}
+	}
+}
+
+const serveHelperEnv = "KV0_SERVE_HELPER"
+
+// TestHelperServe is the child of TestServeProcess: kv0 with the
+// arguments in KV0_SERVE_HELPER, as the real binary runs them.
+func TestHelperServe(t *testing.T) {
+	args := os.Getenv(serveHelperEnv)
+	if args == "" {
+		t.Skip("helper process only")
+	}
+	os.Exit(run(context.Background(), strings.Split(args, "\x1f"), os.Stdout, os.Stderr))
+}
+
+// TestServeProcess runs kv0 serve as a process: it prints its URL, serves
+// a range read of /files/ as the wasm reader's static mode does (with the
+// token), and stops on SIGTERM within a second, with a connection open.
+func TestServeProcess(t *testing.T) {
+	sr := newServeRoot(t)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte("tok-123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"serve", sr.dir, "--listen", "127.0.0.1:0", "--token-file", tokenFile, "--allow-origin", "https://dash.example"}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperServe$")
+	cmd.Env = append(os.Environ(), serveHelperEnv+"="+strings.Join(args, "\x1f"))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	defer func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}()
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if i := strings.Index(sc.Text(), "http://"); i >= 0 {
+				urls <- strings.TrimSuffix(strings.Fields(sc.Text()[i:])[0], "/")
+			}
+		}
+		close(urls)
+		exited <- cmd.Wait()
+	}()
+	var base string
+	select {
+	case u, ok := <-urls:
+		if !ok {
+			t.Fatalf("kv0 serve printed no URL: %s", stderr.String())
+		}
+		base = u
+	case <-time.After(30 * time.Second):
+		t.Fatalf("kv0 serve printed no URL in 30s: %s", stderr.String())
+	}
+	if !strings.HasPrefix(base, "http://127.0.0.1:") {
+		t.Errorf("serve listens on %s, want loopback", base)
+	}
+	client := &http.Client{Transport: &http.Transport{}} // keeps its connection open
+	do := func(path string, hdr ...string) (*http.Response, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, base+path, nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, b
+	}
+	if resp, _ := do("/healthz"); resp.StatusCode != 200 {
+		t.Errorf("/healthz: %d", resp.StatusCode)
+	}
+	if resp, _ := do("/api/v1/runs"); resp.StatusCode != 401 {
+		t.Errorf("/api/v1/runs without the token: %d", resp.StatusCode)
+	}
+	if resp, b := do("/api/v1/runs", "Authorization", "Bearer tok-123"); resp.StatusCode != 200 || !bytes.Equal(b, cli(t, "runs", sr.dir, "--json")) {
+		t.Errorf("/api/v1/runs with the token: %d %.200s", resp.StatusCode, b)
+	}
+	// The range reads of the wasm reader: a manifest's tail.
+	versions, err := os.ReadDir(filepath.Join(sr.dir, "runs.lance", "_versions"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var manifest string
+	for _, v := range versions {
+		if strings.HasSuffix(v.Name(), ".manifest") {
+			manifest = v.Name()
+			break
+		}
+	}
+	content, err := os.ReadFile(filepath.Join(sr.dir, "runs.lance", "_versions", manifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(len(content))
+	resp, b := do("/files/runs.lance/_versions/"+manifest, "Authorization", "Bearer tok-123", "Range", fmt.Sprintf("bytes=%d-%d", n-20, n-1))
+	if resp.StatusCode != 206 || !bytes.Equal(b, content[n-20:]) || resp.Header.Get("Content-Range") != fmt.Sprintf("bytes %d-%d/%d", n-20, n-1, n) ||
+		resp.Header.Get("Access-Control-Allow-Origin") != "https://dash.example" || resp.Header.Get("ETag") == "" {
+		t.Errorf("range read: %d %v %q", resp.StatusCode, resp.Header, b)
+	}
+	if resp, _ := do("/"); resp.StatusCode != 404 && resp.StatusCode != 401 {
+		t.Errorf("dashboard: %d", resp.StatusCode)
+	}
+	// SIGTERM with the client's connection still open.
+	start := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("kv0 serve exited with %v: %s", err, stderr.String())
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("kv0 serve took %v to stop after SIGTERM", d)
+		}
+	case <-time.After(time.Second):
+		t.Fatalf("kv0 serve still running 1s after SIGTERM: %s", stderr.String())
+	}
+}
+
+func TestServeUsage(t *testing.T) {
+	empty := filepath.Join(t.TempDir(), "empty")
+	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"serve"},
+		{"serve", dir, dir},
+		{"serve", dir, "--token-file", empty},
+		{"serve", dir, "--token-file", filepath.Join(dir, "missing")},
+		{"serve", dir, "--web", filepath.Join(dir, "missing")},
+		{"serve", dir, "--wasm", empty},
+		{"serve", dir, "--allow-origin", ""},
+		{"serve", dir, "--nope"},
+		{"runs", dir, "--archived", "maybe"},
+		{"runs", dir, "--param", "lr"},
+		{"runs", dir, "--param", "lr<<1"},
+	} {
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), args, &out, &errOut); code != 2 {
+			t.Errorf("%v: exit %d (%s), want 2", args, code, errOut.String())
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"serve", filepath.Join(dir, "missing")}, &out, &errOut); code != 1 {
+		t.Errorf("missing root: exit %d", code)
+	}
+	if code := run(context.Background(), []string{"serve", dir, "--listen", "256.0.0.1:1"}, &out, &errOut); code != 1 {
+		t.Errorf("bad listen address: exit %d", code)
+	}
+}
