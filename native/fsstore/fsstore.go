@@ -37,8 +37,50 @@ const tmpPrefix = ".kv0-tmp-"
 // use by many goroutines and processes.
 type Store struct {
 	root string
+	// dir, on a store opened with OpenConfined, confines reads (ReadAt,
+	// Stat, List) to the folder: a symbolic link inside it that points
+	// outside is not followed (os.Root), so a server reading keys it is
+	// handed (kv0 serve) never reads outside its root. It doubles the
+	// cost of a small ReadAt, hence not the default.
+	dir *os.Root
 	// NoSync skips fsync on writes (tests and benchmarks only).
 	NoSync bool
+}
+
+// OpenConfined is OpenExisting for a store whose reads never follow a
+// symbolic link out of dir: such a key reads as not found.
+func OpenConfined(dir string) (*Store, error) {
+	s, err := OpenExisting(dir)
+	if err != nil {
+		return nil, err
+	}
+	if s.dir, err = os.OpenRoot(s.root); err != nil {
+		return nil, fmt.Errorf("fsstore: %w", err)
+	}
+	return s, nil
+}
+
+// open opens the file of a validated key for reading.
+func (s *Store) open(key string) (*os.File, error) {
+	if s.dir != nil {
+		return s.dir.Open(filepath.FromSlash(key))
+	}
+	return os.Open(filepath.Join(s.root, filepath.FromSlash(key)))
+}
+
+// stat and lstat describe the file of a validated key.
+func (s *Store) stat(key string) (fs.FileInfo, error) {
+	if s.dir != nil {
+		return s.dir.Stat(filepath.FromSlash(key))
+	}
+	return os.Stat(filepath.Join(s.root, filepath.FromSlash(key)))
+}
+
+func (s *Store) lstat(key string) (fs.FileInfo, error) {
+	if s.dir != nil {
+		return s.dir.Lstat(filepath.FromSlash(key))
+	}
+	return os.Lstat(filepath.Join(s.root, filepath.FromSlash(key)))
 }
 
 var (
@@ -91,6 +133,14 @@ func (s *Store) path(key string) (string, error) {
 	return filepath.Join(s.root, filepath.FromSlash(key)), nil
 }
 
+// escapes reports whether err is os.Root's refusal of a path that leaves
+// the folder (through a symbolic link; keys themselves are validated).
+// The os package exports no sentinel for it.
+func escapes(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "path escapes from parent")
+}
+
+
 // mapErr turns OS errors into store errors, naming the key.
 func mapErr(op, key string, err error) error {
 	switch {
@@ -98,6 +148,8 @@ func mapErr(op, key string, err error) error {
 		return nil
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%s %s: %w", op, key, store.ErrNotFound)
+	case escapes(err):
+		return fmt.Errorf("%s %s: a symbolic link leads outside the store's folder: %w", op, key, store.ErrNotFound)
 	case errors.Is(err, fs.ErrExist):
 		return fmt.Errorf("%s %s: %w", op, key, store.ErrExists)
 	}
@@ -106,14 +158,13 @@ func mapErr(op, key string, err error) error {
 
 // ReadAt implements store.Store.
 func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) error {
-	name, err := s.path(key)
-	if err != nil {
+	if err := store.ValidateKey(key); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	f, err := os.Open(name)
+	f, err := s.open(key)
 	if err != nil {
 		return mapErr("read", key, err)
 	}
@@ -133,14 +184,13 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) err
 
 // Stat implements store.Store.
 func (s *Store) Stat(ctx context.Context, key string) (store.ObjectInfo, error) {
-	name, err := s.path(key)
-	if err != nil {
+	if err := store.ValidateKey(key); err != nil {
 		return store.ObjectInfo{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return store.ObjectInfo{}, err
 	}
-	fi, err := os.Stat(name)
+	fi, err := s.stat(key)
 	if err != nil {
 		return store.ObjectInfo{}, mapErr("stat", key, err)
 	}
@@ -180,7 +230,7 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) ([]store.Objec
 		if opts.Limit > 0 && len(out) == opts.Limit {
 			break
 		}
-		info, err := os.Lstat(filepath.Join(s.root, filepath.FromSlash(key)))
+		info, err := s.lstat(key)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue // removed while listing
@@ -194,9 +244,22 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) ([]store.Objec
 	return out, nil
 }
 
-// readDirUnsorted is os.ReadDir without the sort (List sorts the keys).
-func readDirUnsorted(name string) ([]os.DirEntry, error) {
-	f, err := os.Open(name)
+// readDirUnsorted is os.ReadDir of the folder's subfolder name ("" for
+// the folder itself), confined to it, without the sort (List sorts the
+// keys).
+func (s *Store) readDirUnsorted(name string) ([]os.DirEntry, error) {
+	var (
+		f   *os.File
+		err error
+	)
+	switch {
+	case s.dir == nil:
+		f, err = os.Open(filepath.Join(s.root, name))
+	case name == "":
+		f, err = s.dir.Open(".")
+	default:
+		f, err = s.dir.Open(name)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -222,9 +285,9 @@ func (s *Store) removeStale(dir string, e fs.DirEntry) {
 // temporary file (regular files and anything else but folders; List
 // checks the type when it stats the file).
 func (s *Store) walk(ctx context.Context, dir string, fn func(key string)) error {
-	entries, err := readDirUnsorted(filepath.Join(s.root, filepath.FromSlash(dir)))
+	entries, err := s.readDirUnsorted(filepath.FromSlash(dir))
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) || escapes(err) {
 			return nil
 		}
 		var pe *fs.PathError

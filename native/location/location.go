@@ -39,6 +39,10 @@ type Options struct {
 	// Create makes a missing local folder instead of failing with
 	// store.ErrNotFound.
 	Create bool
+	// Confine opens a local folder for reads that never follow a symbolic
+	// link out of it (fsstore.OpenConfined): for servers reading keys
+	// their requests name. It excludes Create.
+	Confine bool
 	// S3 are the options of s3:// locations; fields left zero are filled
 	// from the environment (s3store.OptionsFromEnv) and then by the SDK.
 	S3 s3store.Options
@@ -260,9 +264,12 @@ func openLocal(path string, opts Options) (store.Store, string, error) {
 		return nil, "", err
 	}
 	var st *fsstore.Store
-	if opts.Create {
+	switch {
+	case opts.Confine:
+		st, err = fsstore.OpenConfined(abs)
+	case opts.Create:
 		st, err = fsstore.Open(abs)
-	} else {
+	default:
 		st, err = fsstore.OpenExisting(abs)
 	}
 	if err != nil {

@@ -18,7 +18,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kv0/kv0/core/store"
 	"github.com/kv0/kv0/httpstore/api"
+	"github.com/kv0/kv0/native/location"
 )
 
 const serveDetails = `ROOT is any location (a folder, s3://, http(s)://): a tracking repository, a
@@ -60,8 +62,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *origin == "" {
 		return usagef("--allow-origin: empty origin (give - to send no CORS header)")
 	}
-	st, root, err := openLocation(loc)
+	// Requests name the keys it reads: a local ROOT never lets a symbolic
+	// link inside it lead outside.
+	lo := locationOptions
+	lo.Confine = true
+	st, root, err := location.Open(ctx, loc, lo)
 	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("%s: no such folder", loc)
+		}
 		return err
 	}
 	web, webAt, err := staticDir("web", *webDir, "web")

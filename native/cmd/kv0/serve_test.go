@@ -464,6 +464,14 @@ func TestHelperServe(t *testing.T) {
 // token), and stops on SIGTERM within a second, with a connection open.
 func TestServeProcess(t *testing.T) {
 	sr := newServeRoot(t)
+	// A symbolic link inside ROOT to a file outside it is never served.
+	outside := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(outside, []byte("not for the web"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(sr.dir, "escape")); err != nil {
+		t.Fatal(err)
+	}
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte("tok-123\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -531,6 +539,9 @@ func TestServeProcess(t *testing.T) {
 	}
 	if resp, _ := do("/healthz"); resp.StatusCode != 200 {
 		t.Errorf("/healthz: %d", resp.StatusCode)
+	}
+	if resp, b := do("/files/escape", "Authorization", "Bearer tok-123"); resp.StatusCode != 404 || bytes.Contains(b, []byte("not for the web")) {
+		t.Errorf("/files/escape (a link out of ROOT): %d %q", resp.StatusCode, b)
 	}
 	if resp, _ := do("/api/v1/runs"); resp.StatusCode != 401 {
 		t.Errorf("/api/v1/runs without the token: %d", resp.StatusCode)
