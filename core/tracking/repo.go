@@ -149,6 +149,9 @@ func OpenRepo(ctx context.Context, st store.Store, root string, opts RepoOptions
 		}
 		return r, nil
 	}
+	if !writable {
+		return nil, fmt.Errorf("%w: this build of kv0 only reads (tag kv0_readonly)", ErrReadOnly)
+	}
 	for _, t := range []struct {
 		name string
 		dst  **lance.Dataset
@@ -356,7 +359,7 @@ func (r *Repo) Close() error {
 	}
 	r.mu.Unlock()
 	var err error
-	if !r.opts.ReadOnly {
+	if writable && !r.opts.ReadOnly {
 		close(r.stop)
 		<-r.done
 		err = r.Flush(context.Background())
@@ -416,4 +419,39 @@ func (r *Repo) LatestVersions(ctx context.Context) (Versions, error) {
 		v.Records[t] = n
 	}
 	return v, nil
+}
+
+// Changed reports whether a table of runs, series or metrics has a version
+// newer than since holds, in one round trip of three small requests (a
+// Stat of each table's next manifest, issued together) and no listing, so
+// a poller that finds nothing new pays only that. Params and records
+// change together with runs or series in practice; call LatestVersions for
+// the exact picture once Changed says yes (and now and then regardless, as
+// a cleanup may remove a next version before it is seen).
+func (r *Repo) Changed(ctx context.Context, since Versions) (bool, error) {
+	tables := []struct {
+		name string
+		v    uint64
+	}{{RunsTable, since.Runs}, {SeriesTable, since.Series}, {MetricsTable, since.Metrics}}
+	found := make([]bool, len(tables))
+	errs := make([]error, len(tables))
+	var wg sync.WaitGroup
+	for i, t := range tables {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Tables the tracking layer writes use V2 manifest names.
+			found[i], errs[i] = lance.VersionExists(ctx, r.st, r.key(t.name), t.v+1, lance.NamingV2)
+		}()
+	}
+	wg.Wait()
+	for i := range tables {
+		if errs[i] != nil {
+			return false, errs[i]
+		}
+		if found[i] {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -23,7 +23,7 @@ import (
 	"github.com/kv0/kv0/native/wal"
 )
 
-const trackingUsageText = `  kv0 runs    REPO [--experiment E] [--status S] [--json]
+const trackingUsageText = `  kv0 runs    REPO [--experiment E] [--status S] [--tag T]... [--archived true|false] [--param 'KEY<V']... [--json]
   kv0 run     REPO ID [--json]
   kv0 params  REPO ID [--json]
   kv0 series  REPO ID [--json]
@@ -134,6 +134,10 @@ func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := trackingFlags("runs")
 	exp := fs.String("experiment", "", "only runs of experiment `E`")
 	status := fs.String("status", "", "only runs with status `S`")
+	var tags, params repeated
+	fs.Var(&tags, "tag", "only runs tagged `T` (repeatable: every tag)")
+	archived := fs.String("archived", "", "only archived (`true`) or active (false) runs")
+	fs.Var(&params, "param", "only runs whose parameter compares so, e.g. `'optimizer.lr<0.01'` (repeatable)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
@@ -143,13 +147,35 @@ func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	f := tracking.RunFilter{Experiment: *exp, Status: *status, Tags: tags}
+	switch *archived {
+	case "":
+	case "true", "false":
+		b := *archived == "true"
+		f.Archived = &b
+	default:
+		return usagef("--archived: want true or false, not %q", *archived)
+	}
+	for _, p := range params {
+		pf, err := inspect.ParseParamFilter(p)
+		if err != nil {
+			return usagef("--%v", err)
+		}
+		f.Params = append(f.Params, pf)
+	}
 	r, err := openRepo(ctx, loc, false, false)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	return cmdRunsOn(ctx, r, tracking.RunFilter{Experiment: *exp, Status: *status}, *asJSON, stdout)
+	return cmdRunsOn(ctx, r, f, *asJSON, stdout)
 }
+
+// repeated is a flag given any number of times.
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, ",") }
+func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
 
 // cmdRunsOn prints the runs f selects as a table or JSON.
 func cmdRunsOn(ctx context.Context, r *tracking.Repo, f tracking.RunFilter, asJSON bool, stdout io.Writer) error {
@@ -171,27 +197,7 @@ func cmdRunsOn(ctx context.Context, r *tracking.Repo, f tracking.RunFilter, asJS
 
 // resolveRun accepts a run id or a unique run name.
 func resolveRun(ctx context.Context, r *tracking.Repo, arg string) (tracking.RunInfo, error) {
-	in, err := r.Run(ctx, arg)
-	if err == nil || !errors.Is(err, tracking.ErrNotFound) {
-		return in, err
-	}
-	runs, err2 := r.Runs(ctx, tracking.RunFilter{})
-	if err2 != nil {
-		return in, err2
-	}
-	var found []tracking.RunInfo
-	for _, x := range runs {
-		if x.Name == arg {
-			found = append(found, x)
-		}
-	}
-	switch len(found) {
-	case 1:
-		return found[0], nil
-	case 0:
-		return in, fmt.Errorf("no run with id or name %q", arg)
-	}
-	return in, fmt.Errorf("%d runs are named %q; give an id", len(found), arg)
+	return inspect.ResolveRun(ctx, r, arg)
 }
 
 func runArgs(name string, args []string, stderr io.Writer) (*flag.FlagSet, *bool, []string, error) {

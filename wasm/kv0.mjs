@@ -1,0 +1,157 @@
+// kv0.mjs: kv0's reader of Lance datasets and tracking repositories, as one
+// ES module for browsers and Node >= 20. It loads kv0.wasm (a Go program)
+// and wraps its functions; see README.md and kv0.d.ts for the API.
+
+const here = import.meta.url;
+let instances = 0;
+
+/** Error codes a rejected call carries in `err.code`. */
+export const codes = Object.freeze(['NotFound', 'Forbidden', 'Network', 'Corrupt', 'Unsupported', 'Invalid', 'Closed']);
+
+async function loadGoRuntime(wasmExecURL) {
+  if (globalThis.Go) return globalThis.Go;
+  if (typeof process !== 'undefined' && process.versions && process.versions.node && !globalThis.document) {
+    // Node: wasm_exec.js is a classic script that sets globalThis.Go.
+    const { readFile } = await import('node:fs/promises');
+    const { fileURLToPath } = await import('node:url');
+    const vm = await import('node:vm');
+    const src = await readFile(fileURLToPath(wasmExecURL), 'utf8');
+    vm.runInThisContext(src, { filename: fileURLToPath(wasmExecURL) });
+  } else if (typeof importScripts === 'function') {
+    importScripts(String(wasmExecURL)); // a classic worker
+  } else {
+    // A page or a module worker: evaluate the script text in global scope.
+    const res = await fetch(wasmExecURL);
+    if (!res.ok) throw codeError('NotFound', `${String(wasmExecURL).split('?')[0]}: HTTP ${res.status} loading wasm_exec.js`);
+    (0, eval)(await res.text());
+  }
+  if (!globalThis.Go) throw codeError('Corrupt', 'wasm_exec.js did not define Go');
+  return globalThis.Go;
+}
+
+function codeError(code, message) {
+  const e = new Error(message);
+  e.name = 'Kv0Error';
+  e.code = code;
+  return e;
+}
+
+async function instantiate(go, wasmURL) {
+  const isNode = typeof process !== 'undefined' && process.versions && process.versions.node && !globalThis.document;
+  if (isNode && new URL(wasmURL).protocol === 'file:') {
+    const { readFile } = await import('node:fs/promises');
+    const { fileURLToPath } = await import('node:url');
+    const bytes = await readFile(fileURLToPath(wasmURL));
+    return (await WebAssembly.instantiate(bytes, go.importObject)).instance;
+  }
+  const res = fetch(wasmURL);
+  if (WebAssembly.instantiateStreaming) {
+    try {
+      return (await WebAssembly.instantiateStreaming(res, go.importObject)).instance;
+    } catch (err) {
+      // A server that sends another Content-Type than application/wasm.
+      if (!(err instanceof TypeError)) throw err;
+    }
+  }
+  const r = await res;
+  if (!r.ok) throw codeError('NotFound', `${String(wasmURL).split('?')[0]}: HTTP ${r.status}`);
+  return (await WebAssembly.instantiate(await r.arrayBuffer(), go.importObject)).instance;
+}
+
+function json(v) {
+  return v === undefined || v === null ? undefined : JSON.stringify(v);
+}
+
+function checkLocation(location) {
+  if (typeof location === 'string') return location;
+  if (location && typeof location === 'object') return location;
+  throw codeError('Invalid', 'location must be an http(s) URL or { signer: { url, token }, key }');
+}
+
+/**
+ * Loads kv0.wasm and starts it. Options: wasmURL (default: kv0.wasm beside
+ * this module), wasmExecURL (default: wasm_exec.js beside it).
+ */
+export async function load(options = {}) {
+  const wasmURL = new URL(options.wasmURL ?? 'kv0.wasm', here).href;
+  const wasmExecURL = new URL(options.wasmExecURL ?? 'wasm_exec.js', here).href;
+  const Go = await loadGoRuntime(wasmExecURL);
+  const go = new Go();
+  const name = `__kv0_ready_${Date.now().toString(36)}_${instances++}`;
+  const ready = new Promise((resolve) => { globalThis[name] = resolve; });
+  go.argv = ['kv0', name];
+  const instance = await instantiate(go, wasmURL);
+  let exited = false;
+  const running = go.run(instance).finally(() => { exited = true; });
+  const api = await Promise.race([ready, running.then(() => { throw codeError('Closed', 'kv0.wasm exited during start-up'); })]);
+  const call = (fn, ...args) => {
+    if (exited) return Promise.reject(codeError('Closed', 'kv0.wasm has exited'));
+    try {
+      return api[fn](...args);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  };
+
+  const lance = Object.freeze({
+    cat: (location, opts) => call('cat', checkLocation(location), json(opts)),
+    info: async (location, opts) => JSON.parse(await call('info', checkLocation(location), json(opts))),
+    log: async (location) => JSON.parse(await call('log', checkLocation(location))),
+    scan: (location, opts) => call('scan', checkLocation(location), json(opts)),
+  });
+
+  async function openRepo(location) {
+    const h = await call('openRepo', checkLocation(location));
+    const rc = async (method, arg) => JSON.parse(await call('repoCall', h, method, arg));
+    const watchers = new Set();
+    return Object.freeze({
+      runs: (filter) => rc('runs', json(filter)),
+      run: (id) => rc('run', id),
+      params: (id) => rc('params', id),
+      series: (runId) => rc('series', runId),
+      stats: (seriesIds) => rc('stats', json(seriesIds ?? [])),
+      versions: () => rc('versions'),
+      async read(seriesIds, opts) {
+        const { meta, data } = await call('repoRead', h, json(seriesIds ?? []), json(opts));
+        const out = [];
+        let off = data.byteOffset;
+        const view = (n) => { const a = new Float64Array(data.buffer, off, n); off += 8 * n; return a; };
+        for (const m of JSON.parse(meta)) {
+          const s = { seriesId: m.seriesId, steps: view(m.n), values: view(m.n), timestamps: view(m.n), epochs: view(m.n) };
+          if (m.minmax) { s.mins = view(m.n); s.maxs = view(m.n); }
+          out.push(s);
+        }
+        return out;
+      },
+      watch(onChange, opts = {}) {
+        const interval = opts.interval ?? 2000;
+        let stopped = false;
+        let timer = null;
+        const w = { stop: () => { stopped = true; if (timer !== null) clearTimeout(timer); watchers.delete(w); } };
+        watchers.add(w);
+        const tick = async () => {
+          timer = null;
+          if (stopped) return;
+          try {
+            const r = await call('repoPoll', h, false);
+            if (r !== null && !stopped) onChange(JSON.parse(r));
+          } catch (err) {
+            if (err && err.code === 'Closed') { w.stop(); return; }
+            if (opts.onError) opts.onError(err);
+          }
+          if (!stopped) timer = setTimeout(tick, interval);
+        };
+        call('repoPoll', h, true).then(
+          () => { if (!stopped) timer = setTimeout(tick, interval); },
+          (err) => { if (opts.onError) opts.onError(err); if (!stopped) timer = setTimeout(tick, interval); });
+        return w.stop;
+      },
+      async close() {
+        for (const w of [...watchers]) w.stop();
+        await call('repoClose', h);
+      },
+    });
+  }
+
+  return Object.freeze({ lance, openRepo });
+}
