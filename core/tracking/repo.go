@@ -389,7 +389,8 @@ type Versions struct {
 	Records map[string]uint64 `json:"records,omitempty"`
 }
 
-// LatestVersions returns the newest committed version of every table. It
+// LatestVersions returns the newest committed version of every table (the
+// records tables only on stores that list). It
 // reads only the version listings (no manifests), so a dashboard can poll
 // it and reload only what changed. It does not flush the handle's buffer.
 func (r *Repo) LatestVersions(ctx context.Context) (Versions, error) {
@@ -405,6 +406,11 @@ func (r *Repo) LatestVersions(ctx context.Context) (Versions, error) {
 		*t.dst = n
 	}
 	tables, err := r.RecordTables(ctx)
+	if errors.Is(err, store.ErrNotSupported) {
+		// A store that cannot list (a static HTTP server) cannot find the
+		// records tables: they are left out.
+		return v, nil
+	}
 	if err != nil {
 		return v, err
 	}
