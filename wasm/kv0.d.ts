@@ -177,6 +177,8 @@ export interface Change {
 export interface WatchOptions {
   /** Milliseconds between polls (default 2000). */
   interval?: number;
+  /** Called after every poll (the first only records the state), e.g. for a "live" indicator. */
+  onPoll?: (poll: { changed: boolean }) => void;
   /** Called with a poll's error; watching goes on. */
   onError?: (err: Kv0Error) => void;
 }

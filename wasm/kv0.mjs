@@ -132,17 +132,20 @@ export async function load(options = {}) {
         const tick = async () => {
           timer = null;
           if (stopped) return;
+          let changed = false;
           try {
             const r = await call('repoPoll', h, false);
-            if (r !== null && !stopped) onChange(JSON.parse(r));
+            changed = r !== null;
+            if (changed && !stopped) onChange(JSON.parse(r));
           } catch (err) {
             if (err && err.code === 'Closed') { w.stop(); return; }
             if (opts.onError) opts.onError(err);
           }
+          if (opts.onPoll && !stopped) opts.onPoll({ changed });
           if (!stopped) timer = setTimeout(tick, interval);
         };
         call('repoPoll', h, true).then(
-          () => { if (!stopped) timer = setTimeout(tick, interval); },
+          () => { if (opts.onPoll && !stopped) opts.onPoll({ changed: false }); if (!stopped) timer = setTimeout(tick, interval); },
           (err) => { if (opts.onError) opts.onError(err); if (!stopped) timer = setTimeout(tick, interval); });
         return w.stop;
       },

@@ -8,7 +8,8 @@ import { join, normalize, extname } from 'node:path';
 const types = { '.wasm': 'application/wasm', '.mjs': 'text/javascript', '.js': 'text/javascript', '.html': 'text/html', '.json': 'application/json' };
 
 /**
- * Starts a server on 127.0.0.1. opts: root (folder), cors (default true),
+ * Starts a server on 127.0.0.1. opts: root (folder), files (extra paths
+ * served from memory: { '/page.html': text }), cors (default true),
  * delayMs (added to every request), faults: a function (urlPath) =>
  * undefined | { status } | { noCors: true } | { truncate: true } |
  * { corrupt: true } | { hang: true }.
@@ -32,6 +33,11 @@ export async function startServer(opts) {
     }
     if (req.method !== 'GET') { res.writeHead(405); res.end(); return; }
     if (fault.status) { res.writeHead(fault.status, { 'Content-Type': 'text/plain' }); res.end(`fault ${fault.status}`); return; }
+    if (opts.files && path in opts.files) {
+      res.writeHead(200, { 'Content-Type': types[extname(path)] ?? 'text/plain', 'Cache-Control': 'no-cache' });
+      res.end(opts.files[path]);
+      return;
+    }
     const file = normalize(join(opts.root, path));
     if (!file.startsWith(normalize(opts.root))) { res.writeHead(403); res.end(); return; }
     let st;
