@@ -337,12 +337,16 @@ func repoRead(args []js.Value) js.Value {
 		type meta struct {
 			SeriesID string `json:"seriesId"`
 			N        int    `json:"n"`
+			MinMax   bool   `json:"minmax,omitempty"`
 		}
 		metas := make([]meta, len(data))
 		total := 0
 		for i, m := range data {
-			metas[i] = meta{SeriesID: strconv.FormatUint(uint64(ids[i]), 10), N: m.Len()}
+			metas[i] = meta{SeriesID: strconv.FormatUint(uint64(ids[i]), 10), N: m.Len(), MinMax: m.Mins != nil}
 			total += 4 * m.Len()
+			if m.Mins != nil {
+				total += 2 * m.Len()
+			}
 		}
 		buf := make([]byte, 8*total)
 		off := 0
@@ -366,6 +370,12 @@ func repoRead(args []js.Value) js.Value {
 				} else {
 					put(float64(e))
 				}
+			}
+			for _, v := range m.Mins {
+				put(v)
+			}
+			for _, v := range m.Maxs {
+				put(v)
 			}
 		}
 		mj, err := json.Marshal(metas)

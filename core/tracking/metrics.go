@@ -326,6 +326,10 @@ type MetricData struct {
 	Epochs     []int64     `json:"epochs"` // NoEpoch when the point has none
 	Timestamps []time.Time `json:"timestamps"`
 	Values     []float64   `json:"values"`
+	// Mins and Maxs, when the read was downsampled, hold for each point the
+	// minimum and maximum value of the bucket it stands for; nil otherwise.
+	Mins []float64 `json:"-"`
+	Maxs []float64 `json:"-"`
 }
 
 // Len returns the number of points.
@@ -466,6 +470,7 @@ func (r *Repo) ReadMany(ctx context.Context, ids []SeriesID, opts ReadOptions) (
 			hi = max(hi, lo)
 		}
 		keep := make([]int, 0, hi-lo)
+		var mins, maxs []float64
 		var from, to int64
 		if opts.Time != nil {
 			from, to = opts.Time.From.UnixMicro(), opts.Time.To.UnixMicro()
@@ -481,7 +486,8 @@ func (r *Repo) ReadMany(ctx context.Context, ids []SeriesID, opts ReadOptions) (
 			for k, j := range keep {
 				vals[k] = p.val[j]
 			}
-			sel := Downsample(vals, opts.MaxPoints)
+			var sel []int
+			sel, mins, maxs = DownsampleExtremes(vals, opts.MaxPoints, true)
 			for k, s := range sel {
 				keep[k] = keep[s]
 			}
@@ -493,6 +499,7 @@ func (r *Repo) ReadMany(ctx context.Context, ids []SeriesID, opts ReadOptions) (
 			m.Steps[k], m.Epochs[k], m.Values[k] = p.step[j], p.epoch[j], p.val[j]
 			m.Timestamps[k] = time.UnixMicro(p.ts[j]).UTC()
 		}
+		m.Mins, m.Maxs = mins, maxs
 		out[i] = m
 	}
 	return out, nil
@@ -504,18 +511,36 @@ func (r *Repo) ReadMany(ctx context.Context, ids []SeriesID, opts ReadOptions) (
 // and maximum (NaN and ±Inf count as extremes too, so they stay visible).
 // With maxPoints <= 0 or at least len(values) it returns every index.
 func Downsample(values []float64, maxPoints int) []int {
+	idx, _, _ := DownsampleExtremes(values, maxPoints, false)
+	return idx
+}
+
+// DownsampleExtremes is Downsample that, with extremes set, also returns
+// for each chosen point the minimum and maximum of the bucket it stands for
+// (the point itself for the first and the last), so a chart can draw the
+// band the buckets span. NaN and ±Inf order as in Downsample.
+func DownsampleExtremes(values []float64, maxPoints int, extremes bool) (idx []int, mins, maxs []float64) {
 	n := len(values)
 	if maxPoints <= 0 || n <= maxPoints {
 		out := make([]int, n)
 		for i := range out {
 			out[i] = i
 		}
-		return out
+		if extremes {
+			mins, maxs = slices.Clone(values), slices.Clone(values)
+		}
+		return out, mins, maxs
 	}
 	if maxPoints == 1 {
-		return []int{n - 1}
+		if extremes {
+			mins, maxs = []float64{values[n-1]}, []float64{values[n-1]}
+		}
+		return []int{n - 1}, mins, maxs
 	}
 	out := []int{0}
+	if extremes {
+		mins, maxs = []float64{values[0]}, []float64{values[0]}
+	}
 	buckets := (maxPoints - 2) / 2
 	inner := n - 2
 	for b := 0; b < buckets; b++ {
@@ -534,11 +559,21 @@ func Downsample(values []float64, maxPoints int) []int {
 			}
 		}
 		out = append(out, min(mi, ma))
+		k := 1
 		if mi != ma {
 			out = append(out, max(mi, ma))
+			k = 2
+		}
+		if extremes {
+			for ; k > 0; k-- {
+				mins, maxs = append(mins, values[mi]), append(maxs, values[ma])
+			}
 		}
 	}
-	return append(out, n-1)
+	if extremes {
+		mins, maxs = append(mins, values[n-1]), append(maxs, values[n-1])
+	}
+	return append(out, n-1), mins, maxs
 }
 
 // less orders -Inf < finite < +Inf < NaN, so that a NaN is some bucket's

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 
@@ -517,4 +518,46 @@ func (f *failStore) Put(ctx context.Context, key string, data []byte) error {
 		return errors.New("injected failure")
 	}
 	return f.Store.Put(ctx, key, data)
+}
+
+// TestDownsampleExtremes: the same points as Downsample, and each point's
+// band is its bucket's extremes: it holds the point, is made of chosen
+// points' values, and the bands together span the series' range (from 4
+// points on; fewer keep only the first and the last).
+func TestDownsampleExtremes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(testSeed(t), 3))
+	for i := 0; i < 2000; i++ {
+		n := rng.IntN(2000)
+		vals := make([]float64, n)
+		for j := range vals {
+			vals[j] = rng.NormFloat64()
+		}
+		mp := rng.IntN(300)
+		sel, mins, maxs := DownsampleExtremes(vals, mp, true)
+		if !slices.Equal(sel, Downsample(vals, mp)) {
+			t.Fatalf("n=%d max=%d: other points than Downsample", n, mp)
+		}
+		if len(mins) != len(sel) || len(maxs) != len(sel) {
+			t.Fatalf("n=%d max=%d: %d points, %d mins, %d maxs", n, mp, len(sel), len(mins), len(maxs))
+		}
+		chosen := map[float64]bool{}
+		for _, s := range sel {
+			chosen[vals[s]] = true
+		}
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for k, s := range sel {
+			if mins[k] > vals[s] || maxs[k] < vals[s] || !chosen[mins[k]] || !chosen[maxs[k]] {
+				t.Fatalf("n=%d max=%d: point %d (%v) has band [%v, %v]", n, mp, s, vals[s], mins[k], maxs[k])
+			}
+			lo, hi = min(lo, mins[k]), max(hi, maxs[k])
+		}
+		for _, v := range vals {
+			if mp >= 4 && (v < lo || v > hi) { // below 4 points there are no buckets
+				t.Fatalf("n=%d max=%d: %v outside the bands [%v, %v]", n, mp, v, lo, hi)
+			}
+		}
+		if _, m2, _ := DownsampleExtremes(vals, mp, false); m2 != nil {
+			t.Fatal("extremes without asking")
+		}
+	}
 }

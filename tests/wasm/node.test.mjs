@@ -167,6 +167,13 @@ describe('tracking', () => {
         const s = series.find((x) => x.series_id === ids[i]);
         assert.equal(got[i].seriesId, ids[i]);
         assert.ok(got[i].values instanceof Float64Array);
+        const down = maxPoints && s.stats.count > maxPoints;
+        assert.equal(got[i].mins !== undefined, !!down, 'mins and maxs exactly when downsampled');
+        if (down) {
+          got[i].values.forEach((v, k) => assert.ok(got[i].mins[k] <= v && v <= got[i].maxs[k]));
+          assert.equal(Math.min(...got[i].mins), s.stats.min);
+          assert.equal(Math.max(...got[i].maxs), s.stats.max);
+        }
         const flags = ['metrics', url, r.run_id, s.name, '--csv', '--context', s.context];
         if (maxPoints) flags.push('--max-points', String(maxPoints));
         const lines = (await kv0(flags)).trim().split('\n').slice(1).map((l) => l.split(','));
