@@ -33,8 +33,10 @@ run: build
 	$(KV0) metrics $(DEMO) resnet-cifar10-1 loss --context '{"subset":"train"}' --max-points 12
 
 # `make test` is what CI runs (.ci/run). Node and npm are needed by the
-# interop suite; with CI=true their absence is an error, never a skip.
-test: interop-deps vet unit wasm test-wasm fuzz-short
+# interop and wasm suites, Chromium by the browser suite; with CI=true their
+# absence is an error, never a skip. The wasm size check comes last, so a
+# binary over the limit fails the run after every suite has reported.
+test: interop-deps vet unit wasm test-wasm fuzz-short wasm-size
 
 vet:
 	$(GO) vet ./...
@@ -74,7 +76,7 @@ wasm-deps: build
 		echo "chromium is required for the browser suite (CI=true)"; exit 1; fi
 	cd tests/wasm && { [ -d node_modules/apache-arrow ] && [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund; }
 
-test-wasm: wasm-size wasm-deps
+test-wasm: wasm wasm-deps
 	cd tests/wasm && KV0=$(CURDIR)/$(KV0) WASM_DIR=$(CURDIR)/$(WASM_OUT) node --test --test-concurrency=1 *.test.mjs
 
 fuzz-short:
