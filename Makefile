@@ -104,7 +104,9 @@ interop-deps:
 #   bench-kv        key-value layer vs Pebble
 #   bench-tracking  tracking layer vs MLflow's SQLite shape
 #   bench-s3        round trips and bytes with 50 ms injected latency; commits against versitygw
-bench: bench-lance bench-kv bench-tracking bench-s3
+#   bench-wasm      the wasm module in Chromium vs native Go: startup, a cold series read with 50 ms per
+#                   request, decoding per point, scan rate (data cached in out/wasm-bench)
+bench: bench-lance bench-kv bench-tracking bench-s3 bench-wasm
 
 bench-lance: build interop-deps
 	bash tests/bench.sh
@@ -117,6 +119,9 @@ bench-tracking:
 
 bench-s3:
 	$(GO) test ./tests/s3 -run '^$$' -bench 'BenchmarkLatency|BenchmarkTrackingLatency|BenchmarkCommit' -benchtime 3x
+
+bench-wasm: wasm wasm-deps
+	cd tests/wasm && node bench.mjs $(CURDIR)/out/wasm-bench
 
 proto:
 	@command -v protoc >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq protobuf-compiler; }

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall/js"
+	"time"
 
 	"github.com/kv0/kv0/core/inspect"
 	"github.com/kv0/kv0/core/lance"
@@ -109,6 +110,26 @@ func promise(where func() string, fn func(ctx context.Context) (any, error)) js.
 	p := js.Global().Get("Promise").New(handler)
 	handler.Release()
 	return p
+}
+
+// yielder hands the JavaScript event loop a turn when the goroutine of a
+// long call (a scan) has run for a while: Go's js/wasm scheduler returns to
+// JavaScript only when every goroutine waits, so a sleep lets the page
+// paint and handle input between batches.
+type yielder struct{ last time.Time }
+
+// yieldEvery is the longest stretch a call runs without yielding.
+const yieldEvery = 20 * time.Millisecond
+
+func (y *yielder) maybe() {
+	if y.last.IsZero() {
+		y.last = time.Now()
+		return
+	}
+	if time.Since(y.last) >= yieldEvery {
+		time.Sleep(time.Millisecond)
+		y.last = time.Now()
+	}
 }
 
 // location is where a dataset or repository lives: a static URL, or a key

@@ -108,7 +108,9 @@ func lanceCat(args []js.Value) js.Value {
 		defer rows.Close()
 		var buf bytes.Buffer
 		w := jsonl.NewWriter(&buf)
+		var y yielder
 		for rows.Next() {
+			y.maybe()
 			if err := w.Write(rows.Record()); err != nil {
 				return nil, err
 			}
@@ -143,7 +145,9 @@ func lanceScan(args []js.Value) js.Value {
 		}
 		defer rows.Close()
 		w := ipc.NewWriter(&buf, ipc.WithSchema(rows.Schema()))
+		var y yielder
 		for rows.Next() {
+			y.maybe()
 			if err := w.Write(rows.Record()); err != nil {
 				return nil, err
 			}

@@ -2,7 +2,7 @@
 // Range requests (206 + Content-Range), CORS headers for any origin, and
 // faults and latency chosen per request path prefix. It counts requests.
 import { createServer } from 'node:http';
-import { open, stat } from 'node:fs/promises';
+import { open, readFile, stat } from 'node:fs/promises';
 import { join, normalize, extname } from 'node:path';
 
 const types = { '.wasm': 'application/wasm', '.mjs': 'text/javascript', '.js': 'text/javascript', '.html': 'text/html', '.json': 'application/json' };
@@ -12,12 +12,18 @@ const types = { '.wasm': 'application/wasm', '.mjs': 'text/javascript', '.js': '
  * served from memory: { '/page.html': text }), cors (default true),
  * delayMs (added to every request), faults: a function (urlPath) =>
  * undefined | { status } | { noCors: true } | { truncate: true } |
- * { corrupt: true } | { hang: true }.
+ * { corrupt: true }; gzip (serve FILE.gz for FILE when the client accepts
+ * it); cacheControl (default no-cache). It counts requests, bytes and
+ * waves (requests arriving while none is in flight).
  */
 export async function startServer(opts) {
-  const state = { requests: 0, bytes: 0, log: [], faults: opts.faults ?? (() => undefined), delayMs: opts.delayMs ?? 0 };
+  const state = { requests: 0, bytes: 0, waves: 0, inFlight: 0, log: [], faults: opts.faults ?? (() => undefined), delayMs: opts.delayMs ?? 0 };
   const server = createServer(async (req, res) => {
     state.requests++;
+    // A wave is a request that arrives while none is in flight: requests
+    // issued together count once (dependent round trips).
+    if (state.inFlight++ === 0) state.waves++;
+    res.on('close', () => { state.inFlight--; });
     const url = new URL(req.url, 'http://x');
     const path = decodeURIComponent(url.pathname);
     state.log.push({ method: req.method, path, range: req.headers.range ?? '', origin: req.headers.origin ?? '' });
@@ -55,8 +61,22 @@ export async function startServer(opts) {
     }
     const n = end - start + 1;
     res.setHeader('Content-Type', types[extname(file)] ?? 'application/octet-stream');
+    res.setHeader('Cache-Control', opts.cacheControl ?? 'no-cache');
+    if (opts.gzip && status === 200 && /\bgzip\b/.test(req.headers['accept-encoding'] ?? '')) {
+      // Precompressed: FILE.gz beside FILE.
+      try {
+        const gz = await readFile(file + '.gz');
+        res.setHeader('Content-Encoding', 'gzip');
+        res.setHeader('Content-Length', String(gz.length));
+        res.setHeader('ETag', `"${st.size}-${st.mtimeMs}"`);
+        if (req.headers['if-none-match'] === `"${st.size}-${st.mtimeMs}"`) { res.writeHead(304); res.end(); return; }
+        state.bytes += gz.length;
+        res.writeHead(200);
+        res.end(gz);
+        return;
+      } catch { /* no .gz: serve as is */ }
+    }
     res.setHeader('Content-Length', String(n));
-    res.setHeader('Cache-Control', 'no-cache');
     const fh = await open(file);
     const buf = Buffer.alloc(n);
     await fh.read(buf, 0, n, start);
@@ -70,6 +90,6 @@ export async function startServer(opts) {
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   state.url = `http://127.0.0.1:${server.address().port}`;
   state.close = () => new Promise((r) => { server.closeAllConnections(); server.close(r); });
-  state.reset = () => { state.requests = 0; state.bytes = 0; state.log = []; };
+  state.reset = () => { state.requests = 0; state.bytes = 0; state.waves = 0; state.log = []; };
   return state;
 }
