@@ -137,7 +137,8 @@ func (y *yielder) maybe() {
 type location struct {
 	st   store.Store
 	root string
-	name string // for messages and `info`'s path: the URL, or the key
+	name string // for messages: the URL, or the key and the signer's URL
+	path string // `info`'s path: the URL, or the key
 }
 
 // parseLocation reads a location from JavaScript: "http(s)://..." or
@@ -154,7 +155,7 @@ func parseLocation(v js.Value) (*location, error) {
 		if err != nil {
 			return nil, invalid("%v", err)
 		}
-		return &location{st: st, name: redact(s)}, nil
+		return &location{st: st, name: redact(s), path: redact(s)}, nil
 	case js.TypeObject:
 		sg := v.Get("signer")
 		key := v.Get("key")
@@ -184,7 +185,7 @@ func parseLocation(v js.Value) (*location, error) {
 		if name == "" {
 			name = "(signer root)"
 		}
-		return &location{st: st, root: k, name: name + " via " + redact(signerURL)}, nil
+		return &location{st: st, root: k, name: name + " via " + redact(signerURL), path: k}, nil
 	}
 	return nil, invalid("location must be an http(s) URL or { signer: { url, token }, key }")
 }

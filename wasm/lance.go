@@ -184,7 +184,7 @@ func lanceInfo(args []js.Value) js.Value {
 		if err != nil {
 			return nil, err
 		}
-		info, err := inspect.DatasetInfo(ctx, d, loc.name)
+		info, err := inspect.DatasetInfo(ctx, d, loc.path)
 		if err != nil {
 			return nil, err
 		}

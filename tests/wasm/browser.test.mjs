@@ -11,7 +11,10 @@ import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { chromium } from 'playwright-core';
 import { startServer } from './server.mjs';
-import { buildData, kv0, WASM_DIR } from './fixtures.mjs';
+import { buildData, kv0, KV0, WASM_DIR } from './fixtures.mjs';
+import { startS3, startSigner, ACCESS, SECRET } from './s3.mjs';
+import { promisify } from 'node:util';
+import { execFile } from 'node:child_process';
 
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const CI = process.env.CI === 'true';
@@ -218,5 +221,39 @@ describe('browser', { skip: !haveChromium && 'no Chromium (set CI=true to make t
     assert.ok(next.c.runs.includes(second.run_id), `${JSON.stringify(next.c)} ${out}`);
     assert.ok(next.at - started <= interval + 1000, `run seen ${next.at - started} ms after`);
     await inPage(page, async () => { window.stop(); await window.repo.close(); });
+  });
+
+  it('signed mode: versitygw with CORS rules and kv0 sign-server answer as the CLI does', async () => {
+    const s3 = await startS3();
+    let signer;
+    try {
+      const bucket = 'kv0-wasm';
+      await promisify(execFile)('go', ['run', './tests/wasm/s3setup', '-endpoint', s3.endpoint, '-bucket', bucket, '-origin', pageSrv.url,
+        '-dir', data.dir, '-prefix', 'data'], { cwd: join(import.meta.dirname, '../..'), env: { ...process.env, AWS_ACCESS_KEY_ID: ACCESS, AWS_SECRET_ACCESS_KEY: SECRET } });
+      signer = await startSigner(KV0, s3.endpoint, `s3://${bucket}/data`, pageSrv.url);
+      const at = (key, token = signer.token) => ({ signer: { url: signer.url, token }, key });
+      for (const ds of ['made/t.lance', 'samples/default/kv.lance']) {
+        const local = join(data.dir, ds);
+        assert.deepEqual(await call(page, 'lance.cat', at(ds)), { ok: await kv0(['lance', 'cat', local]) }, ds);
+        assert.deepEqual(await call(page, 'lance.log', at(ds)), { ok: JSON.parse(await kv0(['lance', 'log', local, '--json'])) }, ds);
+        const info = JSON.parse(await kv0(['lance', 'info', local, '--json']));
+        assert.deepEqual(await call(page, 'lance.info', at(ds)), { ok: { ...info, path: ds } }, ds);
+      }
+      const runs = await inPage(page, async (loc) => {
+        const repo = await window.kv0.openRepo(loc);
+        try { return await repo.runs(); } finally { await repo.close(); }
+      }, at(data.repo));
+      assert.deepEqual(runs, JSON.parse(await kv0(['runs', join(data.dir, data.repo), '--json'])));
+      const bad = await call(page, 'lance.cat', at('made/t.lance', 'wrong-token-0123456789'));
+      assert.equal(bad.code, 'Forbidden', JSON.stringify(bad));
+      assert.match(bad.message, new RegExp(signer.url.replace(/[.:/]/g, '\\$&')));
+      assert.doesNotMatch(bad.message, /wrong-token/);
+      const missing = await call(page, 'lance.info', at('nothing.lance'));
+      assert.equal(missing.code, 'NotFound', JSON.stringify(missing));
+      assert.deepEqual(await call(page, 'lance.cat', at('made/t.lance'), { limit: 2 }), { ok: await kv0(['lance', 'cat', join(data.dir, 'made/t.lance'), '--limit', '2']) });
+    } finally {
+      await signer?.stop();
+      await s3.stop();
+    }
   });
 });
