@@ -24,6 +24,32 @@ after(async () => {
 const quoteIDs = (s) => s.replace(/"series_id": (\d+)/g, '"series_id": "$1"');
 const cliJSON = async (args) => JSON.parse(quoteIDs(await kv0(args)));
 
+describe('package', () => {
+  it('installs as @kv0/wasm: exports and types resolve, the module loads by name', async () => {
+    const { mkdtemp, mkdir, symlink, writeFile, readFile, rm } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const pkg = JSON.parse(await readFile(join(WASM_DIR, 'package.json'), 'utf8'));
+    assert.equal(pkg.name, '@kv0/wasm');
+    assert.equal(pkg.types, './kv0.d.ts');
+    assert.equal(pkg.exports['.'].import, './kv0.mjs');
+    for (const f of pkg.files) await readFile(join(WASM_DIR, f)); // every listed file is there
+    // What `npm install ./out/wasm` makes: a link under node_modules.
+    const dir = await mkdtemp(join(tmpdir(), 'kv0-pkg-'));
+    try {
+      await mkdir(join(dir, 'node_modules/@kv0'), { recursive: true });
+      await symlink(WASM_DIR, join(dir, 'node_modules/@kv0/wasm'));
+      await writeFile(join(dir, 'use.mjs'), `import { load } from '@kv0/wasm';
+const kv0 = await load();
+export const info = await kv0.lance.info(process.env.KV0_URL);`);
+      process.env.KV0_URL = `${srv.url}/made/t.lance`;
+      const { info } = await import(join(dir, 'use.mjs'));
+      assert.deepEqual(info, await mod.lance.info(`${srv.url}/made/t.lance`));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('lance', () => {
   it('cat, info and log equal the CLI byte for byte on every dataset', async () => {
     for (const ds of data.datasets) {
@@ -191,6 +217,13 @@ describe('tracking', () => {
     }
     const steps = await repo.read([ids[0]], { steps: [10, 20] });
     assert.deepEqual([...steps[0].steps], Array.from({ length: 10 }, (_, k) => 10 + k).filter((x) => (series.find((s) => s.series_id === ids[0]).stats.first_step <= x)));
+    // A time range [from, to) in milliseconds selects by timestamp.
+    const big = series.find((x) => x.stats && x.stats.count >= 10);
+    const [full] = await repo.read([big.series_id]);
+    const from = full.timestamps[3], to = full.timestamps[8];
+    const [part] = await repo.read([big.series_id], { time: [from, to] });
+    assert.deepEqual([...part.steps], [...full.steps].filter((_, k) => full.timestamps[k] >= from && full.timestamps[k] < to));
+    assert.ok(part.steps.length > 0);
     await assert.rejects(repo.read([123]), (e) => e.code === 'Invalid');
     await assert.rejects(repo.run('no-such-run'), (e) => e.code === 'NotFound' && /no-such-run/.test(e.message));
   });
