@@ -213,6 +213,8 @@ export interface LoadOptions {
   wasmURL?: string | URL;
   /** URL of wasm_exec.js (default: beside kv0.mjs). */
   wasmExecURL?: string | URL;
+  /** Environment variables of the Go program (for tests). */
+  env?: Record<string, string>;
 }
 
 export function load(options?: LoadOptions): Promise<Kv0>;

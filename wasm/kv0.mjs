@@ -62,15 +62,26 @@ function json(v) {
   return v === undefined || v === null ? undefined : JSON.stringify(v);
 }
 
+// A location crosses into Go as a string: the URL, or the JSON of the
+// signed form. Reading the caller's object here keeps its getters out of Go.
 function checkLocation(location) {
   if (typeof location === 'string') return location;
-  if (location && typeof location === 'object') return location;
+  if (location && typeof location === 'object') {
+    const s = location.signer;
+    const signer = s && typeof s === 'object' ? { url: s.url, token: s.token } : s;
+    if (!signer || typeof signer.url !== 'string' || typeof signer.token !== 'string') {
+      throw codeError('Invalid', 'location: signer must be { url: string, token: string }');
+    }
+    if (location.key !== undefined && typeof location.key !== 'string') throw codeError('Invalid', 'location: key must be a string');
+    return JSON.stringify({ signer, key: location.key });
+  }
   throw codeError('Invalid', 'location must be an http(s) URL or { signer: { url, token }, key }');
 }
 
 /**
  * Loads kv0.wasm and starts it. Options: wasmURL (default: kv0.wasm beside
- * this module), wasmExecURL (default: wasm_exec.js beside it).
+ * this module), wasmExecURL (default: wasm_exec.js beside it), env (the Go
+ * program's environment; the test suites use it).
  */
 export async function load(options = {}) {
   const wasmURL = new URL(options.wasmURL ?? 'kv0.wasm', here).href;
@@ -80,6 +91,7 @@ export async function load(options = {}) {
   const name = `__kv0_ready_${Date.now().toString(36)}_${instances++}`;
   const ready = new Promise((resolve) => { globalThis[name] = resolve; });
   go.argv = ['kv0', name];
+  if (options.env) go.env = { ...options.env };
   const instance = await instantiate(go, wasmURL);
   let exited = false;
   const running = go.run(instance).finally(() => { exited = true; });
@@ -93,26 +105,31 @@ export async function load(options = {}) {
     }
   };
 
+  // Every wrapper is async, so a bad argument rejects rather than throws.
   const lance = Object.freeze({
-    cat: (location, opts) => call('cat', checkLocation(location), json(opts)),
+    cat: async (location, opts) => call('cat', checkLocation(location), json(opts)),
     info: async (location, opts) => JSON.parse(await call('info', checkLocation(location), json(opts))),
     log: async (location) => JSON.parse(await call('log', checkLocation(location))),
-    scan: (location, opts) => call('scan', checkLocation(location), json(opts)),
+    scan: async (location, opts) => call('scan', checkLocation(location), json(opts)),
   });
 
   async function openRepo(location) {
     const h = await call('openRepo', checkLocation(location));
     const rc = async (method, arg) => JSON.parse(await call('repoCall', h, method, arg));
+    const ids = (seriesIds) => {
+      if (!Array.isArray(seriesIds)) throw codeError('Invalid', 'series ids must be an array of decimal strings');
+      return JSON.stringify(seriesIds);
+    };
     const watchers = new Set();
     return Object.freeze({
       runs: (filter) => rc('runs', json(filter)),
-      run: (id) => rc('run', id),
-      params: (id) => rc('params', id),
-      series: (runId) => rc('series', runId),
-      stats: (seriesIds) => rc('stats', json(seriesIds ?? [])),
+      run: (id) => rc('run', String(id)),
+      params: (id) => rc('params', String(id)),
+      series: (runId) => rc('series', String(runId)),
+      stats: async (seriesIds) => rc('stats', ids(seriesIds)),
       versions: () => rc('versions'),
       async read(seriesIds, opts) {
-        const { meta, data } = await call('repoRead', h, json(seriesIds ?? []), json(opts));
+        const { meta, data } = await call('repoRead', h, ids(seriesIds), json(opts));
         const out = [];
         let off = data.byteOffset;
         const view = (n) => { const a = new Float64Array(data.buffer, off, n); off += 8 * n; return a; };

@@ -132,6 +132,18 @@ describe('lance', () => {
       });
       assert.equal(await mod.lance.cat(url, { limit: 1 }), await kv0(['lance', 'cat', url, '--limit', '1']));
     }
+    // A getter that throws while the argument is read rejects the call.
+    const evil = { signer: { get url() { throw new Error('boom'); }, token: 't' }, key: 'k' };
+    await assert.rejects(mod.lance.info(evil), /boom/);
+    await assert.rejects(mod.lance.cat({ signer: { url: 1, token: 't' } }), (e) => e.code === 'Invalid');
+    await assert.rejects(mod.openRepo(null), (e) => e.code === 'Invalid');
+    // A panic inside the Go code (forced by the test hook) rejects only its
+    // own call; the module keeps serving.
+    const other = await load({ env: { KV0_WASM_TEST_PANIC: '/panic-here/' } });
+    for (let i = 0; i < 3; i++) {
+      await assert.rejects(other.lance.info(`${srv.url}/panic-here/t.lance`), (e) => e.code === 'Corrupt' && /internal error/.test(e.message));
+      assert.equal(await other.lance.cat(url, { limit: 1 }), await kv0(['lance', 'cat', url, '--limit', '1']));
+    }
     // The CLI refuses the same arguments.
     assert.notEqual((await kv0Status(['lance', 'cat', url, '--columns', 'nope'])).code, 0);
   });
