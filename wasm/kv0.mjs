@@ -144,26 +144,39 @@ export async function load(options = {}) {
         const interval = opts.interval ?? 2000;
         let stopped = false;
         let timer = null;
-        const w = { stop: () => { stopped = true; if (timer !== null) clearTimeout(timer); watchers.delete(w); } };
+        let id = 0; // the Go side's number of this watch, once started
+        const w = {
+          stop: () => {
+            if (stopped) return;
+            stopped = true;
+            if (timer !== null) clearTimeout(timer);
+            watchers.delete(w);
+            if (id) call('repoPoll', h, -id).catch(() => {});
+          },
+        };
         watchers.add(w);
+        const schedule = () => { if (!stopped) timer = setTimeout(tick, interval); };
+        const report = (err) => { if (opts.onError && !stopped) opts.onError(err); };
         const tick = async () => {
           timer = null;
           if (stopped) return;
-          let changed = false;
+          let r = null;
           try {
-            const r = await call('repoPoll', h, false);
-            changed = r !== null;
-            if (changed && !stopped) onChange(JSON.parse(r));
+            r = id ? await call('repoPoll', h, id) : null;
+            if (!id) id = await call('repoPoll', h, 0);
           } catch (err) {
             if (err && err.code === 'Closed') { w.stop(); return; }
-            if (opts.onError) opts.onError(err);
+            report(err);
+            schedule();
+            return;
           }
-          if (opts.onPoll && !stopped) opts.onPoll({ changed });
-          if (!stopped) timer = setTimeout(tick, interval);
+          if (stopped) return;
+          // A throwing callback is reported, and watching goes on.
+          try { if (r !== null) onChange(JSON.parse(r)); } catch (err) { report(err); }
+          try { if (opts.onPoll) opts.onPoll({ changed: r !== null }); } catch (err) { report(err); }
+          schedule();
         };
-        call('repoPoll', h, true).then(
-          () => { if (opts.onPoll && !stopped) opts.onPoll({ changed: false }); if (!stopped) timer = setTimeout(tick, interval); },
-          (err) => { if (opts.onError) opts.onError(err); if (!stopped) timer = setTimeout(tick, interval); });
+        tick(); // the first poll only records the state watching starts from
         return w.stop;
       },
       async close() {

@@ -19,14 +19,20 @@ import (
 	"github.com/kv0/kv0/core/tracking"
 )
 
-// repoHandle is one openRepo: a read-only tracking.Repo and what watch
-// last saw.
+// repoHandle is one openRepo: a read-only tracking.Repo and the state of
+// its watches.
 type repoHandle struct {
 	loc *location
 	r   *tracking.Repo
 
-	mu    sync.Mutex // the fields below; one poll at a time
-	base  *tracking.Versions
+	mu        sync.Mutex // watches, nextWatch; one poll at a time
+	watches   map[int]*watchState
+	nextWatch int
+}
+
+// watchState is what one repo.watch last saw.
+type watchState struct {
+	base  tracking.Versions
 	runs  map[string]tracking.RunInfo
 	stats map[tracking.SeriesID]tracking.SeriesStats
 	polls int
@@ -393,11 +399,13 @@ func msTime(ms float64) time.Time {
 	return time.UnixMicro(int64(math.Round(ms * 1000)))
 }
 
-// repoPoll(handle, init) resolves to null when nothing changed since the
-// last poll, else to a JSON { versions, runs, series } naming the runs
-// whose state and the series whose points changed. With init set it only
-// records the current state (what watch starts from). A poll that finds
-// nothing costs tracking.Repo.Changed's three requests.
+// repoPoll(handle, watch) polls for the watch numbered watch and resolves
+// to null when nothing changed since its last poll, else to a JSON
+// { versions, runs, series } naming the runs whose state and the series
+// whose points changed. With watch 0 it starts a watch: it records the
+// current state and resolves to the new watch's number. A poll that finds
+// nothing costs tracking.Repo.Changed's three requests. repoPoll(handle,
+// -watch) ends the watch.
 func repoPoll(args []js.Value) js.Value {
 	var h *repoHandle
 	where := func() string {
@@ -408,21 +416,29 @@ func repoPoll(args []js.Value) js.Value {
 	}
 	return promise(where, func(ctx context.Context) (any, error) {
 		var err error
-		if len(args) < 1 {
-			return nil, invalid("poll: want handle")
+		if len(args) < 2 || args[1].Type() != js.TypeNumber {
+			return nil, invalid("poll: want handle, watch")
 		}
 		if h, err = handle(args[0]); err != nil {
 			return nil, err
 		}
-		init := len(args) > 1 && args[1].Truthy()
+		id := args[1].Int()
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		if !init && h.base != nil {
-			h.polls++
+		if id < 0 {
+			delete(h.watches, -id)
+			return js.Null(), nil
+		}
+		w := h.watches[id]
+		if id != 0 && w == nil {
+			return nil, &callError{code: codeClosed, err: errors.New("watch stopped")}
+		}
+		if w != nil {
+			w.polls++
 			// Now and then a full look, in case a cleanup removed the
 			// version after the one held before a probe saw it.
-			if h.polls%30 != 0 {
-				changed, err := h.r.Changed(ctx, *h.base)
+			if w.polls%30 != 0 {
+				changed, err := h.r.Changed(ctx, w.base)
 				if err != nil || !changed {
 					return js.Null(), err
 				}
@@ -441,10 +457,20 @@ func repoPoll(args []js.Value) js.Value {
 			return nil, err
 		}
 		runMap := make(map[string]tracking.RunInfo, len(runs))
-		changedRuns := []string{}
 		for _, in := range runs {
 			runMap[in.ID] = in
-			old, ok := h.runs[in.ID]
+		}
+		if w == nil {
+			if h.watches == nil {
+				h.watches = map[int]*watchState{}
+			}
+			h.nextWatch++
+			h.watches[h.nextWatch] = &watchState{base: v, runs: runMap, stats: stats}
+			return h.nextWatch, nil
+		}
+		changedRuns := []string{}
+		for _, in := range runs {
+			old, ok := w.runs[in.ID]
 			if !ok || !old.UpdatedAt.Equal(in.UpdatedAt) || old.Status != in.Status || old.Archived != in.Archived ||
 				old.Name != in.Name || !slices.Equal(old.Tags, in.Tags) {
 				changedRuns = append(changedRuns, in.ID)
@@ -452,16 +478,15 @@ func repoPoll(args []js.Value) js.Value {
 		}
 		changedSeries := []string{}
 		for id, st := range stats {
-			old, ok := h.stats[id]
+			old, ok := w.stats[id]
 			if !ok || old.Count != st.Count || old.LastStep != st.LastStep || !old.LastTimestamp.Equal(st.LastTimestamp) ||
 				math.Float64bits(old.LastValue) != math.Float64bits(st.LastValue) {
 				changedSeries = append(changedSeries, strconv.FormatUint(uint64(id), 10))
 			}
 		}
 		slices.Sort(changedSeries)
-		first := h.base == nil
-		h.base, h.runs, h.stats = &v, runMap, stats
-		if init || first || len(changedRuns)+len(changedSeries) == 0 {
+		w.base, w.runs, w.stats = v, runMap, stats
+		if len(changedRuns)+len(changedSeries) == 0 {
 			return js.Null(), nil
 		}
 		out, err := marshal(struct {

@@ -240,6 +240,42 @@ describe('tracking', () => {
     await assert.rejects(repo.run('no-such-run'), (e) => e.code === 'NotFound' && /no-such-run/.test(e.message));
   });
 
+  it('two watches of one handle each see a commit; a throwing callback does not stop watching', { timeout: 60000 }, async () => {
+    const { spawn } = await import('node:child_process');
+    const live = join(data.dir, 'live-node');
+    const track = (args, lines) => new Promise((resolve, reject) => {
+      const p = spawn(process.env.KV0 ?? join(import.meta.dirname, '../../bin/kv0'), ['track', live, ...args, '--no-wal'], { stdio: ['pipe', 'ignore', 'inherit'] });
+      p.on('exit', (c) => (c === 0 ? resolve() : reject(new Error(`kv0 track exited ${c}`))));
+      p.stdin.end(lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+    });
+    await track(['--run', 'w'], [{ name: 'loss', step: 0, value: 1 }]);
+    const r = await mod.openRepo(`${srv.url}/live-node`);
+    const seen = [[], []];
+    const started = [];
+    const stops = [0, 1].map((k) => {
+      let resolveStart;
+      started.push(new Promise((res) => { resolveStart = res; }));
+      let polls = 0;
+      return r.watch((c) => { seen[k].push(c); if (k === 0) throw new Error('callback failure'); }, {
+        interval: 200,
+        onPoll: () => { if (++polls === 1) resolveStart(); },
+        onError: (e) => seen[k].push({ error: e.message }),
+      });
+    });
+    await Promise.all(started);
+    await track(['--run', 'v'], [{ name: 'acc', step: 0, value: 0.5 }]);
+    const [v] = (await r.runs()).filter((x) => x.name === 'v');
+    const waitFor = (k, pred) => new Promise((resolve) => { const t = () => (seen[k].some(pred) ? resolve() : setTimeout(t, 20)); t(); });
+    await Promise.all([0, 1].map((k) => waitFor(k, (c) => c.runs?.includes(v.run_id))));
+    await waitFor(0, (c) => c.error === 'callback failure');
+    // Watch 0 goes on after its callback threw: a second commit reaches it.
+    await track(['--run', 'u'], [{ name: 'acc', step: 0, value: 0.25 }]);
+    const [u] = (await r.runs()).filter((x) => x.name === 'u');
+    await Promise.all([0, 1].map((k) => waitFor(k, (c) => c.runs?.includes(u.run_id))));
+    stops.forEach((s) => s());
+    await r.close();
+  });
+
   it('versions, and Closed after close', async () => {
     const v = await repo.versions();
     for (const k of ['runs', 'params', 'series', 'metrics']) assert.ok(v[k] >= 1, k);
