@@ -213,6 +213,8 @@ export interface LoadOptions {
   wasmURL?: string | URL;
   /** URL of wasm_exec.js (default: beside kv0.mjs). */
   wasmExecURL?: string | URL;
+  /** In a browser page: run the module in a dedicated Web Worker (same API), so decoding never blocks the page. */
+  worker?: boolean;
   /** Environment variables of the Go program (for tests). */
   env?: Record<string, string>;
 }

@@ -17,10 +17,9 @@ async function loadGoRuntime(wasmExecURL) {
     const vm = await import('node:vm');
     const src = await readFile(fileURLToPath(wasmExecURL), 'utf8');
     vm.runInThisContext(src, { filename: fileURLToPath(wasmExecURL) });
-  } else if (typeof importScripts === 'function') {
-    importScripts(String(wasmExecURL)); // a classic worker
   } else {
-    // A page or a module worker: evaluate the script text in global scope.
+    // A page or a worker: evaluate the script text in global scope (module
+    // workers cannot importScripts).
     const res = await fetch(wasmExecURL);
     if (!res.ok) throw codeError('NotFound', `${String(wasmExecURL).split('?')[0]}: HTTP ${res.status} loading wasm_exec.js`);
     (0, eval)(await res.text());
@@ -81,9 +80,20 @@ function checkLocation(location) {
 /**
  * Loads kv0.wasm and starts it. Options: wasmURL (default: kv0.wasm beside
  * this module), wasmExecURL (default: wasm_exec.js beside it), env (the Go
- * program's environment; the test suites use it).
+ * program's environment; the test suites use it), worker (in a browser: run
+ * the module in a dedicated Web Worker, so decoding never blocks the page;
+ * the API is the same).
  */
 export async function load(options = {}) {
+  if (options.worker && typeof Worker === 'function' && typeof window !== 'undefined') {
+    return wrap(await startWorker(options));
+  }
+  return wrap(await start(options));
+}
+
+// start runs kv0.wasm in this thread and returns call(fn, ...args), which
+// invokes one of the Go program's functions and returns its Promise.
+async function start(options) {
   const wasmURL = new URL(options.wasmURL ?? 'kv0.wasm', here).href;
   const wasmExecURL = new URL(options.wasmExecURL ?? 'wasm_exec.js', here).href;
   const Go = await loadGoRuntime(wasmExecURL);
@@ -104,7 +114,46 @@ export async function load(options = {}) {
       return Promise.reject(err);
     }
   };
+  return call;
+}
 
+// startWorker starts a module Worker running this file, which runs
+// kv0.wasm (see the end of the file), and returns a call that forwards to
+// it. Results and errors come back by message; byte arrays are moved, not
+// copied.
+async function startWorker(options) {
+  const worker = new Worker(here, { type: 'module', name: 'kv0-worker' });
+  const pending = new Map();
+  let next = 1;
+  let failed = null;
+  worker.onmessage = ({ data }) => {
+    const p = pending.get(data.id);
+    if (!p) return;
+    pending.delete(data.id);
+    if ('err' in data) p.reject(codeError(data.err.code, data.err.message));
+    else p.resolve(data.ok);
+  };
+  worker.onerror = (ev) => {
+    failed = codeError('Closed', `kv0 worker failed: ${ev.message ?? 'error'}`);
+    for (const p of pending.values()) p.reject(failed);
+    pending.clear();
+  };
+  const call = (fn, ...args) => {
+    if (failed) return Promise.reject(failed);
+    return new Promise((resolve, reject) => {
+      const id = next++;
+      pending.set(id, { resolve, reject });
+      worker.postMessage({ id, fn, args });
+    });
+  };
+  const { wasmURL, wasmExecURL, env } = options;
+  const abs = (u, d) => new URL(u ?? d, here).href;
+  await call('__start', { wasmURL: abs(wasmURL, 'kv0.wasm'), wasmExecURL: abs(wasmExecURL, 'wasm_exec.js'), env });
+  return call;
+}
+
+// wrap builds the API over call.
+function wrap(call) {
   // Every wrapper is async, so a bad argument rejects rather than throws.
   const lance = Object.freeze({
     cat: async (location, opts) => call('cat', checkLocation(location), json(opts)),
@@ -187,4 +236,27 @@ export async function load(options = {}) {
   }
 
   return Object.freeze({ lance, openRepo });
+}
+
+// The worker side of load({ worker: true }): this file, started as a module
+// Worker named kv0-worker, runs kv0.wasm and answers the page's calls.
+if (typeof WorkerGlobalScope !== 'undefined' && globalThis instanceof WorkerGlobalScope && globalThis.name === 'kv0-worker') {
+  let callGo = null;
+  globalThis.onmessage = async ({ data: { id, fn, args } }) => {
+    try {
+      let ok;
+      if (fn === '__start') {
+        callGo = await start(args[0]);
+        ok = true;
+      } else {
+        ok = await callGo(fn, ...args);
+      }
+      const transfer = [];
+      if (ok instanceof Uint8Array) transfer.push(ok.buffer);
+      else if (ok && ok.data instanceof Uint8Array) transfer.push(ok.data.buffer);
+      globalThis.postMessage({ id, ok }, transfer);
+    } catch (e) {
+      globalThis.postMessage({ id, err: { code: e?.code ?? 'Corrupt', message: String(e?.message ?? e) } });
+    }
+  };
 }

@@ -35,7 +35,7 @@ window.call = async (path, ...args) => {
     return { code: e.code ?? 'none', message: String(e.message) };
   }
 };
-window.ready = load().then((m) => { window.kv0 = m; return true; });
+window.ready = load({ worker: new URLSearchParams(location.search).has('worker') }).then((m) => { window.kv0 = m; return true; });
 </script>`;
 
 // Every call gets a deadline, so a hang fails the test instead of stalling it.
@@ -254,6 +254,34 @@ describe('browser', { skip: !haveChromium && 'no Chromium (set CI=true to make t
     } finally {
       await signer?.stop();
       await s3.stop();
+    }
+  });
+
+  it('worker mode: the same answers, typed arrays and error codes, decoding off the page thread', async () => {
+    const wpage = await browser.newPage();
+    try {
+      await wpage.goto(`${pageSrv.url}/test.html?worker`);
+      await inPage(wpage, () => window.ready);
+      const url = `${dataSrv.url}/made/t.lance`;
+      assert.deepEqual(await call(wpage, 'lance.cat', url, { where: 'small > 0' }), { ok: await kv0(['lance', 'cat', url, '--where', 'small > 0']) });
+      assert.deepEqual(await call(wpage, 'lance.info', url), { ok: JSON.parse(await kv0(['lance', 'info', url, '--json'])) });
+      const bad = await call(wpage, 'lance.cat', url, { columns: ['nope'] });
+      assert.equal(bad.code, 'Invalid');
+      const got = await inPage(wpage, async (u) => {
+        const repo = await window.kv0.openRepo(u);
+        const [run] = await repo.runs();
+        const series = await repo.series(run.run_id);
+        const [s] = await repo.read([series[0].series_id]);
+        const scanned = await window.kv0.lance.scan(u.replace(/repo$/, 'made/t.lance'));
+        await repo.close();
+        const closed = await repo.runs().then(() => 'resolved', (e) => e.code);
+        return { typed: s.values instanceof Float64Array, n: s.steps.length, count: series[0].stats.count, bytes: scanned instanceof Uint8Array && scanned.length, closed };
+      }, `${dataSrv.url}/${data.repo}`);
+      assert.ok(got.typed && got.bytes > 0);
+      assert.equal(got.n, got.count);
+      assert.equal(got.closed, 'Closed');
+    } finally {
+      await wpage.close();
     }
   });
 });
