@@ -1,6 +1,7 @@
 // Package httpstore is a read-only store.Store over HTTP(S) range requests.
-// It uses net/http only, so it builds for js/wasm as well, where requests go
-// through the browser's (or the edge runtime's) fetch.
+// Requests go through a Transport: net/http natively, and on js/wasm the
+// JavaScript fetch function through syscall/js, so a wasm binary does not
+// link net/http (megabytes) and a browser applies its own CORS and cache.
 //
 // Two modes:
 //

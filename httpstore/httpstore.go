@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -29,9 +28,9 @@ const (
 
 // Options configure a Store. The zero value is ready to use.
 type Options struct {
-	// Client sends the requests (default: a client without timeout of its
-	// own; RequestTimeout bounds each attempt).
-	Client *http.Client
+	// Transport sends the requests (default: net/http natively, the
+	// JavaScript fetch on js/wasm; RequestTimeout bounds each attempt).
+	Transport Transport
 	// MaxConcurrency bounds the requests in flight (default 8).
 	MaxConcurrency int
 	// MaxAttempts is the number of tries of one request (default 4).
@@ -54,7 +53,7 @@ type Options struct {
 	// Header is added to every request (e.g. an Authorization header for a
 	// private static server). Avoid headers that trigger CORS preflights
 	// in browsers unless the server allows them.
-	Header http.Header
+	Header map[string][]string
 }
 
 // Store is a read-only store.Store over HTTP range requests.
@@ -62,7 +61,7 @@ type Store struct {
 	base   *url.URL // static mode
 	signer Signer   // signed mode
 	opts   Options
-	client *http.Client
+	client Transport
 	sem    chan struct{}
 
 	mu     sync.Mutex
@@ -109,8 +108,8 @@ func OpenSigned(signer Signer, opts Options) (*Store, error) {
 }
 
 func newStore(base *url.URL, signer Signer, opts Options) *Store {
-	if opts.Client == nil {
-		opts.Client = &http.Client{}
+	if opts.Transport == nil {
+		opts.Transport = defaultTransport()
 	}
 	if opts.MaxConcurrency <= 0 {
 		opts.MaxConcurrency = DefaultMaxConcurrency
@@ -137,7 +136,7 @@ func newStore(base *url.URL, signer Signer, opts Options) *Store {
 		base:   base,
 		signer: signer,
 		opts:   opts,
-		client: opts.Client,
+		client: opts.Transport,
 		sem:    make(chan struct{}, opts.MaxConcurrency),
 		urls:   map[string]cachedURL{},
 		sizes:  map[string]cachedSize{},
@@ -386,24 +385,21 @@ func (s *Store) release() { <-s.sem }
 
 // get sends one GET under the concurrency bound and the per-attempt
 // timeout. The caller must call done after reading the body.
-func (s *Store) get(ctx context.Context, op, rawURL, rng string) (resp *http.Response, done func(), err error) {
+func (s *Store) get(ctx context.Context, op, rawURL, rng string) (resp *Response, done func(), err error) {
 	if err := s.acquire(ctx); err != nil {
 		return nil, nil, err
 	}
 	actx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
 	done = func() { cancel(); s.release() }
-	req, err := http.NewRequestWithContext(actx, http.MethodGet, rawURL, nil)
-	if err != nil {
-		done()
-		return nil, nil, &Error{Op: op, URL: redact(rawURL), Msg: "bad URL", Err: ErrServer}
-	}
-	for k, v := range s.opts.Header {
-		req.Header[k] = v
-	}
+	header := s.opts.Header
 	if rng != "" {
-		req.Header.Set("Range", rng)
+		header = make(map[string][]string, len(s.opts.Header)+1)
+		for k, v := range s.opts.Header {
+			header[k] = v
+		}
+		header["Range"] = []string{rng}
 	}
-	resp, err = s.client.Do(req)
+	resp, err = s.client.Get(actx, rawURL, header)
 	if err != nil {
 		done()
 		if cerr := ctx.Err(); cerr != nil {
@@ -432,9 +428,9 @@ func (s *Store) fetchOnce(ctx context.Context, op, rawURL string, start, end int
 	fail := func(status int, msg string, sentinel error) *Error {
 		return &Error{Op: op, URL: redact(rawURL), Status: status, Msg: msg, Err: sentinel}
 	}
-	switch code := resp.StatusCode; {
-	case code == http.StatusPartialContent:
-		cr := resp.Header.Get("Content-Range")
+	switch code := resp.Status; {
+	case code == statusPartialContent:
+		cr := resp.header("Content-Range")
 		a, b, tot, ok := parseContentRange(cr)
 		if !ok {
 			if cr == "" {
@@ -453,7 +449,7 @@ func (s *Store) fetchOnce(ctx context.Context, op, rawURL string, start, end int
 			return nil, -1, fail(code, fmt.Sprintf("got %d of %d bytes of %s: %v", n, len(buf), rng, err), ErrTruncated), true
 		}
 		return buf, tot, nil, false
-	case code == http.StatusOK:
+	case code == statusOK:
 		// The server ignored the range and sends the whole object.
 		tot := resp.ContentLength
 		if tot >= 0 && start >= tot {
@@ -488,19 +484,19 @@ func (s *Store) fetchOnce(ctx context.Context, op, rawURL string, start, end int
 			tot = -1
 		}
 		return buf, tot, nil, false
-	case code == http.StatusRequestedRangeNotSatisfiable:
+	case code == statusRangeNotSatisfiable:
 		tot := int64(-1)
-		if _, _, t, ok := parseContentRange(resp.Header.Get("Content-Range")); ok {
+		if _, _, t, ok := parseContentRange(resp.header("Content-Range")); ok {
 			tot = t
 		} else if start == 0 {
 			tot = 0 // bytes=0-... is unsatisfiable only for an empty object
 		}
 		return nil, tot, fail(code, fmt.Sprintf("range %s", rng), store.ErrShortObject), false
-	case code == http.StatusNotFound || code == http.StatusGone:
+	case code == statusNotFound || code == statusGone:
 		return nil, -1, fail(code, "", store.ErrNotFound), false
-	case code == http.StatusForbidden || code == http.StatusUnauthorized:
+	case code == statusForbidden || code == statusUnauthorized:
 		return nil, -1, fail(code, s3Message(resp.Body), ErrForbidden), false
-	case code == http.StatusTooManyRequests || code >= 500:
+	case code == statusTooManyRequests || code >= 500:
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		return nil, -1, fail(code, "", ErrServer), true
 	default:

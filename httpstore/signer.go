@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -137,15 +136,15 @@ func (s *Store) listOnce(ctx context.Context, rawURL string) (*listBucketResult,
 	defer done()
 	defer resp.Body.Close()
 	fail := func(msg string, sentinel error) *Error {
-		return &Error{Op: "list", URL: redact(rawURL), Status: resp.StatusCode, Msg: msg, Err: sentinel}
+		return &Error{Op: "list", URL: redact(rawURL), Status: resp.Status, Msg: msg, Err: sentinel}
 	}
-	switch code := resp.StatusCode; {
-	case code == http.StatusOK:
-	case code == http.StatusForbidden || code == http.StatusUnauthorized:
+	switch code := resp.Status; {
+	case code == statusOK:
+	case code == statusForbidden || code == statusUnauthorized:
 		return nil, fail(s3Message(resp.Body), ErrForbidden), false
-	case code == http.StatusNotFound:
+	case code == statusNotFound:
 		return nil, fail(s3Message(resp.Body), store.ErrNotFound), false
-	case code == http.StatusTooManyRequests || code >= 500:
+	case code == statusTooManyRequests || code >= 500:
 		return nil, fail("", ErrServer), true
 	default:
 		return nil, fail(s3Message(resp.Body), ErrServer), false
@@ -180,8 +179,8 @@ type ServerSigner struct {
 	URL string
 	// Token is the bearer token.
 	Token string
-	// Client sends the requests (default http.DefaultClient).
-	Client *http.Client
+	// Transport sends the requests (default: as for a Store).
+	Transport Transport
 }
 
 var _ Signer = (*ServerSigner)(nil)
@@ -207,16 +206,11 @@ func (g *ServerSigner) Sign(ctx context.Context, op Op, key string, list ListPar
 		return "", fmt.Errorf("httpstore: cannot sign %v", op)
 	}
 	endpoint := strings.TrimSuffix(g.URL, "/") + "/sign"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"?"+q.Encode(), nil)
-	if err != nil {
-		return "", fmt.Errorf("httpstore: sign server URL %q: %w", redact(g.URL), err)
+	t := g.Transport
+	if t == nil {
+		t = defaultTransport()
 	}
-	req.Header.Set("Authorization", "Bearer "+g.Token)
-	client := g.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
-	resp, err := client.Do(req)
+	resp, err := t.Get(ctx, endpoint+"?"+q.Encode(), map[string][]string{"Authorization": {"Bearer " + g.Token}})
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return "", cerr
@@ -227,12 +221,12 @@ func (g *ServerSigner) Sign(ctx context.Context, op Op, key string, list ListPar
 	var sr SignResponse
 	derr := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&sr)
 	switch {
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return "", &Error{Op: "sign", URL: redact(endpoint), Status: resp.StatusCode, Msg: sr.Error, Err: ErrForbidden}
-	case resp.StatusCode == http.StatusBadRequest:
-		return "", &Error{Op: "sign", URL: redact(endpoint), Status: resp.StatusCode, Msg: sr.Error, Err: store.ErrInvalidKey}
-	case resp.StatusCode != http.StatusOK || derr != nil || sr.URL == "":
-		return "", &Error{Op: "sign", URL: redact(endpoint), Status: resp.StatusCode, Msg: sr.Error, Err: ErrServer}
+	case resp.Status == statusUnauthorized || resp.Status == statusForbidden:
+		return "", &Error{Op: "sign", URL: redact(endpoint), Status: resp.Status, Msg: sr.Error, Err: ErrForbidden}
+	case resp.Status == statusBadRequest:
+		return "", &Error{Op: "sign", URL: redact(endpoint), Status: resp.Status, Msg: sr.Error, Err: store.ErrInvalidKey}
+	case resp.Status != statusOK || derr != nil || sr.URL == "":
+		return "", &Error{Op: "sign", URL: redact(endpoint), Status: resp.Status, Msg: sr.Error, Err: ErrServer}
 	}
 	return sr.URL, nil
 }

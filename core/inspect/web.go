@@ -182,18 +182,18 @@ func SeriesPoints(ctx context.Context, r *tracking.Repo, ids []tracking.SeriesID
 			p.Timestamps[k] = float64(t.UnixMicro()) / 1000
 		}
 		if len(m.Buckets) > 0 {
-			p.Mins, p.Maxs = bands(m)
+			p.Mins, p.Maxs = Bands(m)
 		}
 		out[i] = p
 	}
 	return out, nil
 }
 
-// bands returns each point's band of a downsampled read: the minimum and
+// Bands returns each point's band of a downsampled read: the minimum and
 // maximum of the points kept of its bucket (the bucket's finite extremes),
 // or the value itself for the first and last points, which no bucket
 // holds.
-func bands(m tracking.MetricData) (mins, maxs []float64) {
+func Bands(m tracking.MetricData) (mins, maxs []float64) {
 	mins, maxs = slices.Clone(m.Values), slices.Clone(m.Values)
 	k := 0
 	for _, b := range m.Buckets {

@@ -69,3 +69,15 @@ func (d *Dataset) IsLatest(ctx context.Context) (bool, error) {
 	}
 	return true, nil
 }
+
+// VersionExists reports whether version v of the dataset at root is
+// committed under naming n, with one request (a Stat of its manifest) and
+// no listing. Pollers ask it for the version after the one they hold: every
+// commit creates the next version's manifest first.
+func VersionExists(ctx context.Context, st store.Store, root string, v uint64, n Naming) (bool, error) {
+	_, err := st.Stat(ctx, keys{root: root}.manifest(v, n))
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}

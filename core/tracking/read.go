@@ -211,7 +211,7 @@ func scanTombstones(ctx context.Context, d *lance.Dataset, frags []uint64) (map[
 
 // prepareRead flushes the handle's buffer (read-your-writes).
 func (r *Repo) prepareRead(ctx context.Context) error {
-	if r.opts.ReadOnly {
+	if r.opts.ReadOnly || !writable {
 		return nil
 	}
 	r.mu.Lock()

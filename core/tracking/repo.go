@@ -185,6 +185,9 @@ func OpenRepo(ctx context.Context, st store.Store, root string, opts RepoOptions
 		}
 		return r, nil
 	}
+	if !writable {
+		return nil, fmt.Errorf("%w: this build of kv0 only reads (tag kv0_readonly)", ErrReadOnly)
+	}
 	for _, t := range []struct {
 		name string
 		dst  **lance.Dataset
@@ -450,7 +453,7 @@ func (r *Repo) Close() error {
 	}
 	r.mu.Unlock()
 	var err error
-	if !r.opts.ReadOnly {
+	if writable && !r.opts.ReadOnly {
 		close(r.stop)
 		<-r.done
 		err = r.Flush(context.Background())
@@ -480,7 +483,8 @@ type Versions struct {
 	Records map[string]uint64 `json:"records,omitempty"`
 }
 
-// LatestVersions returns the newest committed version of every table. It
+// LatestVersions returns the newest committed version of every table (the
+// records tables only on stores that list). It
 // reads only the version listings (no manifests), so a dashboard can poll
 // it and reload only what changed. It does not flush the handle's buffer.
 func (r *Repo) LatestVersions(ctx context.Context) (Versions, error) {
@@ -496,6 +500,11 @@ func (r *Repo) LatestVersions(ctx context.Context) (Versions, error) {
 		*t.dst = n
 	}
 	tables, err := r.RecordTables(ctx)
+	if errors.Is(err, store.ErrNotSupported) {
+		// A store that cannot list (a static HTTP server) cannot find the
+		// records tables: they are left out.
+		return v, nil
+	}
 	if err != nil {
 		return v, err
 	}
@@ -510,4 +519,39 @@ func (r *Repo) LatestVersions(ctx context.Context) (Versions, error) {
 		v.Records[t] = n
 	}
 	return v, nil
+}
+
+// Changed reports whether a table of runs, series or metrics has a version
+// newer than since holds, in one round trip of three small requests (a
+// Stat of each table's next manifest, issued together) and no listing, so
+// a poller that finds nothing new pays only that. Params and records
+// change together with runs or series in practice; call LatestVersions for
+// the exact picture once Changed says yes (and now and then regardless, as
+// a cleanup may remove a next version before it is seen).
+func (r *Repo) Changed(ctx context.Context, since Versions) (bool, error) {
+	tables := []struct {
+		name string
+		v    uint64
+	}{{RunsTable, since.Runs}, {SeriesTable, since.Series}, {MetricsTable, since.Metrics}}
+	found := make([]bool, len(tables))
+	errs := make([]error, len(tables))
+	var wg sync.WaitGroup
+	for i, t := range tables {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// Tables the tracking layer writes use V2 manifest names.
+			found[i], errs[i] = lance.VersionExists(ctx, r.st, r.key(t.name), t.v+1, lance.NamingV2)
+		}()
+	}
+	wg.Wait()
+	for i := range tables {
+		if errs[i] != nil {
+			return false, errs[i]
+		}
+		if found[i] {
+			return true, nil
+		}
+	}
+	return false, nil
 }

@@ -163,7 +163,7 @@ func openSigned(location, base, key string, opts Options) (store.Store, string, 
 	if token == "" {
 		return nil, "", fmt.Errorf("location %s: %w", location, ErrNoToken)
 	}
-	st, err := httpstore.OpenSigned(&httpstore.ServerSigner{URL: strings.TrimSuffix(base, "/"), Token: token, Client: opts.HTTP.Client}, opts.HTTP)
+	st, err := httpstore.OpenSigned(&httpstore.ServerSigner{URL: strings.TrimSuffix(base, "/"), Token: token, Transport: opts.HTTP.Transport}, opts.HTTP)
 	if err != nil {
 		return nil, "", fmt.Errorf("location %s: %w", location, err)
 	}

@@ -84,7 +84,9 @@ func TestTrackingOnS3(t *testing.T) {
 	flushRows := 1000
 	open := func(readOnly bool) *tracking.Repo {
 		t.Helper()
-		o := tracking.RepoOptions{ReadOnly: readOnly, FlushInterval: -1, FlushRows: flushRows}
+		// No timed flushes and no heartbeats (a due heartbeat flushes an
+		// idle handle): only FlushRows and the test's own calls commit.
+		o := tracking.RepoOptions{ReadOnly: readOnly, FlushInterval: -1, FlushRows: flushRows, HeartbeatInterval: -1}
 		if !readOnly {
 			w, err := wal.Open(uri, wal.Options{Dir: walDir})
 			if err != nil {

@@ -1,0 +1,155 @@
+// The wasm benchmarks (make bench-wasm; figures in docs/benchmarks.md), in
+// headless Chromium against native Go (tests/wasm/benchdata) in one run:
+//   startup   fetch-to-ready of the module (compile + instantiate + Go start), cold and warm HTTP cache
+//   series    cold read of one 100k-point series of 10 runs × 10 series × 100k points (optimized) through
+//             a static server adding 50 ms to every request: waves (dependent round trips), requests, bytes;
+//             then the time per decoded point of warm reads (no added latency)
+//   scan      a 1M-row metrics-shaped table into an Arrow IPC stream: rows/s, and the longest main-thread
+//             stretch without a timer tick (a long task) during the scans
+// Usage: node bench.mjs [DATA_DIR] (default out/wasm-bench, reused when present).
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm, writeFile, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { chromium } from 'playwright-core';
+import { startServer } from './server.mjs';
+import { WASM_DIR } from './fixtures.mjs';
+
+const run = promisify(execFile);
+const root = resolve(import.meta.dirname, '../..');
+const dataDir = resolve(process.argv[2] ?? join(root, 'out/wasm-bench'));
+const benchdata = join(root, 'bin/benchdata');
+await run('go', ['build', '-o', benchdata, './tests/wasm/benchdata'], { cwd: root });
+if (!existsSync(join(dataDir, 'sid'))) {
+  console.error(`writing the benchmark data to ${dataDir} ...`);
+  const { stdout } = await run(benchdata, ['repo', join(dataDir, 'repo')], { maxBuffer: 1 << 20 });
+  await run(benchdata, ['table', dataDir]);
+  await writeFile(join(dataDir, 'sid'), stdout.trim());
+}
+const sid = (await readFile(join(dataDir, 'sid'), 'utf8')).trim();
+
+const PAGE = `<!doctype html><meta charset="utf-8"><script type="module">
+// The longest gap between 5 ms timer ticks: how long the main thread was
+// busy at a stretch (a long task), measured where the observer is absent.
+window.longest = 0;
+let last = performance.now();
+setInterval(() => { const now = performance.now(); window.longest = Math.max(window.longest, now - last - 5); last = now; }, 5);
+const t0 = performance.now();
+const { load } = await import('./kv0.mjs');
+window.kv0 = await load({ worker: new URLSearchParams(location.search).has('worker') });
+window.startup = performance.now() - t0;
+</script>`;
+const pageSrv = await startServer({ root: WASM_DIR, files: { '/bench.html': PAGE }, gzip: true, cacheControl: 'max-age=3600' });
+const dataSrv = await startServer({ root: dataDir });
+const userDir = await mkdtemp(join(tmpdir(), 'kv0-bench-chromium-'));
+const ctx = await chromium.launchPersistentContext(userDir, {
+  executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', headless: true,
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+const results = {};
+try {
+  const page = await ctx.newPage();
+  const startup = async () => { await page.waitForFunction(() => window.startup !== undefined, null, { timeout: 60000 }); return page.evaluate(() => window.startup); };
+  pageSrv.reset();
+  await page.goto(`${pageSrv.url}/bench.html`);
+  results.startup_cold_ms = await startup();
+  results.startup_cold_bytes = pageSrv.bytes;
+  const warm = [];
+  for (let i = 0; i < 3; i++) { pageSrv.reset(); await page.reload(); warm.push(await startup()); }
+  results.startup_warm_ms = Math.min(...warm);
+  results.startup_warm_bytes = pageSrv.bytes;
+
+  // Cold read with 50 ms per request.
+  const repoURL = `${dataSrv.url}/repo`;
+  dataSrv.delayMs = 50; dataSrv.reset();
+  const w = await page.evaluate(async ([u, id]) => {
+    const t0 = performance.now();
+    const repo = await window.kv0.openRepo(u);
+    const [s] = await repo.read([id]);
+    const ms = performance.now() - t0;
+    await repo.close();
+    return { ms, points: s.steps.length };
+  }, [repoURL, sid]);
+  results.wasm_cold = { ...w, waves: dataSrv.waves, requests: dataSrv.requests, bytes: dataSrv.bytes };
+  dataSrv.reset();
+  const n = JSON.parse((await run(benchdata, ['read', repoURL, sid, '0'])).stdout);
+  results.native_cold = { ms: n.ms, points: n.points, waves: dataSrv.waves, requests: dataSrv.requests, bytes: dataSrv.bytes };
+
+  // Decoding: warm reads without added latency.
+  dataSrv.delayMs = 0;
+  results.wasm_warm_ms = await page.evaluate(async ([u, id]) => {
+    const repo = await window.kv0.openRepo(u);
+    await repo.read([id]);
+    const t0 = performance.now();
+    for (let i = 0; i < 5; i++) await repo.read([id]);
+    const ms = (performance.now() - t0) / 5;
+    await repo.close();
+    return ms;
+  }, [repoURL, sid]);
+  results.native_warm_ms = JSON.parse((await run(benchdata, ['read', repoURL, sid])).stdout).warm_ms;
+
+  // Scan rate.
+  const tableURL = `${dataSrv.url}/metrics.lance`;
+  const s = await page.evaluate(async (u) => {
+    let best = Infinity, bytes = 0;
+    window.longest = 0;
+    for (let i = 0; i < 3; i++) {
+      const t0 = performance.now();
+      bytes = (await window.kv0.lance.scan(u)).length;
+      best = Math.min(best, performance.now() - t0);
+    }
+    await new Promise((r) => setTimeout(r, 20)); // a last tick
+    return { ms: best, bytes, longest: window.longest };
+  }, tableURL);
+  results.wasm_scan = s;
+  // The heartbeat's own check: a 120 ms busy loop must show.
+  results.longtask_check_ms = await page.evaluate(async () => {
+    window.longest = 0;
+    const t = performance.now();
+    while (performance.now() - t < 120);
+    await new Promise((r) => setTimeout(r, 20));
+    return window.longest;
+  });
+  results.native_scan = JSON.parse((await run(benchdata, ['scan', tableURL])).stdout);
+
+  // The same scans with the module in a Web Worker: the page's thread only
+  // receives the bytes.
+  const wpage = await ctx.newPage();
+  await wpage.goto(`${pageSrv.url}/bench.html?worker`);
+  await wpage.waitForFunction(() => window.startup !== undefined, null, { timeout: 60000 });
+  results.worker_scan = await wpage.evaluate(async (u) => {
+    let best = Infinity, bytes = 0;
+    window.longest = 0;
+    for (let i = 0; i < 3; i++) {
+      const t0 = performance.now();
+      bytes = (await window.kv0.lance.scan(u)).length;
+      best = Math.min(best, performance.now() - t0);
+    }
+    await new Promise((r) => setTimeout(r, 20));
+    return { ms: best, bytes, longest: window.longest };
+  }, tableURL);
+} finally {
+  await ctx.close();
+  await Promise.all([pageSrv.close(), dataSrv.close()]);
+  await rm(userDir, { recursive: true, force: true });
+}
+const r = results;
+const pts = r.wasm_cold.points;
+console.log(JSON.stringify(r, null, 2));
+console.log(`
+| figure | Chromium (wasm) | native Go | ratio |
+|---|---|---|---|
+| startup, cold HTTP cache (fetch to ready) | ${r.startup_cold_ms.toFixed(0)} ms, ${r.startup_cold_bytes} bytes | | |
+| startup, warm HTTP cache | ${r.startup_warm_ms.toFixed(0)} ms, ${r.startup_warm_bytes} bytes | | |
+| cold read of one 100k-point series, 50 ms per request: dependent round trips | ${r.wasm_cold.waves} | ${r.native_cold.waves} | |
+| same: requests | ${r.wasm_cold.requests} | ${r.native_cold.requests} | |
+| same: bytes | ${r.wasm_cold.bytes} | ${r.native_cold.bytes} | ${(r.wasm_cold.bytes / r.native_cold.bytes).toFixed(2)}× |
+| same: time | ${r.wasm_cold.ms.toFixed(0)} ms | ${r.native_cold.ms.toFixed(0)} ms | ${(r.wasm_cold.ms / r.native_cold.ms).toFixed(2)}× |
+| warm read (decoding), per point | ${(r.wasm_warm_ms * 1e6 / pts).toFixed(0)} ns | ${(r.native_warm_ms * 1e6 / pts).toFixed(0)} ns | ${(r.wasm_warm_ms / r.native_warm_ms).toFixed(2)}× |
+| scan of 1M rows into Arrow IPC | ${(1e6 / r.wasm_scan.ms * 1000 / 1e6).toFixed(2)} M rows/s | ${(r.native_scan.rows / r.native_scan.ms * 1000 / 1e6).toFixed(2)} M rows/s | ${(r.native_scan.ms / r.wasm_scan.ms).toFixed(2)}× |
+| scan of 1M rows, module in a Web Worker | ${(1e6 / r.worker_scan.ms * 1000 / 1e6).toFixed(2)} M rows/s | | |
+| longest main-thread stretch during the scans, worker mode | ${r.worker_scan.longest.toFixed(0)} ms | | |
+| longest main-thread task during the scans | ${r.wasm_scan.longest.toFixed(0)} ms (check: a 120 ms busy loop showed as ${r.longtask_check_ms.toFixed(0)} ms) | | |
+`);

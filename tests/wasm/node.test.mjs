@@ -1,0 +1,288 @@
+// The wasm module in Node: every answer equals the kv0 CLI's on the same
+// data, read through a static HTTP server (Range requests, no listing).
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { startServer } from './server.mjs';
+import { buildData, kv0, kv0Status, WASM_DIR, arrow } from './fixtures.mjs';
+
+const { load } = await import(join(WASM_DIR, 'kv0.mjs'));
+
+let data, srv, mod;
+before(async () => {
+  data = await buildData();
+  srv = await startServer({ root: data.dir });
+  mod = await load();
+});
+after(async () => {
+  await srv?.close();
+  await data?.cleanup();
+});
+
+// Series ids are numbers in the CLI's JSON and decimal strings in the
+// module's: quote them before parsing so no digit is lost.
+const quoteIDs = (s) => s.replace(/"series_id": (\d+)/g, '"series_id": "$1"');
+const cliJSON = async (args) => JSON.parse(quoteIDs(await kv0(args)));
+
+describe('package', () => {
+  it('installs as @kv0/wasm: exports and types resolve, the module loads by name', async () => {
+    const { mkdtemp, mkdir, symlink, writeFile, readFile, rm } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const pkg = JSON.parse(await readFile(join(WASM_DIR, 'package.json'), 'utf8'));
+    assert.equal(pkg.name, '@kv0/wasm');
+    assert.equal(pkg.types, './kv0.d.ts');
+    assert.equal(pkg.exports['.'].import, './kv0.mjs');
+    for (const f of pkg.files) await readFile(join(WASM_DIR, f)); // every listed file is there
+    // What `npm install ./out/wasm` makes: a link under node_modules.
+    const dir = await mkdtemp(join(tmpdir(), 'kv0-pkg-'));
+    try {
+      await mkdir(join(dir, 'node_modules/@kv0'), { recursive: true });
+      await symlink(WASM_DIR, join(dir, 'node_modules/@kv0/wasm'));
+      await writeFile(join(dir, 'use.mjs'), `import { load } from '@kv0/wasm';
+const kv0 = await load();
+export const info = await kv0.lance.info(process.env.KV0_URL);`);
+      process.env.KV0_URL = `${srv.url}/made/t.lance`;
+      const { info } = await import(join(dir, 'use.mjs'));
+      assert.deepEqual(info, await mod.lance.info(`${srv.url}/made/t.lance`));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('lance', () => {
+  it('cat, info and log equal the CLI byte for byte on every dataset', async () => {
+    for (const ds of data.datasets) {
+      const url = `${srv.url}/${ds}`;
+      assert.equal(await mod.lance.cat(url), await kv0(['lance', 'cat', url]), `cat ${ds}`);
+      assert.deepEqual(await mod.lance.info(url), JSON.parse(await kv0(['lance', 'info', url, '--json'])), `info ${ds}`);
+      assert.equal(JSON.stringify(await mod.lance.info(url)) + '\n', await kv0(['lance', 'info', url, '--json']), `info bytes ${ds}`);
+      assert.equal(JSON.stringify(await mod.lance.log(url)) + '\n', await kv0(['lance', 'log', url, '--json']), `log ${ds}`);
+    }
+  });
+
+  it('cat options equal the CLI flags', async () => {
+    const url = `${srv.url}/made/t.lance`;
+    const cases = [
+      [{ version: 1 }, ['--version', '1']],
+      [{ tag: 'first' }, ['--tag', 'first']],
+      [{ columns: ['score', 'id'] }, ['--columns', 'score,id']],
+      [{ limit: 7 }, ['--limit', '7']],
+      [{ limit: 0 }, ['--limit', '0']],
+      [{ where: 'small > 10 and flag' }, ['--where', 'small > 10 and flag']],
+      [{ where: 'name is null', columns: ['id'], limit: 3 }, ['--where', 'name is null', '--columns', 'id', '--limit', '3']],
+      [{ version: 2, where: 'id >= 100 and id < 125' }, ['--version', '2', '--where', 'id >= 100 and id < 125']],
+    ];
+    for (const [opts, flags] of cases) {
+      assert.equal(await mod.lance.cat(url, opts), await kv0(['lance', 'cat', url, ...flags]), JSON.stringify(opts));
+    }
+    const s = `${srv.url}/samples/default/kv.lance`;
+    for (const v of [1, 2, 3, 4, 6]) {
+      assert.equal(await mod.lance.cat(s, { version: v }), await kv0(['lance', 'cat', s, '--version', String(v)]), `version ${v}`);
+      assert.deepEqual(await mod.lance.info(s, { version: v }), JSON.parse(await kv0(['lance', 'info', s, '--json', '--version', String(v)])));
+    }
+  });
+
+  it('scan is an Arrow IPC stream of the rows cat prints', async () => {
+    for (const ds of [...data.datasets, 'made/t.lance?where']) {
+      const [path, hasWhere] = ds.split('?');
+      const url = `${srv.url}/${path}`;
+      const opts = hasWhere ? { where: 'small < 0', columns: ['name', 'score', 'id'] } : {};
+      const table = arrow.tableFromIPC(await mod.lance.scan(url, opts));
+      const lines = (await mod.lance.cat(url, opts)).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+      assert.equal(table.numRows, lines.length, ds);
+      const names = table.schema.fields.map((f) => f.name);
+      assert.deepEqual(names, Object.keys(lines[0] ?? {}).length ? Object.keys(lines[0]) : names);
+      const rows = table.toArray();
+      for (let i = 0; i < lines.length; i++) {
+        for (const k of names) {
+          let got = rows[i][k];
+          const want = lines[i][k];
+          if (typeof got === 'bigint') got = Number(got);
+          if (got instanceof Uint8Array) got = Buffer.from(got).toString('base64');
+          if (typeof got === 'number' && Number.isNaN(got)) got = 'NaN';
+          assert.deepEqual(got, want, `${ds} row ${i} column ${k}`);
+        }
+      }
+    }
+  });
+
+  it('bad input rejects with a code naming the location; the module keeps working', async () => {
+    const url = `${srv.url}/made/t.lance`;
+    const cases = [
+      [() => mod.lance.cat(url, { columns: ['nope'] }), 'Invalid', /nope/],
+      [() => mod.lance.cat(url, { where: 'id >' }), 'Invalid', /where/],
+      [() => mod.lance.cat(url, { version: 99 }), 'NotFound', /99/],
+      [() => mod.lance.cat(url, { tag: 'missing' }), 'NotFound', /missing/],
+      [() => mod.lance.cat(url, { version: 0 }), 'Invalid', /version/],
+      [() => mod.lance.cat(url, { version: 1, tag: 'first' }), 'Invalid', /exclude/],
+      [() => mod.lance.cat(url, { bogus: 1 }), 'Invalid', /bogus/],
+      [() => mod.lance.info(`${srv.url}/nothing/here.lance`), 'NotFound', /nothing\/here\.lance/],
+      [() => mod.lance.cat(`${srv.url}/samples/v2_2/kv.lance`), 'Unsupported', /v2_2\/kv\.lance/],
+      [() => mod.lance.cat(`${srv.url}/samples/legacy/kv.lance`), 'Unsupported', /legacy\/kv\.lance/],
+      [() => mod.lance.info('ftp://example.com/x'), 'Invalid', /http/],
+      [() => mod.lance.info(42), 'Invalid', /location/],
+      [() => mod.lance.info('http://127.0.0.1:1/x.lance'), 'Network', /127\.0\.0\.1:1\/x\.lance/],
+    ];
+    for (const [fn, code, re] of cases) {
+      await assert.rejects(fn, (e) => {
+        assert.equal(e.code, code, `${e.message}`);
+        assert.match(e.message, re);
+        return true;
+      });
+      assert.equal(await mod.lance.cat(url, { limit: 1 }), await kv0(['lance', 'cat', url, '--limit', '1']));
+    }
+    // A getter that throws while the argument is read rejects the call.
+    const evil = { signer: { get url() { throw new Error('boom'); }, token: 't' }, key: 'k' };
+    await assert.rejects(mod.lance.info(evil), /boom/);
+    await assert.rejects(mod.lance.cat({ signer: { url: 1, token: 't' } }), (e) => e.code === 'Invalid');
+    await assert.rejects(mod.openRepo(null), (e) => e.code === 'Invalid');
+    // A panic inside the Go code (forced by the test hook) rejects only its
+    // own call; the module keeps serving.
+    const other = await load({ env: { KV0_WASM_TEST_PANIC: '/panic-here/' } });
+    for (let i = 0; i < 3; i++) {
+      await assert.rejects(other.lance.info(`${srv.url}/panic-here/t.lance`), (e) => e.code === 'Corrupt' && /internal error/.test(e.message));
+      assert.equal(await other.lance.cat(url, { limit: 1 }), await kv0(['lance', 'cat', url, '--limit', '1']));
+    }
+    // The CLI refuses the same arguments.
+    assert.notEqual((await kv0Status(['lance', 'cat', url, '--columns', 'nope'])).code, 0);
+  });
+});
+
+describe('tracking', () => {
+  let repo, url;
+  before(async () => {
+    url = `${srv.url}/${data.repo}`;
+    repo = await mod.openRepo(url);
+  });
+  after(async () => repo?.close());
+
+  it('runs with filters equal kv0 runs --json', async () => {
+    const all = await cliJSON(['runs', url, '--json']);
+    assert.ok(all.length >= 4);
+    assert.deepEqual(await repo.runs(), all);
+    const first = all[0];
+    const cases = [
+      [{ experiment: first.experiment }, ['--experiment', first.experiment]],
+      [{ status: 'finished' }, ['--status', 'finished']],
+      [{ tags: [first.tags[0]] }, ['--tag', first.tags[0]]],
+      [{ tags: first.tags }, first.tags.flatMap((t) => ['--tag', t])],
+      [{ archived: false }, ['--archived', 'false']],
+      [{ archived: true }, ['--archived', 'true']],
+      [{ params: [{ key: 'batch_size', op: '>=', value: 128 }] }, ['--param', 'batch_size>=128']],
+      [{ params: [{ key: 'model.name', op: '=', value: 'resnet18' }] }, ['--param', 'model.name=resnet18']],
+      [{ params: [{ key: 'amp', op: '=', value: true }, { key: 'epochs', op: '<', value: 100 }] }, ['--param', 'amp=true', '--param', 'epochs<100']],
+    ];
+    for (const [f, flags] of cases) {
+      const want = JSON.parse(await kv0(['runs', url, '--json', ...flags])) ?? [];
+      assert.deepEqual(await repo.runs(f), want, JSON.stringify(f));
+    }
+    assert.ok((await repo.runs(cases[6][0])).length > 0, 'a parameter filter that matches');
+  });
+
+  it('run, params, series and stats equal the CLI; series ids are strings', async () => {
+    for (const r of await repo.runs()) {
+      assert.deepEqual(await repo.run(r.run_id), await cliJSON(['run', url, r.run_id, '--json']));
+      assert.deepEqual(await repo.run(r.name), await cliJSON(['run', url, r.name, '--json']));
+      assert.deepEqual(await repo.params(r.run_id), await cliJSON(['params', url, r.run_id, '--json']));
+      const series = await repo.series(r.run_id);
+      assert.deepEqual(series, await cliJSON(['series', url, r.run_id, '--json']));
+      assert.ok(series.length > 0);
+      for (const s of series) assert.match(s.series_id, /^\d+$/);
+      const stats = await repo.stats(series.map((s) => s.series_id));
+      assert.deepEqual(stats, series.map((s) => s.stats ?? null));
+    }
+  });
+
+  it('read equals kv0 metrics, full and downsampled, in the order given', async () => {
+    const [r] = await repo.runs();
+    const series = await repo.series(r.run_id);
+    const ids = series.map((s) => s.series_id).reverse();
+    for (const maxPoints of [undefined, 40]) {
+      const got = await repo.read(ids, maxPoints ? { maxPoints } : undefined);
+      assert.equal(got.length, ids.length);
+      for (let i = 0; i < ids.length; i++) {
+        const s = series.find((x) => x.series_id === ids[i]);
+        assert.equal(got[i].seriesId, ids[i]);
+        assert.ok(got[i].values instanceof Float64Array);
+        const down = maxPoints && s.stats.count > maxPoints;
+        assert.equal(got[i].mins !== undefined, !!down, 'mins and maxs exactly when downsampled');
+        if (down) {
+          got[i].values.forEach((v, k) => assert.ok(got[i].mins[k] <= v && v <= got[i].maxs[k]));
+          assert.equal(Math.min(...got[i].mins), s.stats.min);
+          assert.equal(Math.max(...got[i].maxs), s.stats.max);
+        }
+        const flags = ['metrics', url, r.run_id, s.name, '--csv', '--context', s.context];
+        if (maxPoints) flags.push('--max-points', String(maxPoints));
+        const lines = (await kv0(flags)).trim().split('\n').slice(1).map((l) => l.split(','));
+        assert.equal(got[i].steps.length, lines.length, `${s.name} ${s.context}`);
+        lines.forEach(([step, epoch, ts, value], k) => {
+          assert.equal(got[i].steps[k], Number(step));
+          assert.equal(Object.is(got[i].epochs[k], NaN) ? '' : String(got[i].epochs[k]), epoch);
+          assert.equal(got[i].values[k], Number(value));
+          // Milliseconds with the microseconds as a fraction, exactly.
+          const [, whole, frac = ''] = ts.match(/^(.*?:\d\d)(?:\.(\d+))?Z$/);
+          const us = Date.parse(whole + 'Z') * 1000 + Number(frac.padEnd(6, '0').slice(0, 6));
+          assert.equal(got[i].timestamps[k], us / 1000, ts);
+        });
+      }
+    }
+    const steps = await repo.read([ids[0]], { steps: [10, 20] });
+    assert.deepEqual([...steps[0].steps], Array.from({ length: 10 }, (_, k) => 10 + k).filter((x) => (series.find((s) => s.series_id === ids[0]).stats.first_step <= x)));
+    // A time range [from, to) in milliseconds selects by timestamp.
+    const big = series.find((x) => x.stats && x.stats.count >= 10);
+    const [full] = await repo.read([big.series_id]);
+    const from = full.timestamps[3], to = full.timestamps[8];
+    const [part] = await repo.read([big.series_id], { time: [from, to] });
+    assert.deepEqual([...part.steps], [...full.steps].filter((_, k) => full.timestamps[k] >= from && full.timestamps[k] < to));
+    assert.ok(part.steps.length > 0);
+    await assert.rejects(repo.read([123]), (e) => e.code === 'Invalid');
+    await assert.rejects(repo.run('no-such-run'), (e) => e.code === 'NotFound' && /no-such-run/.test(e.message));
+  });
+
+  it('two watches of one handle each see a commit; a throwing callback does not stop watching', { timeout: 60000 }, async () => {
+    const { spawn } = await import('node:child_process');
+    const live = join(data.dir, 'live-node');
+    const track = (args, lines) => new Promise((resolve, reject) => {
+      const p = spawn(process.env.KV0 ?? join(import.meta.dirname, '../../bin/kv0'), ['track', live, ...args, '--no-wal'], { stdio: ['pipe', 'ignore', 'inherit'] });
+      p.on('exit', (c) => (c === 0 ? resolve() : reject(new Error(`kv0 track exited ${c}`))));
+      p.stdin.end(lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+    });
+    await track(['--run', 'w'], [{ name: 'loss', step: 0, value: 1 }]);
+    const r = await mod.openRepo(`${srv.url}/live-node`);
+    const seen = [[], []];
+    const started = [];
+    const stops = [0, 1].map((k) => {
+      let resolveStart;
+      started.push(new Promise((res) => { resolveStart = res; }));
+      let polls = 0;
+      return r.watch((c) => { seen[k].push(c); if (k === 0) throw new Error('callback failure'); }, {
+        interval: 200,
+        onPoll: () => { if (++polls === 1) resolveStart(); },
+        onError: (e) => seen[k].push({ error: e.message }),
+      });
+    });
+    await Promise.all(started);
+    await track(['--run', 'v'], [{ name: 'acc', step: 0, value: 0.5 }]);
+    const [v] = (await r.runs()).filter((x) => x.name === 'v');
+    const waitFor = (k, pred) => new Promise((resolve) => { const t = () => (seen[k].some(pred) ? resolve() : setTimeout(t, 20)); t(); });
+    await Promise.all([0, 1].map((k) => waitFor(k, (c) => c.runs?.includes(v.run_id))));
+    await waitFor(0, (c) => c.error === 'callback failure');
+    // Watch 0 goes on after its callback threw: a second commit reaches it.
+    await track(['--run', 'u'], [{ name: 'acc', step: 0, value: 0.25 }]);
+    const [u] = (await r.runs()).filter((x) => x.name === 'u');
+    await Promise.all([0, 1].map((k) => waitFor(k, (c) => c.runs?.includes(u.run_id))));
+    stops.forEach((s) => s());
+    await r.close();
+  });
+
+  it('versions, and Closed after close', async () => {
+    const v = await repo.versions();
+    for (const k of ['runs', 'params', 'series', 'metrics']) assert.ok(v[k] >= 1, k);
+    const other = await mod.openRepo(url);
+    await other.close();
+    await assert.rejects(other.runs(), (e) => e.code === 'Closed');
+    assert.ok((await repo.runs()).length > 0);
+    await assert.rejects(mod.openRepo(`${srv.url}/made`), (e) => e.code === 'NotFound');
+  });
+});

@@ -1,0 +1,262 @@
+// kv0.mjs: kv0's reader of Lance datasets and tracking repositories, as one
+// ES module for browsers and Node >= 20. It loads kv0.wasm (a Go program)
+// and wraps its functions; see README.md and kv0.d.ts for the API.
+
+const here = import.meta.url;
+let instances = 0;
+
+/** Error codes a rejected call carries in `err.code`. */
+export const codes = Object.freeze(['NotFound', 'Forbidden', 'Network', 'Corrupt', 'Unsupported', 'Invalid', 'Closed']);
+
+async function loadGoRuntime(wasmExecURL) {
+  if (globalThis.Go) return globalThis.Go;
+  if (typeof process !== 'undefined' && process.versions && process.versions.node && !globalThis.document) {
+    // Node: wasm_exec.js is a classic script that sets globalThis.Go.
+    const { readFile } = await import('node:fs/promises');
+    const { fileURLToPath } = await import('node:url');
+    const vm = await import('node:vm');
+    const src = await readFile(fileURLToPath(wasmExecURL), 'utf8');
+    vm.runInThisContext(src, { filename: fileURLToPath(wasmExecURL) });
+  } else {
+    // A page or a worker: evaluate the script text in global scope (module
+    // workers cannot importScripts).
+    const res = await fetch(wasmExecURL);
+    if (!res.ok) throw codeError('NotFound', `${String(wasmExecURL).split('?')[0]}: HTTP ${res.status} loading wasm_exec.js`);
+    (0, eval)(await res.text());
+  }
+  if (!globalThis.Go) throw codeError('Corrupt', 'wasm_exec.js did not define Go');
+  return globalThis.Go;
+}
+
+function codeError(code, message) {
+  const e = new Error(message);
+  e.name = 'Kv0Error';
+  e.code = code;
+  return e;
+}
+
+async function instantiate(go, wasmURL) {
+  const isNode = typeof process !== 'undefined' && process.versions && process.versions.node && !globalThis.document;
+  if (isNode && new URL(wasmURL).protocol === 'file:') {
+    const { readFile } = await import('node:fs/promises');
+    const { fileURLToPath } = await import('node:url');
+    const bytes = await readFile(fileURLToPath(wasmURL));
+    return (await WebAssembly.instantiate(bytes, go.importObject)).instance;
+  }
+  const res = fetch(wasmURL);
+  if (WebAssembly.instantiateStreaming) {
+    try {
+      return (await WebAssembly.instantiateStreaming(res, go.importObject)).instance;
+    } catch (err) {
+      // A server that sends another Content-Type than application/wasm.
+      if (!(err instanceof TypeError)) throw err;
+    }
+  }
+  const r = await res;
+  if (!r.ok) throw codeError('NotFound', `${String(wasmURL).split('?')[0]}: HTTP ${r.status}`);
+  return (await WebAssembly.instantiate(await r.arrayBuffer(), go.importObject)).instance;
+}
+
+function json(v) {
+  return v === undefined || v === null ? undefined : JSON.stringify(v);
+}
+
+// A location crosses into Go as a string: the URL, or the JSON of the
+// signed form. Reading the caller's object here keeps its getters out of Go.
+function checkLocation(location) {
+  if (typeof location === 'string') return location;
+  if (location && typeof location === 'object') {
+    const s = location.signer;
+    const signer = s && typeof s === 'object' ? { url: s.url, token: s.token } : s;
+    if (!signer || typeof signer.url !== 'string' || typeof signer.token !== 'string') {
+      throw codeError('Invalid', 'location: signer must be { url: string, token: string }');
+    }
+    if (location.key !== undefined && typeof location.key !== 'string') throw codeError('Invalid', 'location: key must be a string');
+    return JSON.stringify({ signer, key: location.key });
+  }
+  throw codeError('Invalid', 'location must be an http(s) URL or { signer: { url, token }, key }');
+}
+
+/**
+ * Loads kv0.wasm and starts it. Options: wasmURL (default: kv0.wasm beside
+ * this module), wasmExecURL (default: wasm_exec.js beside it), env (the Go
+ * program's environment; the test suites use it), worker (in a browser: run
+ * the module in a dedicated Web Worker, so decoding never blocks the page;
+ * the API is the same).
+ */
+export async function load(options = {}) {
+  if (options.worker && typeof Worker === 'function' && typeof window !== 'undefined') {
+    return wrap(await startWorker(options));
+  }
+  return wrap(await start(options));
+}
+
+// start runs kv0.wasm in this thread and returns call(fn, ...args), which
+// invokes one of the Go program's functions and returns its Promise.
+async function start(options) {
+  const wasmURL = new URL(options.wasmURL ?? 'kv0.wasm', here).href;
+  const wasmExecURL = new URL(options.wasmExecURL ?? 'wasm_exec.js', here).href;
+  const Go = await loadGoRuntime(wasmExecURL);
+  const go = new Go();
+  const name = `__kv0_ready_${Date.now().toString(36)}_${instances++}`;
+  const ready = new Promise((resolve) => { globalThis[name] = resolve; });
+  go.argv = ['kv0', name];
+  if (options.env) go.env = { ...options.env };
+  const instance = await instantiate(go, wasmURL);
+  let exited = false;
+  const running = go.run(instance).finally(() => { exited = true; });
+  const api = await Promise.race([ready, running.then(() => { throw codeError('Closed', 'kv0.wasm exited during start-up'); })]);
+  const call = (fn, ...args) => {
+    if (exited) return Promise.reject(codeError('Closed', 'kv0.wasm has exited'));
+    try {
+      return api[fn](...args);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  };
+  return call;
+}
+
+// startWorker starts a module Worker running this file, which runs
+// kv0.wasm (see the end of the file), and returns a call that forwards to
+// it. Results and errors come back by message; byte arrays are moved, not
+// copied.
+async function startWorker(options) {
+  const worker = new Worker(here, { type: 'module', name: 'kv0-worker' });
+  const pending = new Map();
+  let next = 1;
+  let failed = null;
+  worker.onmessage = ({ data }) => {
+    const p = pending.get(data.id);
+    if (!p) return;
+    pending.delete(data.id);
+    if ('err' in data) p.reject(codeError(data.err.code, data.err.message));
+    else p.resolve(data.ok);
+  };
+  worker.onerror = (ev) => {
+    failed = codeError('Closed', `kv0 worker failed: ${ev.message ?? 'error'}`);
+    for (const p of pending.values()) p.reject(failed);
+    pending.clear();
+  };
+  const call = (fn, ...args) => {
+    if (failed) return Promise.reject(failed);
+    return new Promise((resolve, reject) => {
+      const id = next++;
+      pending.set(id, { resolve, reject });
+      worker.postMessage({ id, fn, args });
+    });
+  };
+  const { wasmURL, wasmExecURL, env } = options;
+  const abs = (u, d) => new URL(u ?? d, here).href;
+  await call('__start', { wasmURL: abs(wasmURL, 'kv0.wasm'), wasmExecURL: abs(wasmExecURL, 'wasm_exec.js'), env });
+  return call;
+}
+
+// wrap builds the API over call.
+function wrap(call) {
+  // Every wrapper is async, so a bad argument rejects rather than throws.
+  const lance = Object.freeze({
+    cat: async (location, opts) => call('cat', checkLocation(location), json(opts)),
+    info: async (location, opts) => JSON.parse(await call('info', checkLocation(location), json(opts))),
+    log: async (location) => JSON.parse(await call('log', checkLocation(location))),
+    scan: async (location, opts) => call('scan', checkLocation(location), json(opts)),
+  });
+
+  async function openRepo(location) {
+    const h = await call('openRepo', checkLocation(location));
+    const rc = async (method, arg) => JSON.parse(await call('repoCall', h, method, arg));
+    const ids = (seriesIds) => {
+      if (!Array.isArray(seriesIds)) throw codeError('Invalid', 'series ids must be an array of decimal strings');
+      return JSON.stringify(seriesIds);
+    };
+    const watchers = new Set();
+    return Object.freeze({
+      runs: (filter) => rc('runs', json(filter)),
+      run: (id) => rc('run', String(id)),
+      params: (id) => rc('params', String(id)),
+      series: (runId) => rc('series', String(runId)),
+      stats: async (seriesIds) => rc('stats', ids(seriesIds)),
+      versions: () => rc('versions'),
+      async read(seriesIds, opts) {
+        const { meta, data } = await call('repoRead', h, ids(seriesIds), json(opts));
+        const out = [];
+        let off = data.byteOffset;
+        const view = (n) => { const a = new Float64Array(data.buffer, off, n); off += 8 * n; return a; };
+        for (const m of JSON.parse(meta)) {
+          const s = { seriesId: m.seriesId, steps: view(m.n), values: view(m.n), timestamps: view(m.n), epochs: view(m.n) };
+          if (m.minmax) { s.mins = view(m.n); s.maxs = view(m.n); }
+          out.push(s);
+        }
+        return out;
+      },
+      watch(onChange, opts = {}) {
+        const interval = opts.interval ?? 2000;
+        let stopped = false;
+        let timer = null;
+        let id = 0; // the Go side's number of this watch, once started
+        const w = {
+          stop: () => {
+            if (stopped) return;
+            stopped = true;
+            if (timer !== null) clearTimeout(timer);
+            watchers.delete(w);
+            if (id) call('repoPoll', h, -id).catch(() => {});
+          },
+        };
+        watchers.add(w);
+        const schedule = () => { if (!stopped) timer = setTimeout(tick, interval); };
+        const report = (err) => { if (opts.onError && !stopped) opts.onError(err); };
+        const tick = async () => {
+          timer = null;
+          if (stopped) return;
+          let r = null;
+          try {
+            r = id ? await call('repoPoll', h, id) : null;
+            if (!id) id = await call('repoPoll', h, 0);
+          } catch (err) {
+            if (err && err.code === 'Closed') { w.stop(); return; }
+            report(err);
+            schedule();
+            return;
+          }
+          if (stopped) return;
+          // A throwing callback is reported, and watching goes on.
+          try { if (r !== null) onChange(JSON.parse(r)); } catch (err) { report(err); }
+          try { if (opts.onPoll) opts.onPoll({ changed: r !== null }); } catch (err) { report(err); }
+          schedule();
+        };
+        tick(); // the first poll only records the state watching starts from
+        return w.stop;
+      },
+      async close() {
+        for (const w of [...watchers]) w.stop();
+        await call('repoClose', h);
+      },
+    });
+  }
+
+  return Object.freeze({ lance, openRepo });
+}
+
+// The worker side of load({ worker: true }): this file, started as a module
+// Worker named kv0-worker, runs kv0.wasm and answers the page's calls.
+if (typeof WorkerGlobalScope !== 'undefined' && globalThis instanceof WorkerGlobalScope && globalThis.name === 'kv0-worker') {
+  let callGo = null;
+  globalThis.onmessage = async ({ data: { id, fn, args } }) => {
+    try {
+      let ok;
+      if (fn === '__start') {
+        callGo = await start(args[0]);
+        ok = true;
+      } else {
+        ok = await callGo(fn, ...args);
+      }
+      const transfer = [];
+      if (ok instanceof Uint8Array) transfer.push(ok.buffer);
+      else if (ok && ok.data instanceof Uint8Array) transfer.push(ok.data.buffer);
+      globalThis.postMessage({ id, ok }, transfer);
+    } catch (e) {
+      globalThis.postMessage({ id, err: { code: e?.code ?? 'Corrupt', message: String(e?.message ?? e) } });
+    }
+  };
+}
