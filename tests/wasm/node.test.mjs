@@ -214,7 +214,8 @@ describe('tracking', () => {
         }
         const flags = ['metrics', url, r.run_id, s.name, '--csv', '--context', s.context];
         if (maxPoints) flags.push('--max-points', String(maxPoints));
-        const lines = (await kv0(flags)).trim().split('\n').slice(1).map((l) => l.split(','));
+        // name,context,step,epoch,timestamp,value: the last four hold no commas.
+        const lines = (await kv0(flags)).trim().split('\n').slice(1).map((l) => l.split(',').slice(-4));
         assert.equal(got[i].steps.length, lines.length, `${s.name} ${s.context}`);
         lines.forEach(([step, epoch, ts, value], k) => {
           assert.equal(got[i].steps[k], Number(step));
