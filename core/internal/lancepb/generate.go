@@ -5,4 +5,4 @@
 // Only kv0's core packages use these types; they never appear in public APIs.
 package lancepb
 
-//go:generate protoc -I proto --go_out=../../.. --go_opt=module=github.com/kv0/kv0 lance/file.proto lance/file2.proto lance/encodings_v2_0.proto lance/encodings_v2_1.proto lance/table.proto lance/transaction.proto
+//go:generate protoc -I proto --go-lite_out=../../.. --go-lite_opt=module=github.com/kv0/kv0 --go-lite_opt=features=marshal+unmarshal+size+equal+clone lance/file.proto lance/file2.proto lance/encodings_v2_0.proto lance/encodings_v2_1.proto lance/table.proto lance/transaction.proto
