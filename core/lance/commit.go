@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-
 	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
 	"github.com/kv0/kv0/core/store"
 )

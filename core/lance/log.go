@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-
 	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
 	"github.com/kv0/kv0/core/store"
 )
