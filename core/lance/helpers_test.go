@@ -8,7 +8,7 @@ import (
 	"time"
 
 	protolite "github.com/aperturerobotics/protobuf-go-lite"
-	"github.com/aperturerobotics/protobuf-go-lite/types/known/timestamppb"
+	"github.com/kv0/kv0/core/internal/lancepb/wktpb"
 
 	"github.com/kv0/kv0/core/internal/lancepb/filepb"
 	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
@@ -52,7 +52,7 @@ func testManifest(v uint64) *tablepb.Manifest {
 	m := &tablepb.Manifest{
 		Fields:        []*filepb.Field{{Name: "x", Id: 0, ParentId: -1, LogicalType: "uint64"}},
 		Version:       v,
-		Timestamp:     timestamppb.New(testEpoch.Add(timeStep * time.Duration(v))),
+		Timestamp:     wktpb.NewTimestamp(testEpoch.Add(timeStep * time.Duration(v))),
 		WriterVersion: &tablepb.Manifest_WriterVersion{Library: "kv0-test", Version: "0"},
 		DataFormat:    &tablepb.Manifest_DataStorageFormat{FileFormat: "lance", Version: "2.1"},
 	}

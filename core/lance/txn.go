@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
-	"github.com/aperturerobotics/protobuf-go-lite/types/known/timestamppb"
+	"github.com/kv0/kv0/core/internal/lancepb/wktpb"
 
 	"github.com/kv0/kv0/core/internal/lancepb/filepb"
 	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
@@ -324,7 +324,7 @@ func buildManifest(in buildInput) (*tablepb.Manifest, []*tablepb.IndexMetadata, 
 	m.TransactionSection = nil
 	m.Tag = ""
 	m.WriterVersion = &tablepb.Manifest_WriterVersion{Library: writerLibrary, Version: writerVersion}
-	m.Timestamp = timestamppb.New(in.now)
+	m.Timestamp = wktpb.NewTimestamp(in.now)
 	m.TransactionFile = txnFileName(in.txn)
 	m.ReaderFeatureFlags, m.WriterFeatureFlags = featureFlags(m)
 	return m, idx, nil

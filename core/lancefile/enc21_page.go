@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 
-	"github.com/aperturerobotics/protobuf-go-lite/types/known/anypb"
+	"github.com/kv0/kv0/core/internal/lancepb/wktpb"
 
 	"github.com/kv0/kv0/core/encoding/bitpack"
 	"github.com/kv0/kv0/core/internal/lancepb/enc21pb"
@@ -695,5 +695,5 @@ func marshalAny(typeURL string, m interface{ MarshalVT() ([]byte, error) }) ([]b
 	if err != nil {
 		return nil, err
 	}
-	return (&anypb.Any{TypeUrl: typeURL, Value: v}).MarshalVT()
+	return (&wktpb.Any{TypeUrl: typeURL, Value: v}).MarshalVT()
 }

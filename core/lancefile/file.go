@@ -6,7 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
-	"github.com/aperturerobotics/protobuf-go-lite/types/known/anypb"
+	"github.com/kv0/kv0/core/internal/lancepb/wktpb"
 
 	"github.com/kv0/kv0/core/internal/lancepb/enc20pb"
 	"github.com/kv0/kv0/core/internal/lancepb/enc21pb"
@@ -315,7 +315,7 @@ func (f *File) Schema() *Schema { return f.schema }
 
 // pageLayout21 decodes the page encoding of a 2.1 page.
 func pageLayout21(enc []byte) (*enc21pb.PageLayout, error) {
-	var a anypb.Any
+	var a wktpb.Any
 	if err := a.UnmarshalVT(enc); err != nil {
 		return nil, fmt.Errorf("page encoding: %v", err)
 	}
@@ -331,7 +331,7 @@ func pageLayout21(enc []byte) (*enc21pb.PageLayout, error) {
 
 // arrayEncoding20 decodes the page encoding of a 2.0 page.
 func arrayEncoding20(enc []byte) (*enc20pb.ArrayEncoding, error) {
-	var a anypb.Any
+	var a wktpb.Any
 	if err := a.UnmarshalVT(enc); err != nil {
 		return nil, fmt.Errorf("page encoding: %v", err)
 	}

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/aperturerobotics/protobuf-go-lite/types/known/anypb"
+	"github.com/kv0/kv0/core/internal/lancepb/wktpb"
 
 	"github.com/kv0/kv0/core/internal/lancepb/enc20pb"
 	"github.com/kv0/kv0/core/internal/lancepb/file2pb"
@@ -113,10 +113,11 @@ type testPage20 struct {
 
 func anyBytes20(t testing.TB, enc *enc20pb.ArrayEncoding) []byte {
 	t.Helper()
-	a, err := anypb.New(enc, "/lance.encodings.ArrayEncoding")
+	v, err := enc.MarshalVT()
 	if err != nil {
 		t.Fatal(err)
 	}
+	a := &wktpb.Any{TypeUrl: "/lance.encodings.ArrayEncoding", Value: v}
 	b, err := a.MarshalVT()
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/aperturerobotics/protobuf-go-lite/types/known/anypb"
+	"github.com/kv0/kv0/core/internal/lancepb/wktpb"
 
 	"github.com/kv0/kv0/core/encoding/bitpack"
 	"github.com/kv0/kv0/core/encoding/compress"
@@ -49,7 +49,7 @@ func testFile21(t testing.TB, cols [][]tPage) *File {
 			if err != nil {
 				t.Fatal(err)
 			}
-			enc, err := (&anypb.Any{TypeUrl: "/lance.encodings21.PageLayout", Value: v}).MarshalVT()
+			enc, err := (&wktpb.Any{TypeUrl: "/lance.encodings21.PageLayout", Value: v}).MarshalVT()
 			if err != nil {
 				t.Fatal(err)
 			}

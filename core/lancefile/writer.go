@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/aperturerobotics/protobuf-go-lite/types/known/emptypb"
+	"github.com/kv0/kv0/core/internal/lancepb/wktpb"
 
 	"github.com/kv0/kv0/core/internal/lancepb/enc20pb"
 	"github.com/kv0/kv0/core/internal/lancepb/file2pb"
@@ -367,7 +367,7 @@ func (w *Writer) FinishParts() (parts [][]byte, size int64, err error) {
 	out = padBuffer(out)
 
 	colEnc, err := marshalAny("/lance.encodings.ColumnEncoding", &enc20pb.ColumnEncoding{
-		ColumnEncoding: &enc20pb.ColumnEncoding_Values{Values: &emptypb.Empty{}}})
+		ColumnEncoding: &enc20pb.ColumnEncoding_Values{Values: &wktpb.Empty{}}})
 	if err != nil {
 		return nil, 0, err
 	}

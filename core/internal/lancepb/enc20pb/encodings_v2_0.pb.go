@@ -7,7 +7,7 @@ package enc20pb
 import (
 	fmt "fmt"
 	protobuf_go_lite "github.com/aperturerobotics/protobuf-go-lite"
-	emptypb "github.com/aperturerobotics/protobuf-go-lite/types/known/emptypb"
+	wktpb "github.com/kv0/kv0/core/internal/lancepb/wktpb"
 	io "io"
 	slices "slices"
 	strconv "strconv"
@@ -1084,7 +1084,7 @@ func (m *ColumnEncoding) GetColumnEncoding() isColumnEncoding_ColumnEncoding {
 	return nil
 }
 
-func (x *ColumnEncoding) GetValues() *emptypb.Empty {
+func (x *ColumnEncoding) GetValues() *wktpb.Empty {
 	if x, ok := x.GetColumnEncoding().(*ColumnEncoding_Values); ok {
 		return x.Values
 	}
@@ -1110,7 +1110,7 @@ type isColumnEncoding_ColumnEncoding interface {
 }
 
 type ColumnEncoding_Values struct {
-	Values *emptypb.Empty `protobuf:"bytes,1,opt,name=values,proto3,oneof"`
+	Values *wktpb.Empty `protobuf:"bytes,1,opt,name=values,proto3,oneof"`
 }
 
 type ColumnEncoding_ZoneIndex struct {
@@ -3362,10 +3362,10 @@ func (this *ColumnEncoding_Values) EqualVT(thatIface isColumnEncoding_ColumnEnco
 	}
 	if p, q := this.Values, that.Values; p != q {
 		if p == nil {
-			p = &emptypb.Empty{}
+			p = &wktpb.Empty{}
 		}
 		if q == nil {
-			q = &emptypb.Empty{}
+			q = &wktpb.Empty{}
 		}
 		if !p.EqualVT(q) {
 			return false
@@ -9422,7 +9422,7 @@ func (m *ColumnEncoding) UnmarshalVT(dAtA []byte) error {
 					return err
 				}
 			} else {
-				v := &emptypb.Empty{}
+				v := &wktpb.Empty{}
 				if err := v.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
 					return err
 				}

@@ -7,7 +7,7 @@ package file2pb
 import (
 	fmt "fmt"
 	protobuf_go_lite "github.com/aperturerobotics/protobuf-go-lite"
-	emptypb "github.com/aperturerobotics/protobuf-go-lite/types/known/emptypb"
+	wktpb "github.com/kv0/kv0/core/internal/lancepb/wktpb"
 	io "io"
 	slices "slices"
 )
@@ -96,7 +96,7 @@ func (x *Encoding) GetDirect() *DirectEncoding {
 	return nil
 }
 
-func (x *Encoding) GetNone() *emptypb.Empty {
+func (x *Encoding) GetNone() *wktpb.Empty {
 	if x, ok := x.GetLocation().(*Encoding_None); ok {
 		return x.None
 	}
@@ -116,7 +116,7 @@ type Encoding_Direct struct {
 }
 
 type Encoding_None struct {
-	None *emptypb.Empty `protobuf:"bytes,3,opt,name=none,proto3,oneof"`
+	None *wktpb.Empty `protobuf:"bytes,3,opt,name=none,proto3,oneof"`
 }
 
 func (*Encoding_Indirect) isEncoding_Location() {}
@@ -493,10 +493,10 @@ func (this *Encoding_None) EqualVT(thatIface isEncoding_Location) bool {
 	}
 	if p, q := this.None, that.None; p != q {
 		if p == nil {
-			p = &emptypb.Empty{}
+			p = &wktpb.Empty{}
 		}
 		if q == nil {
-			q = &emptypb.Empty{}
+			q = &wktpb.Empty{}
 		}
 		if !p.EqualVT(q) {
 			return false
@@ -1377,7 +1377,7 @@ func (m *Encoding) UnmarshalVT(dAtA []byte) error {
 					return err
 				}
 			} else {
-				v := &emptypb.Empty{}
+				v := &wktpb.Empty{}
 				if err := v.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
 					return err
 				}

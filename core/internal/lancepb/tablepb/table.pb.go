@@ -7,9 +7,8 @@ package tablepb
 import (
 	fmt "fmt"
 	protobuf_go_lite "github.com/aperturerobotics/protobuf-go-lite"
-	anypb "github.com/aperturerobotics/protobuf-go-lite/types/known/anypb"
-	timestamppb "github.com/aperturerobotics/protobuf-go-lite/types/known/timestamppb"
 	filepb "github.com/kv0/kv0/core/internal/lancepb/filepb"
+	wktpb "github.com/kv0/kv0/core/internal/lancepb/wktpb"
 	io "io"
 	maps "maps"
 	slices "slices"
@@ -79,7 +78,7 @@ type Manifest struct {
 	VersionAuxData     uint64                      `protobuf:"varint,4,opt,name=version_aux_data,json=versionAuxData,proto3" json:"versionAuxData,omitempty"`
 	SchemaMetadata     map[string][]byte           `protobuf:"bytes,5,rep,name=schema_metadata,json=schemaMetadata,proto3" json:"schemaMetadata,omitempty" protobuf_key:"bytes,1,opt,name=key,proto3" protobuf_val:"bytes,2,opt,name=value,proto3"`
 	IndexSection       *uint64                     `protobuf:"varint,6,opt,name=index_section,json=indexSection,proto3,oneof" json:"indexSection,omitempty"`
-	Timestamp          *timestamppb.Timestamp      `protobuf:"bytes,7,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
+	Timestamp          *wktpb.Timestamp            `protobuf:"bytes,7,opt,name=timestamp,proto3" json:"timestamp,omitempty"`
 	Tag                string                      `protobuf:"bytes,8,opt,name=tag,proto3" json:"tag,omitempty"`
 	ReaderFeatureFlags uint64                      `protobuf:"varint,9,opt,name=reader_feature_flags,json=readerFeatureFlags,proto3" json:"readerFeatureFlags,omitempty"`
 	WriterFeatureFlags uint64                      `protobuf:"varint,10,opt,name=writer_feature_flags,json=writerFeatureFlags,proto3" json:"writerFeatureFlags,omitempty"`
@@ -143,7 +142,7 @@ func (x *Manifest) GetIndexSection() uint64 {
 	return 0
 }
 
-func (x *Manifest) GetTimestamp() *timestamppb.Timestamp {
+func (x *Manifest) GetTimestamp() *wktpb.Timestamp {
 	if x != nil {
 		return x.Timestamp
 	}
@@ -316,7 +315,7 @@ type IndexMetadata struct {
 	Name           string       `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
 	DatasetVersion uint64       `protobuf:"varint,4,opt,name=dataset_version,json=datasetVersion,proto3" json:"datasetVersion,omitempty"`
 	FragmentBitmap []byte       `protobuf:"bytes,5,opt,name=fragment_bitmap,json=fragmentBitmap,proto3" json:"fragmentBitmap,omitempty"` // portable 32-bit roaring bitmap
-	IndexDetails   *anypb.Any   `protobuf:"bytes,6,opt,name=index_details,json=indexDetails,proto3" json:"indexDetails,omitempty"`
+	IndexDetails   *wktpb.Any   `protobuf:"bytes,6,opt,name=index_details,json=indexDetails,proto3" json:"indexDetails,omitempty"`
 	IndexVersion   *int32       `protobuf:"varint,7,opt,name=index_version,json=indexVersion,proto3,oneof" json:"indexVersion,omitempty"`
 	CreatedAt      *uint64      `protobuf:"varint,8,opt,name=created_at,json=createdAt,proto3,oneof" json:"createdAt,omitempty"` // milliseconds since the epoch
 	BaseId         *uint32      `protobuf:"varint,9,opt,name=base_id,json=baseId,proto3,oneof" json:"baseId,omitempty"`
@@ -364,7 +363,7 @@ func (x *IndexMetadata) GetFragmentBitmap() []byte {
 	return nil
 }
 
-func (x *IndexMetadata) GetIndexDetails() *anypb.Any {
+func (x *IndexMetadata) GetIndexDetails() *wktpb.Any {
 	if x != nil {
 		return x.IndexDetails
 	}
@@ -959,6 +958,7 @@ func (m *Manifest) CloneVT() *Manifest {
 	r := new(Manifest)
 	r.Version = m.Version
 	r.VersionAuxData = m.VersionAuxData
+	r.Timestamp = m.Timestamp.CloneVT()
 	r.Tag = m.Tag
 	r.ReaderFeatureFlags = m.ReaderFeatureFlags
 	r.WriterFeatureFlags = m.WriterFeatureFlags
@@ -987,9 +987,6 @@ func (m *Manifest) CloneVT() *Manifest {
 	if rhs := m.IndexSection; rhs != nil {
 		tmpVal := *rhs
 		r.IndexSection = &tmpVal
-	}
-	if rhs := m.Timestamp; rhs != nil {
-		r.Timestamp = rhs.CloneVT()
 	}
 	if rhs := m.MaxFragmentId; rhs != nil {
 		tmpVal := *rhs
@@ -1072,14 +1069,12 @@ func (m *IndexMetadata) CloneVT() *IndexMetadata {
 	r.Uuid = m.Uuid.CloneVT()
 	r.Name = m.Name
 	r.DatasetVersion = m.DatasetVersion
+	r.IndexDetails = m.IndexDetails.CloneVT()
 	if rhs := m.Fields; rhs != nil {
 		r.Fields = slices.Clone(rhs)
 	}
 	if rhs := m.FragmentBitmap; rhs != nil {
 		r.FragmentBitmap = slices.Clone(rhs)
-	}
-	if rhs := m.IndexDetails; rhs != nil {
-		r.IndexDetails = rhs.CloneVT()
 	}
 	if rhs := m.IndexVersion; rhs != nil {
 		tmpVal := *rhs
@@ -4086,7 +4081,7 @@ func (m *Manifest) UnmarshalVT(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			if m.Timestamp == nil {
-				m.Timestamp = &timestamppb.Timestamp{}
+				m.Timestamp = &wktpb.Timestamp{}
 			}
 			if err := m.Timestamp.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
 				return err
@@ -4844,7 +4839,7 @@ func (m *IndexMetadata) UnmarshalVT(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			if m.IndexDetails == nil {
-				m.IndexDetails = &anypb.Any{}
+				m.IndexDetails = &wktpb.Any{}
 			}
 			if err := m.IndexDetails.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
 				return err

@@ -7,8 +7,8 @@ package tablepb
 import (
 	fmt "fmt"
 	protobuf_go_lite "github.com/aperturerobotics/protobuf-go-lite"
-	anypb "github.com/aperturerobotics/protobuf-go-lite/types/known/anypb"
 	filepb "github.com/kv0/kv0/core/internal/lancepb/filepb"
+	wktpb "github.com/kv0/kv0/core/internal/lancepb/wktpb"
 	io "io"
 	maps "maps"
 	slices "slices"
@@ -941,7 +941,7 @@ type Transaction_Rewrite_RewrittenIndex struct {
 	unknownFields   []byte
 	OldId           *UUID      `protobuf:"bytes,1,opt,name=old_id,json=oldId,proto3" json:"oldId,omitempty"`
 	NewId           *UUID      `protobuf:"bytes,2,opt,name=new_id,json=newId,proto3" json:"newId,omitempty"`
-	NewIndexDetails *anypb.Any `protobuf:"bytes,3,opt,name=new_index_details,json=newIndexDetails,proto3" json:"newIndexDetails,omitempty"`
+	NewIndexDetails *wktpb.Any `protobuf:"bytes,3,opt,name=new_index_details,json=newIndexDetails,proto3" json:"newIndexDetails,omitempty"`
 	NewIndexVersion uint32     `protobuf:"varint,4,opt,name=new_index_version,json=newIndexVersion,proto3" json:"newIndexVersion,omitempty"`
 }
 
@@ -965,7 +965,7 @@ func (x *Transaction_Rewrite_RewrittenIndex) GetNewId() *UUID {
 	return nil
 }
 
-func (x *Transaction_Rewrite_RewrittenIndex) GetNewIndexDetails() *anypb.Any {
+func (x *Transaction_Rewrite_RewrittenIndex) GetNewIndexDetails() *wktpb.Any {
 	if x != nil {
 		return x.NewIndexDetails
 	}
@@ -1301,10 +1301,8 @@ func (m *Transaction_Rewrite_RewrittenIndex) CloneVT() *Transaction_Rewrite_Rewr
 	r := new(Transaction_Rewrite_RewrittenIndex)
 	r.OldId = m.OldId.CloneVT()
 	r.NewId = m.NewId.CloneVT()
+	r.NewIndexDetails = m.NewIndexDetails.CloneVT()
 	r.NewIndexVersion = m.NewIndexVersion
-	if rhs := m.NewIndexDetails; rhs != nil {
-		r.NewIndexDetails = rhs.CloneVT()
-	}
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = slices.Clone(m.unknownFields)
 	}
@@ -6404,7 +6402,7 @@ func (m *Transaction_Rewrite_RewrittenIndex) UnmarshalVT(dAtA []byte) error {
 				return io.ErrUnexpectedEOF
 			}
 			if m.NewIndexDetails == nil {
-				m.NewIndexDetails = &anypb.Any{}
+				m.NewIndexDetails = &wktpb.Any{}
 			}
 			if err := m.NewIndexDetails.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
 				return err
