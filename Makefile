@@ -13,7 +13,7 @@ KV0       := $(BIN)/kv0
 FUZZTIME  ?= 60s
 # Debian packages the project needs (installed on demand by `make deps`):
 APT_PACKAGES := protobuf-compiler nodejs npm
-PROTOC_GEN_GO_VERSION := v1.36.12
+PROTOC_GEN_GO_LITE_VERSION := v0.14.0
 
 .PHONY: all build run test vet unit wasm wasm-size test-wasm wasm-deps bench-wasm fuzz fuzz-short interop-deps bench bench-lance bench-kv bench-tracking bench-s3 bench-api proto clean \
 	python python-deps python-test bench-python
@@ -172,7 +172,7 @@ bench-wasm: wasm wasm-deps
 
 proto:
 	@command -v protoc >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq protobuf-compiler; }
-	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	$(GO) install github.com/aperturerobotics/protobuf-go-lite/cmd/protoc-gen-go-lite@$(PROTOC_GEN_GO_LITE_VERSION)
 	cd core/internal/lancepb && PATH="$$PATH:$$($(GO) env GOPATH)/bin" $(GO) generate ./
 
 clean:

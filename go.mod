@@ -2,7 +2,7 @@ module github.com/kv0/kv0
 
 go 1.26
 
-require google.golang.org/protobuf v1.36.12
+require github.com/aperturerobotics/protobuf-go-lite v0.14.0
 
 require (
 	github.com/DataDog/zstd v1.5.7 // indirect
@@ -42,7 +42,7 @@ require (
 	github.com/getsentry/sentry-go v0.27.0 // indirect
 	github.com/goccy/go-json v0.10.6 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
-	github.com/golang/protobuf v1.5.3 // indirect
+	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/golang/snappy v0.0.5-0.20231225225746-43d5d4cd4e0e // indirect
 	github.com/google/btree v1.1.3 // indirect
 	github.com/google/flatbuffers v25.12.19+incompatible // indirect
@@ -76,4 +76,5 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.11.0 // indirect
 	modernc.org/sqlite v1.57.0 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 )

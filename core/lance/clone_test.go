@@ -1,103 +1,113 @@
 package lance
 
 import (
+	"reflect"
 	"testing"
-
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
 )
 
-// fillAll sets every field of msg (recursively for sub-messages, to depth
-// 2) to a non-default value, so a copy that forgets a field is caught.
-func fillAll(msg protoreflect.Message, depth int) {
-	fields := msg.Descriptor().Fields()
-	for i := 0; i < fields.Len(); i++ {
-		fd := fields.Get(i)
-		if fd.ContainingOneof() != nil && !fd.HasOptionalKeyword() {
-			if msg.WhichOneof(fd.ContainingOneof()) != nil {
+// fillAll sets every exported field of the struct v points to (recursively
+// for sub-messages, to depth 2) to a non-default value, so a copy that
+// forgets a field is caught. Oneof fields (interfaces) are left unset.
+func fillAll(v reflect.Value, depth int) {
+	s := v.Elem()
+	for i := 0; i < s.NumField(); i++ {
+		if !s.Type().Field(i).IsExported() {
+			continue
+		}
+		f := s.Field(i)
+		switch f.Kind() {
+		case reflect.Slice:
+			if f.Type().Elem().Kind() == reflect.Uint8 { // bytes
+				f.SetBytes([]byte{7})
 				continue
 			}
-		}
-		switch {
-		case fd.IsList():
-			l := msg.Mutable(fd).List()
-			if fd.Kind() == protoreflect.MessageKind {
-				e := l.NewElement()
-				if depth > 0 {
-					fillAll(e.Message(), depth-1)
-				}
-				l.Append(e)
-			} else {
-				l.Append(scalar(fd, 1))
-				l.Append(scalar(fd, 2))
-			}
-		case fd.IsMap():
-			m := msg.Mutable(fd).Map()
-			k := scalar(fd.MapKey(), 1).MapKey()
-			if fd.MapValue().Kind() == protoreflect.MessageKind {
-				m.Set(k, m.NewValue())
-			} else {
-				m.Set(k, scalar(fd.MapValue(), 3))
-			}
-		case fd.Kind() == protoreflect.MessageKind || fd.Kind() == protoreflect.GroupKind:
-			v := msg.NewField(fd)
-			if depth > 0 {
-				fillAll(v.Message(), depth-1)
-			}
-			msg.Set(fd, v)
+			e := reflect.New(f.Type().Elem()).Elem()
+			fillValue(e, 1, depth)
+			f.Set(reflect.Append(reflect.MakeSlice(f.Type(), 0, 1), e))
+		case reflect.Map:
+			k := reflect.New(f.Type().Key()).Elem()
+			e := reflect.New(f.Type().Elem()).Elem()
+			fillValue(k, 1, depth)
+			fillValue(e, 3, depth)
+			f.Set(reflect.MakeMap(f.Type()))
+			f.SetMapIndex(k, e)
+		case reflect.Interface:
 		default:
-			msg.Set(fd, scalar(fd, 7))
+			fillValue(f, 7, depth)
 		}
 	}
 }
 
-func scalar(fd protoreflect.FieldDescriptor, n int) protoreflect.Value {
-	switch fd.Kind() {
-	case protoreflect.BoolKind:
-		return protoreflect.ValueOfBool(true)
-	case protoreflect.EnumKind:
-		return protoreflect.ValueOfEnum(protoreflect.EnumNumber(n % 2))
-	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
-		return protoreflect.ValueOfInt32(int32(n))
-	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
-		return protoreflect.ValueOfInt64(int64(n))
-	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
-		return protoreflect.ValueOfUint32(uint32(n))
-	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
-		return protoreflect.ValueOfUint64(uint64(n))
-	case protoreflect.FloatKind:
-		return protoreflect.ValueOfFloat32(float32(n))
-	case protoreflect.DoubleKind:
-		return protoreflect.ValueOfFloat64(float64(n))
-	case protoreflect.StringKind:
-		return protoreflect.ValueOfString(string(rune('a' + n)))
-	case protoreflect.BytesKind:
-		return protoreflect.ValueOfBytes([]byte{byte(n)})
+// fillValue sets a scalar, pointer or sub-message value to something other
+// than its zero value.
+func fillValue(f reflect.Value, n, depth int) {
+	switch f.Kind() {
+	case reflect.Bool:
+		f.SetBool(true)
+	case reflect.Int32, reflect.Int64:
+		f.SetInt(int64(n))
+	case reflect.Uint32, reflect.Uint64:
+		f.SetUint(uint64(n))
+	case reflect.Float32, reflect.Float64:
+		f.SetFloat(float64(n))
+	case reflect.String:
+		f.SetString(string(rune('a' + n)))
+	case reflect.Slice: // bytes
+		f.SetBytes([]byte{byte(n)})
+	case reflect.Pointer:
+		p := reflect.New(f.Type().Elem())
+		if p.Elem().Kind() == reflect.Struct {
+			if depth > 0 {
+				fillAll(p, depth-1)
+			}
+		} else {
+			fillValue(p.Elem(), n, depth)
+		}
+		f.Set(p)
 	}
-	panic(fd.Kind().String())
 }
 
 func TestShallowCloneManifest(t *testing.T) {
 	m := &tablepb.Manifest{}
-	fillAll(m.ProtoReflect(), 2)
-	m.ProtoReflect().SetUnknown(protoreflect.RawFields{0xf8, 0x7f, 0x01}) // field 2047, varint 1
+	fillAll(reflect.ValueOf(m), 2)
+	if err := m.UnmarshalVT([]byte{0xf8, 0x7f, 0x01}); err != nil { // unknown field 2047, varint 1
+		t.Fatal(err)
+	}
+	s := reflect.ValueOf(m).Elem()
+	for i := 0; i < s.NumField(); i++ {
+		if s.Type().Field(i).IsExported() && s.Field(i).IsZero() {
+			t.Fatalf("fillAll left %s unset", s.Type().Field(i).Name)
+		}
+	}
 	c := shallowClone(m)
-	if !proto.Equal(c, m) {
+	if !c.EqualVT(m) {
 		t.Fatalf("clone differs:\n%v\n%v", c, m)
 	}
-	before := proto.Clone(m)
-	// Growing or editing the clone's lists and maps leaves m alone.
-	c.Fragments = append(c.Fragments, &tablepb.DataFragment{Id: 99})
-	c.Fragments[0] = &tablepb.DataFragment{Id: 98}
-	c.Config["x"] = "y"
-	for k := range c.TableMetadata {
-		delete(c.TableMetadata, k)
+	if b, _ := c.MarshalVT(); len(b) == 0 || b[len(b)-3] != 0xf8 {
+		t.Fatalf("clone lost the unknown field: % x", b)
 	}
-	c.Fields = append(c.Fields[:0], nil)
+	before := m.CloneVT()
+	// Growing or editing the clone's lists and maps leaves m alone.
+	cs := reflect.ValueOf(c).Elem()
+	for i := 0; i < cs.NumField(); i++ {
+		f := cs.Field(i)
+		if !cs.Type().Field(i).IsExported() {
+			continue
+		}
+		switch {
+		case f.Kind() == reflect.Slice && f.Type().Elem().Kind() != reflect.Uint8:
+			f.Index(0).Set(reflect.Zero(f.Type().Elem()))
+		case f.Kind() == reflect.Map:
+			for _, k := range f.MapKeys() {
+				f.SetMapIndex(k, reflect.Value{})
+			}
+		}
+	}
+	c.Fragments = append(c.Fragments, &tablepb.DataFragment{Id: 99})
 	c.Version++
-	if !proto.Equal(m, before) {
+	if !m.EqualVT(before) {
 		t.Fatal("changing the clone changed the original")
 	}
 }

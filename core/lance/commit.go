@@ -8,8 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
 	"github.com/kv0/kv0/core/store"
 )
@@ -132,7 +130,7 @@ func commit(ctx context.Context, r commitReq) (*Dataset, error) {
 		}
 		err := ctx.Err()
 		if name := txnFileName(txn); err == nil && name != written {
-			b, merr := proto.MarshalOptions{Deterministic: true}.Marshal(txn)
+			b, merr := txn.MarshalVT()
 			key := r.k.txn(name)
 			if err = merr; err == nil {
 				if err = store.PutNoSync(ctx, r.st, key, b); err != nil {
@@ -310,7 +308,7 @@ func sameFields(a, b *Dataset) bool {
 		return false
 	}
 	for i := range fa {
-		if !proto.Equal(fa[i], fb[i]) {
+		if !fa[i].EqualVT(fb[i]) {
 			return false
 		}
 	}

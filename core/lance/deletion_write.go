@@ -10,7 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
 )
@@ -78,7 +77,7 @@ func (d *Dataset) writeDeletionFile(ctx context.Context, pf *tablepb.DataFragmen
 	if err := d.st.Put(ctx, key, data); err != nil {
 		return nil, "", fmt.Errorf("lance: storing deletion file %s: %w", key, err)
 	}
-	nf := proto.Clone(pf).(*tablepb.DataFragment)
+	nf := pf.CloneVT()
 	nf.DeletionFile = df
 	return nf, key, nil
 }

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
+	protolite "github.com/aperturerobotics/protobuf-go-lite"
+	"github.com/kv0/kv0/core/internal/lancepb/wktpb"
 
 	"github.com/kv0/kv0/core/internal/lancepb/filepb"
 	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
@@ -24,8 +24,8 @@ func encodeManifest(t testing.TB, m *tablepb.Manifest, txn *tablepb.Transaction)
 
 func mustEncodeManifest(m *tablepb.Manifest, txn *tablepb.Transaction) []byte {
 	var out []byte
-	section := func(msg proto.Message) uint64 {
-		b, err := proto.Marshal(msg)
+	section := func(msg protolite.Message) uint64 {
+		b, err := msg.MarshalVT()
 		if err != nil {
 			panic(err)
 		}
@@ -34,7 +34,7 @@ func mustEncodeManifest(m *tablepb.Manifest, txn *tablepb.Transaction) []byte {
 		out = append(out, b...)
 		return pos
 	}
-	m = proto.Clone(m).(*tablepb.Manifest)
+	m = m.CloneVT()
 	if txn != nil {
 		pos := section(txn)
 		m.TransactionSection = &pos
@@ -52,7 +52,7 @@ func testManifest(v uint64) *tablepb.Manifest {
 	m := &tablepb.Manifest{
 		Fields:        []*filepb.Field{{Name: "x", Id: 0, ParentId: -1, LogicalType: "uint64"}},
 		Version:       v,
-		Timestamp:     timestamppb.New(testEpoch.Add(timeStep * time.Duration(v))),
+		Timestamp:     wktpb.NewTimestamp(testEpoch.Add(timeStep * time.Duration(v))),
 		WriterVersion: &tablepb.Manifest_WriterVersion{Library: "kv0-test", Version: "0"},
 		DataFormat:    &tablepb.Manifest_DataStorageFormat{FileFormat: "lance", Version: "2.1"},
 	}

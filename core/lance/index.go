@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/protobuf/types/known/anypb"
+	"github.com/kv0/kv0/core/internal/lancepb/wktpb"
 
 	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
 	"github.com/kv0/kv0/core/lancefile"
@@ -173,7 +173,7 @@ func (d *Dataset) CreateBTreeIndex(ctx context.Context, column, name string) (*D
 		Name:           name,
 		DatasetVersion: d.Version(),
 		FragmentBitmap: bm,
-		IndexDetails:   &anypb.Any{TypeUrl: btreeDetailsURL},
+		IndexDetails:   &wktpb.Any{TypeUrl: btreeDetailsURL},
 		IndexVersion:   &zero,
 		CreatedAt:      &created,
 		Files: []*tablepb.IndexFile{

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
 	"github.com/kv0/kv0/core/store"
 )
@@ -213,7 +211,7 @@ func readTransaction(ctx context.Context, st store.Store, k keys, mf *manifestFi
 		return nil, err
 	}
 	var txn tablepb.Transaction
-	if err := proto.Unmarshal(b, &txn); err != nil {
+	if err := txn.UnmarshalVT(b); err != nil {
 		return nil, corruptErr(src, off, "transaction protobuf: %v", err)
 	}
 	return &txn, nil

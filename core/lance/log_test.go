@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"google.golang.org/protobuf/proto"
+	protolite "github.com/aperturerobotics/protobuf-go-lite"
 
 	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
 	"github.com/kv0/kv0/core/store"
@@ -96,8 +96,8 @@ func TestScanCloseEarly(t *testing.T) {
 	}
 }
 
-func mustMarshal(t *testing.T, m proto.Message) []byte {
-	b, err := proto.Marshal(m)
+func mustMarshal(t *testing.T, m protolite.Message) []byte {
+	b, err := m.MarshalVT()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,6 @@ import (
 	"math/bits"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
 	"github.com/kv0/kv0/core/store"
 )
@@ -174,7 +172,7 @@ func decodeManifest(key string, size int64, tail []byte, read func(off int64, n 
 		return nil, corruptErr(key, pos, "manifest length prefix %d, want %d", got, want)
 	}
 	var m tablepb.Manifest
-	if err := proto.Unmarshal(sec[4:4+want], &m); err != nil {
+	if err := m.UnmarshalVT(sec[4 : 4+want]); err != nil {
 		return nil, corruptErr(key, pos+4, "manifest protobuf: %v", err)
 	}
 	mf.m = &m

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/kv0/kv0/core/internal/lancepb/filepb"
 	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
@@ -22,13 +21,13 @@ func TestMultiFileFragment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := proto.Clone(d.mf.m).(*tablepb.Manifest)
+	m := d.mf.m.CloneVT()
 	m.Version = 7
 	m.TransactionSection = nil
 	m.Fields = append(m.Fields, &filepb.Field{Name: "extra", Id: 4, ParentId: -1, LogicalType: "int64", Nullable: true})
 	frag := m.Fragments[0]
 	a := frag.Files[0]
-	b := proto.Clone(a).(*tablepb.DataFile)
+	b := a.CloneVT()
 	a.Fields = []int32{0, 1, tombstone, tombstone}
 	b.Fields = []int32{tombstone, tombstone, 2, 3}
 	frag.Files = []*tablepb.DataFile{a, b}
@@ -89,7 +88,7 @@ func TestBasePathRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := proto.Clone(d.mf.m).(*tablepb.Manifest)
+	m := d.mf.m.CloneVT()
 	m.Version = 7
 	m.TransactionSection = nil
 	base := uint32(1)

@@ -6,14 +6,13 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/types/known/timestamppb"
+	"github.com/kv0/kv0/core/internal/lancepb/wktpb"
 
 	"github.com/kv0/kv0/core/internal/lancepb/filepb"
 	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
@@ -143,7 +142,7 @@ func nextFragmentID(m *tablepb.Manifest) uint64 {
 func assignIDs(frags []*tablepb.DataFragment, next *uint64) []*tablepb.DataFragment {
 	out := make([]*tablepb.DataFragment, len(frags))
 	for i, f := range frags {
-		f = proto.Clone(f).(*tablepb.DataFragment)
+		f = f.CloneVT()
 		if f.Id == 0 {
 			f.Id = *next
 			*next++
@@ -267,7 +266,7 @@ func buildManifest(in buildInput) (*tablepb.Manifest, []*tablepb.IndexMetadata, 
 			return nil, nil, fmt.Errorf("lance: restore of version %d without its manifest", op.Restore.GetVersion())
 		}
 		keepMax := m.MaxFragmentId
-		m = proto.Clone(in.restored).(*tablepb.Manifest)
+		m = in.restored.CloneVT()
 		idx = slices.Clone(in.restIdx)
 		// Keep the high-water mark so that ids are never reused.
 		if keepMax != nil && (m.MaxFragmentId == nil || *keepMax > m.GetMaxFragmentId()) {
@@ -304,7 +303,7 @@ func buildManifest(in buildInput) (*tablepb.Manifest, []*tablepb.IndexMetadata, 
 			if err != nil {
 				return nil, nil, err
 			}
-			im = proto.Clone(im).(*tablepb.IndexMetadata)
+			im = im.CloneVT()
 			im.FragmentBitmap = b
 			idx[i] = im
 		}
@@ -325,7 +324,7 @@ func buildManifest(in buildInput) (*tablepb.Manifest, []*tablepb.IndexMetadata, 
 	m.TransactionSection = nil
 	m.Tag = ""
 	m.WriterVersion = &tablepb.Manifest_WriterVersion{Library: writerLibrary, Version: writerVersion}
-	m.Timestamp = timestamppb.New(in.now)
+	m.Timestamp = wktpb.NewTimestamp(in.now)
 	m.TransactionFile = txnFileName(in.txn)
 	m.ReaderFeatureFlags, m.WriterFeatureFlags = featureFlags(m)
 	return m, idx, nil
@@ -338,34 +337,14 @@ func buildManifest(in buildInput) (*tablepb.Manifest, []*tablepb.IndexMetadata, 
 // them, so sharing is safe and spares a deep copy of every fragment on every
 // commit.
 func shallowClone(m *tablepb.Manifest) *tablepb.Manifest {
-	out := &tablepb.Manifest{}
-	src, dst := m.ProtoReflect(), out.ProtoReflect()
-	frags := src.Descriptor().Fields().ByName("fragments")
-	src.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		switch {
-		case fd == frags:
-			// The long list, copied directly rather than through reflection.
-			out.Fragments = slices.Clone(m.Fragments)
-		case fd.IsList():
-			l, n := dst.Mutable(fd).List(), v.List().Len()
-			for i := 0; i < n; i++ {
-				l.Append(v.List().Get(i))
-			}
-		case fd.IsMap():
-			mm := dst.Mutable(fd).Map()
-			v.Map().Range(func(k protoreflect.MapKey, e protoreflect.Value) bool {
-				mm.Set(k, e)
-				return true
-			})
-		default:
-			dst.Set(fd, v)
-		}
-		return true
-	})
-	if u := src.GetUnknown(); len(u) > 0 {
-		dst.SetUnknown(slices.Clip(u))
-	}
-	return out
+	out := *m // scalars, sub-message pointers and unknown fields
+	out.Fields = slices.Clone(m.Fields)
+	out.Fragments = slices.Clone(m.Fragments)
+	out.BasePaths = slices.Clone(m.BasePaths)
+	out.SchemaMetadata = maps.Clone(m.SchemaMetadata)
+	out.Config = maps.Clone(m.Config)
+	out.TableMetadata = maps.Clone(m.TableMetadata)
+	return &out
 }
 
 // replaceFragments drops the fragments in removed and replaces those in
@@ -445,9 +424,8 @@ func applyUpdateMap(dst map[string]string, u *tablepb.Transaction_UpdateMap) {
 // manifest's position in it.
 func encodeManifestFile(m *tablepb.Manifest, txn *tablepb.Transaction, idx []*tablepb.IndexMetadata) ([]byte, uint64, error) {
 	var out []byte
-	mo := proto.MarshalOptions{Deterministic: true}
-	section := func(msg proto.Message) (uint64, error) {
-		b, err := mo.Marshal(msg)
+	section := func(msg interface{ MarshalVT() ([]byte, error) }) (uint64, error) {
+		b, err := msg.MarshalVT()
 		if err != nil {
 			return 0, err
 		}
@@ -491,7 +469,7 @@ func readIndices(ctx context.Context, d *Dataset) ([]*tablepb.IndexMetadata, err
 		return nil, err
 	}
 	var sec tablepb.IndexSection
-	if err := proto.Unmarshal(b, &sec); err != nil {
+	if err := sec.UnmarshalVT(b); err != nil {
 		return nil, corruptErr(d.mf.key, int64(d.mf.m.GetIndexSection()), "index section: %v", err)
 	}
 	return sec.GetIndices(), nil

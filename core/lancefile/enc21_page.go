@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
+	"github.com/kv0/kv0/core/internal/lancepb/wktpb"
 
 	"github.com/kv0/kv0/core/encoding/bitpack"
 	"github.com/kv0/kv0/core/internal/lancepb/enc21pb"
@@ -691,10 +690,10 @@ func (c *leafCol) encodeFullZip(p *layerPlan, rep, def []uint16) *pageOut {
 
 // marshalAny wraps a message in a google.protobuf.Any the way Lance names
 // its types.
-func marshalAny(typeURL string, m proto.Message) ([]byte, error) {
-	v, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+func marshalAny(typeURL string, m interface{ MarshalVT() ([]byte, error) }) ([]byte, error) {
+	v, err := m.MarshalVT()
 	if err != nil {
 		return nil, err
 	}
-	return proto.MarshalOptions{Deterministic: true}.Marshal(&anypb.Any{TypeUrl: typeURL, Value: v})
+	return (&wktpb.Any{TypeUrl: typeURL, Value: v}).MarshalVT()
 }

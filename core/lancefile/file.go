@@ -8,8 +8,7 @@ import (
 	"fmt"
 	"sync"
 
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
+	"github.com/kv0/kv0/core/internal/lancepb/wktpb"
 
 	"github.com/kv0/kv0/core/internal/lancepb/enc20pb"
 	"github.com/kv0/kv0/core/internal/lancepb/enc21pb"
@@ -197,7 +196,7 @@ func Open(ctx context.Context, st store.Store, key string, size int64) (*File, e
 			return nil, f.corruptf(int64(cmoStart)+16*int64(i), "column %d metadata [%d, +%d) outside the metadata region", i, pos, sz)
 		}
 		var cm file2pb.ColumnMetadata
-		if err := proto.Unmarshal(at(pos)[:sz], &cm); err != nil {
+		if err := cm.UnmarshalVT(at(pos)[:sz]); err != nil {
 			return nil, f.corruptf(int64(pos), "column %d metadata: %v", i, err)
 		}
 		if err := f.loadColumn(i, &cm); err != nil {
@@ -216,7 +215,7 @@ func Open(ctx context.Context, st store.Store, key string, size int64) (*File, e
 				buf = tail[int64(g.off)-tailStart:][:g.size]
 			}
 			var fd filepb.FileDescriptor
-			if err := proto.Unmarshal(buf, &fd); err != nil {
+			if err := fd.UnmarshalVT(buf); err != nil {
 				return nil, f.corruptf(int64(g.off), "file descriptor: %v", err)
 			}
 			f.numRows = fd.GetLength()
@@ -341,15 +340,15 @@ func (f *File) SchemaField(id int32) *Field {
 
 // pageLayout21 decodes the page encoding of a 2.1 page.
 func pageLayout21(enc []byte) (*enc21pb.PageLayout, error) {
-	var a anypb.Any
-	if err := proto.Unmarshal(enc, &a); err != nil {
+	var a wktpb.Any
+	if err := a.UnmarshalVT(enc); err != nil {
 		return nil, fmt.Errorf("page encoding: %v", err)
 	}
 	if a.GetTypeUrl() != "/lance.encodings21.PageLayout" {
 		return nil, fmt.Errorf("%w: page encoding %q in a 2.1 file", ErrUnsupportedEncoding, a.GetTypeUrl())
 	}
 	var pl enc21pb.PageLayout
-	if err := proto.Unmarshal(a.GetValue(), &pl); err != nil {
+	if err := pl.UnmarshalVT(a.GetValue()); err != nil {
 		return nil, fmt.Errorf("page layout: %v", err)
 	}
 	return &pl, nil
@@ -357,15 +356,15 @@ func pageLayout21(enc []byte) (*enc21pb.PageLayout, error) {
 
 // arrayEncoding20 decodes the page encoding of a 2.0 page.
 func arrayEncoding20(enc []byte) (*enc20pb.ArrayEncoding, error) {
-	var a anypb.Any
-	if err := proto.Unmarshal(enc, &a); err != nil {
+	var a wktpb.Any
+	if err := a.UnmarshalVT(enc); err != nil {
 		return nil, fmt.Errorf("page encoding: %v", err)
 	}
 	if a.GetTypeUrl() != "/lance.encodings.ArrayEncoding" {
 		return nil, fmt.Errorf("%w: page encoding %q in a 2.0 file", ErrUnsupportedEncoding, a.GetTypeUrl())
 	}
 	var ae enc20pb.ArrayEncoding
-	if err := proto.Unmarshal(a.GetValue(), &ae); err != nil {
+	if err := ae.UnmarshalVT(a.GetValue()); err != nil {
 		return nil, fmt.Errorf("array encoding: %v", err)
 	}
 	return &ae, nil

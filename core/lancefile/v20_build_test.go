@@ -6,8 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
+	"github.com/kv0/kv0/core/internal/lancepb/wktpb"
 
 	"github.com/kv0/kv0/core/internal/lancepb/enc20pb"
 	"github.com/kv0/kv0/core/internal/lancepb/file2pb"
@@ -114,15 +113,12 @@ type testPage20 struct {
 
 func anyBytes20(t testing.TB, enc *enc20pb.ArrayEncoding) []byte {
 	t.Helper()
-	a, err := anypb.New(enc)
+	v, err := enc.MarshalVT()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.TypeUrl != "type.googleapis.com/lance.encodings.ArrayEncoding" {
-		t.Fatalf("type url %q", a.TypeUrl)
-	}
-	a.TypeUrl = "/lance.encodings.ArrayEncoding"
-	b, err := proto.Marshal(a)
+	a := &wktpb.Any{TypeUrl: "/lance.encodings.ArrayEncoding", Value: v}
+	b, err := a.MarshalVT()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +164,7 @@ func buildFile20(t testing.TB, cols [][]testPage20, colBufs ...[]byte) []byte {
 	colMetaStart := uint64(len(out))
 	var cmo []byte
 	for _, cm := range metas {
-		b, err := proto.Marshal(cm)
+		b, err := cm.MarshalVT()
 		if err != nil {
 			t.Fatal(err)
 		}

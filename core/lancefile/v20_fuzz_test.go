@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/kv0/kv0/core/encoding/compress"
 	"github.com/kv0/kv0/core/internal/lancepb/enc20pb"
@@ -19,7 +18,7 @@ import (
 // whatever decodes must be a valid Arrow array of the page's row count.
 
 func marshal20(t testing.TB, e *enc20pb.ArrayEncoding) []byte {
-	b, err := proto.Marshal(e)
+	b, err := e.MarshalVT()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +28,7 @@ func marshal20(t testing.TB, e *enc20pb.ArrayEncoding) []byte {
 // fuzzPage20 decodes one page of type types[typ%len(types)].
 func fuzzPage20(t *testing.T, types []arrow.DataType, enc []byte, b0, b1, b2 []byte, rows uint16, typ uint8) {
 	var ae enc20pb.ArrayEncoding
-	if proto.Unmarshal(enc, &ae) != nil {
+	if ae.UnmarshalVT(enc) != nil {
 		return
 	}
 	dt := types[int(typ)%len(types)]
@@ -132,7 +131,7 @@ func FuzzV20PageList(f *testing.F) {
 	f.Add(marshal20(f, listE(1, 0)), []byte(nil), uint16(0))
 	f.Fuzz(func(t *testing.T, enc, b0 []byte, rows uint16) {
 		var ae enc20pb.ArrayEncoding
-		if proto.Unmarshal(enc, &ae) != nil {
+		if ae.UnmarshalVT(enc) != nil {
 			return
 		}
 		l, ok := ae.GetArrayEncoding().(*enc20pb.ArrayEncoding_List)

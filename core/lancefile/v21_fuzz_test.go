@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"google.golang.org/protobuf/proto"
+	protolite "github.com/aperturerobotics/protobuf-go-lite"
 
 	"github.com/kv0/kv0/core/internal/lancepb/enc21pb"
 )
@@ -123,12 +123,12 @@ func seedPages(t testing.TB) []tPage {
 
 func fuzzBufs(b0, b1, b2 []byte) [][]byte { return [][]byte{b0, b1, b2} }
 
-func addSeed(f *testing.F, p tPage, want func(*enc21pb.PageLayout) proto.Message) {
+func addSeed(f *testing.F, p tPage, want func(*enc21pb.PageLayout) protolite.Message) {
 	m := want(p.layout)
 	if m == nil {
 		return
 	}
-	lb, err := proto.Marshal(m)
+	lb, err := m.MarshalVT()
 	if err != nil {
 		return
 	}
@@ -145,7 +145,7 @@ func addSeed(f *testing.F, p tPage, want func(*enc21pb.PageLayout) proto.Message
 
 func FuzzMiniBlock(f *testing.F) {
 	for _, p := range seedPages(f) {
-		addSeed(f, p, func(l *enc21pb.PageLayout) proto.Message {
+		addSeed(f, p, func(l *enc21pb.PageLayout) protolite.Message {
 			if m := l.GetMiniBlockLayout(); m != nil {
 				return m
 			}
@@ -154,7 +154,7 @@ func FuzzMiniBlock(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, layout, b0, b1, b2 []byte, rows uint16, schema uint8) {
 		var mb enc21pb.MiniBlockLayout
-		if proto.Unmarshal(layout, &mb) != nil {
+		if mb.UnmarshalVT(layout) != nil {
 			return
 		}
 		fuzzRead(t, miniLayout(&mb), fuzzBufs(b0, b1, b2), rows, schema)
@@ -163,7 +163,7 @@ func FuzzMiniBlock(f *testing.F) {
 
 func FuzzFullZip(f *testing.F) {
 	for _, p := range seedPages(f) {
-		addSeed(f, p, func(l *enc21pb.PageLayout) proto.Message {
+		addSeed(f, p, func(l *enc21pb.PageLayout) protolite.Message {
 			if m := l.GetFullZipLayout(); m != nil {
 				return m
 			}
@@ -173,7 +173,7 @@ func FuzzFullZip(f *testing.F) {
 	f.Add([]byte{}, []byte{0, 3, 0, 0, 0, 'a', 'b', 'c', 1}, []byte{}, []byte{}, uint16(2), uint8(3))
 	f.Fuzz(func(t *testing.T, layout, b0, b1, b2 []byte, rows uint16, schema uint8) {
 		var fz enc21pb.FullZipLayout
-		if proto.Unmarshal(layout, &fz) != nil {
+		if fz.UnmarshalVT(layout) != nil {
 			return
 		}
 		fuzzRead(t, fullZip(&fz), fuzzBufs(b0, b1, b2), rows, schema)
@@ -181,13 +181,13 @@ func FuzzFullZip(f *testing.F) {
 }
 
 func FuzzAllNull(f *testing.F) {
-	lb, _ := proto.Marshal(&enc21pb.AllNullLayout{Layers: []enc21pb.RepDefLayer{lNullItem, lNullEmpty}})
+	lb, _ := (&enc21pb.AllNullLayout{Layers: []enc21pb.RepDefLayer{lNullItem, lNullEmpty}}).MarshalVT()
 	f.Add(lb, u16le(1, 1, 1), u16le(2, 3, 1), []byte{}, uint16(3), uint8(4))
-	lb, _ = proto.Marshal(&enc21pb.AllNullLayout{Layers: []enc21pb.RepDefLayer{lNullItem}})
+	lb, _ = (&enc21pb.AllNullLayout{Layers: []enc21pb.RepDefLayer{lNullItem}}).MarshalVT()
 	f.Add(lb, []byte{}, []byte{}, []byte{}, uint16(5), uint8(0))
 	f.Fuzz(func(t *testing.T, layout, b0, b1, b2 []byte, rows uint16, schema uint8) {
 		var an enc21pb.AllNullLayout
-		if proto.Unmarshal(layout, &an) != nil {
+		if an.UnmarshalVT(layout) != nil {
 			return
 		}
 		fuzzRead(t, allNull(an.GetLayers()...), fuzzBufs(b0, b1, b2), rows, schema)

@@ -8,8 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
+	"github.com/kv0/kv0/core/internal/lancepb/wktpb"
 
 	"github.com/kv0/kv0/core/encoding/bitpack"
 	"github.com/kv0/kv0/core/encoding/compress"
@@ -46,11 +45,11 @@ func testFile21(t testing.TB, cols [][]tPage) *File {
 				pi.bufs = append(pi.bufs, bufRange{uint64(len(blob)), uint64(len(b))})
 				blob = append(blob, b...)
 			}
-			v, err := proto.Marshal(p.layout)
+			v, err := p.layout.MarshalVT()
 			if err != nil {
 				t.Fatal(err)
 			}
-			enc, err := proto.Marshal(&anypb.Any{TypeUrl: "/lance.encodings21.PageLayout", Value: v})
+			enc, err := (&wktpb.Any{TypeUrl: "/lance.encodings21.PageLayout", Value: v}).MarshalVT()
 			if err != nil {
 				t.Fatal(err)
 			}

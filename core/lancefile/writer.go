@@ -9,8 +9,7 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/emptypb"
+	"github.com/kv0/kv0/core/internal/lancepb/wktpb"
 
 	"github.com/kv0/kv0/core/internal/lancepb/enc20pb"
 	"github.com/kv0/kv0/core/internal/lancepb/file2pb"
@@ -335,7 +334,7 @@ func (w *Writer) FinishParts() (parts [][]byte, size int64, err error) {
 	w.placePending()
 
 	// Global buffer 0: the FileDescriptor.
-	fd, err := proto.MarshalOptions{Deterministic: true}.Marshal(&filepb.FileDescriptor{Schema: schemaProto(w.schema), Length: w.rows})
+	fd, err := (&filepb.FileDescriptor{Schema: schemaProto(w.schema), Length: w.rows}).MarshalVT()
 	if err != nil {
 		return nil, 0, err
 	}
@@ -368,7 +367,7 @@ func (w *Writer) FinishParts() (parts [][]byte, size int64, err error) {
 	out = padBuffer(out)
 
 	colEnc, err := marshalAny("/lance.encodings.ColumnEncoding", &enc20pb.ColumnEncoding{
-		ColumnEncoding: &enc20pb.ColumnEncoding_Values{Values: &emptypb.Empty{}}})
+		ColumnEncoding: &enc20pb.ColumnEncoding_Values{Values: &wktpb.Empty{}}})
 	if err != nil {
 		return nil, 0, err
 	}
@@ -387,7 +386,7 @@ func (w *Writer) FinishParts() (parts [][]byte, size int64, err error) {
 					Direct: &file2pb.DirectEncoding{Encoding: p.layout}}},
 			})
 		}
-		b, err := proto.MarshalOptions{Deterministic: true}.Marshal(cm)
+		b, err := cm.MarshalVT()
 		if err != nil {
 			return nil, 0, err
 		}

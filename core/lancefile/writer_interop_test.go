@@ -17,8 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/timestamppb"
+	"github.com/kv0/kv0/core/internal/lancepb/wktpb"
 
 	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
 	"github.com/kv0/kv0/core/jsonl"
@@ -80,7 +79,7 @@ func writeDataset(t *testing.T, dir string, s *Schema, w *Writer, file []byte) {
 	uuid := randomHex(16)
 	txn := &tablepb.Transaction{ReadVersion: 0, Uuid: uuid, Operation: &tablepb.Transaction_Overwrite_{
 		Overwrite: &tablepb.Transaction_Overwrite{Fragments: []*tablepb.DataFragment{frag}, Schema: sp.Fields, SchemaMetadata: sp.Metadata}}}
-	tb, err := proto.Marshal(txn)
+	tb, err := txn.MarshalVT()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,11 +90,11 @@ func writeDataset(t *testing.T, dir string, s *Schema, w *Writer, file []byte) {
 	var zero uint32
 	m := &tablepb.Manifest{
 		Fields: sp.Fields, SchemaMetadata: sp.Metadata, Fragments: []*tablepb.DataFragment{frag}, Version: 1,
-		Timestamp: timestamppb.New(time.Now()), MaxFragmentId: &zero, TransactionFile: txnName,
+		Timestamp: wktpb.NewTimestamp(time.Now()), MaxFragmentId: &zero, TransactionFile: txnName,
 		WriterVersion: &tablepb.Manifest_WriterVersion{Library: "lance-go", Version: "0.1.0"},
 		DataFormat:    &tablepb.Manifest_DataStorageFormat{FileFormat: "lance", Version: "2.1"},
 	}
-	mb, err := proto.Marshal(m)
+	mb, err := m.MarshalVT()
 	if err != nil {
 		t.Fatal(err)
 	}
