@@ -312,11 +312,19 @@ func TestReaderChecks(t *testing.T) {
 		{name: "negative schema id", damage: func(m *tablepb.Manifest) { m.Fields[3].Id = -5 },
 			inError: []string{`field "value" has negative id -5`}},
 		{name: "unknown field of a large number", damage: func(m *tablepb.Manifest) {
-			file(m).ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, 430, protowire.VarintType), 1))
-		}, inError: []string{"unknown field number 430"}},
-		{name: "known field of another wire type", damage: func(m *tablepb.Manifest) {
-			m.Fields[1].ProtoReflect().SetUnknown(protowire.AppendFixed32(protowire.AppendTag(nil, 3, protowire.Fixed32Type), 1))
-		}, inError: []string{`field "op" (id 1): field id (3) has wire type 5`}},
+			// The decoder keeps unknown fields and the encoder writes them
+			// back: decode the data file with one appended.
+			df := file(m)
+			b, err := df.MarshalVT()
+			if err != nil {
+				panic(err)
+			}
+			var with tablepb.DataFile
+			if err := with.UnmarshalVT(protowire.AppendVarint(protowire.AppendTag(b, 430, protowire.VarintType), 1)); err != nil {
+				panic(err)
+			}
+			m.Fragments[0].Files[0] = &with
+		}, inError: []string{"data file: unknown field number 430"}},
 		{name: "deleted row count", key: v4, damage: func(m *tablepb.Manifest) { m.Fragments[0].DeletionFile.NumDeletedRows++ },
 			inError: []string{"deletion file holds 10 rows", "says 11"}, names: "kv.lance/_deletions/"},
 	} {
@@ -339,7 +347,7 @@ func TestReaderChecks(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := proto.Clone(mf.m).(*tablepb.Manifest)
+			m := mf.m.CloneVT()
 			m.TransactionSection = nil
 			tc.damage(m)
 			if err := st.Put(ctx, key, mustEncodeManifest(m, nil)); err != nil {
@@ -362,6 +370,31 @@ func TestReaderChecks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestKnownFieldOfAnotherWireType: a known field number with another wire
+// type (a flipped bit in a tag's low bits) fails to decode, as corruption.
+func TestKnownFieldOfAnotherWireType(t *testing.T) {
+	f := &filepb.Field{Name: "op", Id: 1, ParentId: -1, LogicalType: "uint8"}
+	b, err := f.MarshalVT()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got filepb.Field
+	if err := got.UnmarshalVT(protowire.AppendFixed32(protowire.AppendTag(b, 3, protowire.Fixed32Type), 1)); err == nil {
+		t.Fatalf("field id as fixed32 decoded: %v", &got)
+	}
+	m := &tablepb.Manifest{Fields: []*filepb.Field{f}}
+	mb, err := m.MarshalVT()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := checkUnknown(protowire.AppendVarint(protowire.AppendTag(mb, 99, protowire.VarintType), 1)); !strings.Contains(msg, "manifest: unknown field number 99") {
+		t.Fatalf("checkUnknown: %q", msg)
+	}
+	if msg := checkUnknown(mb); msg != "" {
+		t.Fatalf("checkUnknown of a sound manifest: %q", msg)
 	}
 }
 

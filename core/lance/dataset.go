@@ -155,9 +155,6 @@ func newDatasetFrom(st store.Store, k keys, mf *manifestFile, prev *Dataset, txn
 	if err := checkMaxFragmentID(mf.key, mf.pos, m); err != nil {
 		return nil, err
 	}
-	if err := checkUnknown(mf.key, mf.pos, m); err != nil {
-		return nil, err
-	}
 	d := &Dataset{st: st, k: k, mf: mf, schema: schema, arrow: as, byID: make(map[uint64]int, len(m.GetFragments()))}
 	for _, pf := range m.GetFragments() {
 		if _, dup := d.byID[pf.GetId()]; dup {

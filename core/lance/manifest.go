@@ -175,6 +175,9 @@ func decodeManifest(key string, size int64, tail []byte, read func(off int64, n 
 	if err := m.UnmarshalVT(sec[4 : 4+want]); err != nil {
 		return nil, corruptErr(key, pos+4, "manifest protobuf: %v", err)
 	}
+	if msg := checkUnknown(sec[4 : 4+want]); msg != "" {
+		return nil, corruptErr(key, pos+4, "%s", msg)
+	}
 	mf.m = &m
 	return mf, nil
 }

@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
 	"github.com/kv0/kv0/core/lancefile"
@@ -17,7 +16,7 @@ import (
 // changes a count. What can be checked without a request is checked:
 //
 //   - at Open, from the manifest alone (checkDataFileEntry,
-//     checkMaxFragmentID, checkUnknown, and lancefile.SchemaFromProto for
+//     checkMaxFragmentID, checkUnknown (on the manifest's bytes), and lancefile.SchemaFromProto for
 //     the schema): every 2.x data file lists as many column indices as
 //     field ids; field ids are tombstones (-2) or non-negative and unique
 //     within the file; column indices are -1 or non-negative and unique
@@ -182,54 +181,63 @@ func (d *Dataset) fieldByID(id int32) *lancefile.Field {
 // an unknown field of a large number.
 const maxPlausibleField = 64
 
-// checkUnknown refuses the unknown fields of manifest m that only damage
-// explains: a known field number with another wire type, or a number above
-// maxPlausibleField, in the messages that decide what is read.
-func checkUnknown(key string, pos int64, m *tablepb.Manifest) error {
-	if err := unknownFields(m); err != "" {
-		return corruptErr(key, pos, "manifest: %s", err)
-	}
-	for _, f := range m.GetFields() {
-		if err := unknownFields(f); err != "" {
-			return corruptErr(key, pos, "field %q (id %d): %s", f.GetName(), f.GetId(), err)
-		}
-	}
-	for _, pf := range m.GetFragments() {
-		if err := unknownFields(pf); err != "" {
-			return corruptErr(key, pos, "fragment %d: %s", pf.GetId(), err)
-		}
-		if del := pf.GetDeletionFile(); del != nil {
-			if err := unknownFields(del); err != "" {
-				return corruptErr(key, pos, "fragment %d deletion file: %s", pf.GetId(), err)
-			}
-		}
-		for _, df := range pf.GetFiles() {
-			if err := unknownFields(df); err != "" {
-				return corruptErr(key, pos, "fragment %d file %s: %s", pf.GetId(), df.GetPath(), err)
-			}
-		}
-	}
-	return nil
+// manifestNested names, for the messages that decide what is read, the
+// field numbers holding one of them: Manifest (fields 1: Field, fragments
+// 2: DataFragment), DataFragment (files 2: DataFile, deletion_file 3:
+// DeletionFile). Field, DataFile and DeletionFile are checked without
+// descending further.
+var manifestNested = map[string]map[protowire.Number]string{
+	"manifest": {1: "field", 2: "fragment"},
+	"fragment": {2: "data file", 3: "deletion file"},
 }
 
-// unknownFields describes the first implausible unknown field of msg, or
-// returns "".
-func unknownFields(msg proto.Message) string {
-	r := msg.ProtoReflect()
-	b := r.GetUnknown()
-	fields := r.Descriptor().Fields()
+// checkUnknown walks the manifest's protobuf bytes b and describes the
+// first field that only damage explains: a field number above
+// maxPlausibleField in the manifest, a field, a fragment, a data file or a
+// deletion file. (A known number with another wire type already fails to
+// decode.) It returns "" when there is none.
+func checkUnknown(b []byte) string { return walkFields("manifest", b) }
+
+func walkFields(msg string, b []byte) string {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return fmt.Sprintf("%s: malformed field: %v", msg, protowire.ParseError(n))
+		}
+		if num > maxPlausibleField {
+			return fmt.Sprintf("%s: unknown field number %d", msg, num)
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[n:])
+		if m < 0 {
+			return fmt.Sprintf("%s: malformed field %d: %v", msg, num, protowire.ParseError(m))
+		}
+		if sub, ok := manifestNested[msg][num]; ok && typ == protowire.BytesType {
+			v, _ := protowire.ConsumeBytes(b[n:])
+			if _, deeper := manifestNested[sub]; deeper {
+				if err := walkFields(sub, v); err != "" {
+					return err
+				}
+			} else if err := walkLeaf(sub, v); err != "" {
+				return err
+			}
+		}
+		b = b[n+m:]
+	}
+	return ""
+}
+
+// walkLeaf checks the field numbers of a message kv0 does not descend into.
+func walkLeaf(msg string, b []byte) string {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeField(b)
 		if n < 0 {
-			return fmt.Sprintf("malformed unknown field: %v", protowire.ParseError(n))
+			return fmt.Sprintf("%s: malformed field: %v", msg, protowire.ParseError(n))
+		}
+		_ = typ
+		if num > maxPlausibleField {
+			return fmt.Sprintf("%s: unknown field number %d", msg, num)
 		}
 		b = b[n:]
-		if fd := fields.ByNumber(num); fd != nil {
-			return fmt.Sprintf("field %s (%d) has wire type %d", fd.Name(), num, typ)
-		}
-		if num > maxPlausibleField {
-			return fmt.Sprintf("unknown field number %d", num)
-		}
 	}
 	return ""
 }

@@ -140,7 +140,6 @@ func escapes(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "path escapes from parent")
 }
 
-
 // mapErr turns OS errors into store errors, naming the key.
 func mapErr(op, key string, err error) error {
 	switch {
