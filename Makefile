@@ -14,7 +14,7 @@ FUZZTIME  ?= 60s
 APT_PACKAGES := protobuf-compiler nodejs npm
 PROTOC_GEN_GO_VERSION := v1.36.12
 
-.PHONY: all build run test vet unit wasm fuzz fuzz-short interop-deps bench bench-lance bench-kv bench-tracking bench-s3 proto clean
+.PHONY: all build run test vet unit wasm fuzz fuzz-short interop-deps azure-deps bench bench-lance bench-kv bench-tracking bench-s3 proto clean
 
 all: build
 
@@ -34,7 +34,7 @@ run: build
 
 # `make test` is what CI runs (.ci/run). Node and npm are needed by the
 # interop suite; with CI=true their absence is an error, never a skip.
-test: interop-deps vet unit wasm fuzz-short
+test: interop-deps azure-deps vet unit wasm fuzz-short
 
 vet:
 	$(GO) vet ./...
@@ -66,6 +66,17 @@ interop-deps:
 		echo "node and npm are required for the interop suite (CI=true)"; exit 1; \
 	else \
 		echo "warning: node/npm not found: the interop suite will skip"; \
+	fi
+
+# Azurite (npm, pinned in tests/azure/package-lock.json) emulates Azure Blob
+# Storage for native/azblobstore's tests; with CI=true its absence is an error.
+azure-deps: interop-deps
+	@if command -v npm >/dev/null 2>&1; then \
+		cd tests/azure && { [ -d node_modules/azurite ] || npm ci --no-audit --no-fund; }; \
+	elif [ "$$CI" = "true" ]; then \
+		echo "node and npm are required for the Azure suite (CI=true)"; exit 1; \
+	else \
+		echo "warning: node/npm not found: the Azure suite will skip"; \
 	fi
 
 # Benchmarks, each side by side with its peer in one run (docs/benchmarks.md):
