@@ -69,16 +69,20 @@ func (m trackModel) check(t *testing.T, r *tracking.Repo, ids []tracking.SeriesI
 	}
 }
 
-// TestTrackingOnS3 runs a tracking repository on S3 with its WAL on local
+// TestTrackingOnS3 (and OnGCS, OnAzure) runs a tracking repository on S3 with its WAL on local
 // disk: runs with params and points (some overwriting earlier steps),
 // flushes, reopen, a writer that dies without flushing (its WAL replays),
 // Optimize, and DeleteRuns, checking runs, params, series, points and
 // statistics through fresh handles and a read-only one.
-func TestTrackingOnS3(t *testing.T) {
-	need(t)
+func TestTrackingOnS3(t *testing.T)    { trackingSuite(t, s3Backend()) }
+func TestTrackingOnGCS(t *testing.T)   { trackingSuite(t, gcsBackend()) }
+func TestTrackingOnAzure(t *testing.T) { trackingSuite(t, azureBackend()) }
+
+func trackingSuite(t *testing.T, b backend) {
+	b.need(t)
 	ctx := context.Background()
-	uri := newURI(t.Name())
-	st := openStore(t, uri)
+	uri := b.newURI(t.Name())
+	st := b.open(t, uri)
 	walDir := t.TempDir()
 	var lastWAL *wal.Log
 	flushRows := 1000
