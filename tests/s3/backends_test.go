@@ -101,4 +101,3 @@ func azureBackend() backend {
 		loc: location.Options{Azure: opts},
 	}
 }
-
