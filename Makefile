@@ -15,7 +15,7 @@ FUZZTIME  ?= 60s
 APT_PACKAGES := protobuf-compiler nodejs npm
 PROTOC_GEN_GO_LITE_VERSION := v0.14.0
 
-.PHONY: all build run test vet unit wasm wasm-size test-wasm wasm-deps bench-wasm fuzz fuzz-short interop-deps bench bench-lance bench-kv bench-tracking bench-s3 bench-api proto clean \
+.PHONY: all build run test vet unit wasm wasm-size test-wasm wasm-deps bench-wasm fuzz fuzz-short interop-deps azure-deps bench bench-lance bench-kv bench-tracking bench-s3 bench-api proto clean \
 	python python-deps python-test bench-python
 
 all: build
@@ -35,11 +35,11 @@ run: build
 	$(KV0) metrics $(DEMO) resnet-cifar10-1 loss --context '{"subset":"train"}' --max-points 12
 
 # `make test` is what CI runs (.ci/run). Node and npm are needed by the
-# interop, wasm and Python suites, Chromium by the browser suite; with
-# CI=true their absence is an error, never a skip. The wasm size check comes
-# last, so a binary over the limit fails the run after every suite has
-# reported.
-test: interop-deps vet unit wasm test-wasm fuzz-short python-test wasm-size
+# interop, wasm, Python and Azure suites, Chromium by the browser suite;
+# with CI=true their absence is an error, never a skip. The wasm size check
+# comes last, so a binary over the limit fails the run after every suite
+# has reported.
+test: interop-deps azure-deps vet unit wasm test-wasm fuzz-short python-test wasm-size
 
 vet:
 	$(GO) vet ./...
@@ -100,6 +100,17 @@ interop-deps:
 		echo "node and npm are required for the interop suite (CI=true)"; exit 1; \
 	else \
 		echo "warning: node/npm not found: the interop suite will skip"; \
+	fi
+
+# Azurite (npm, pinned in tests/azure/package-lock.json) emulates Azure Blob
+# Storage for native/azblobstore's tests; with CI=true its absence is an error.
+azure-deps: interop-deps
+	@if command -v npm >/dev/null 2>&1; then \
+		cd tests/azure && { [ -d node_modules/azurite ] || npm ci --no-audit --no-fund; }; \
+	elif [ "$$CI" = "true" ]; then \
+		echo "node and npm are required for the Azure suite (CI=true)"; exit 1; \
+	else \
+		echo "warning: node/npm not found: the Azure suite will skip"; \
 	fi
 
 # Benchmarks, each side by side with its peer in one run (docs/benchmarks.md):

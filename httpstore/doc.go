@@ -11,7 +11,8 @@
 //     _versions/latest_version_hint.json and probing.
 //   - Signed (OpenSigned): a Signer turns (operation, key) into a URL, for
 //     example an S3 presigned GetObject or ListObjectsV2 URL handed out by
-//     "kv0 sign-server". List parses the S3 ListBucketResult XML.
+//     "kv0 sign-server". List parses the S3 ListBucketResult XML (also GCS XML),
+//     Azure List Blobs XML (EnumerationResults) and GCS JSON object lists.
 //
 // Requests follow the lessons of browser readers:
 //

@@ -433,6 +433,11 @@ func (s *Store) fetchOnce(ctx context.Context, op, rawURL string, start, end int
 		cr := resp.header("Content-Range")
 		a, b, tot, ok := parseContentRange(cr)
 		if !ok {
+			if tot, past := pastEndRange(cr); past && tot <= start {
+				// Azurite answers a range of an empty blob with 206
+				// "bytes 0--1/0": nothing from start, of tot bytes.
+				return nil, tot, fail(code, fmt.Sprintf("range %s starts past the end (%d bytes)", rng, tot), store.ErrShortObject), false
+			}
 			if cr == "" {
 				return nil, -1, fail(code, "206 answer without Content-Range (is it exposed through CORS?)", ErrServer), false
 			}
@@ -522,6 +527,16 @@ func s3Message(body io.Reader) string {
 
 // parseContentRange parses "bytes A-B/TOTAL" and "bytes */TOTAL"; total is
 // -1 when the server sends "*".
+// pastEndRange recognizes "bytes A-(A-1)/A", an empty range at the end of
+// an object of A bytes, and returns A.
+func pastEndRange(v string) (int64, bool) {
+	var a, b, total int64
+	if n, err := fmt.Sscanf(strings.TrimSpace(v), "bytes %d-%d/%d", &a, &b, &total); err != nil || n != 3 {
+		return 0, false
+	}
+	return total, a >= 0 && b == a-1 && total == a
+}
+
 func parseContentRange(v string) (a, b, total int64, ok bool) {
 	v, ok = strings.CutPrefix(strings.TrimSpace(v), "bytes ")
 	if !ok {

@@ -1,6 +1,7 @@
 package httpstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"encoding/xml"
@@ -38,7 +39,10 @@ func (o Op) String() string {
 }
 
 // ListParams are the ListObjectsV2 parameters of an OpList request. Keys
-// are relative to the repository, like every store key.
+// are relative to the repository, like every store key. A signer for GCS
+// or Azure maps them onto its service's listing (startOffset/pageToken,
+// marker); the store drops keys up to StartAfter itself, so a service
+// without start-after still lists correctly.
 type ListParams struct {
 	StartAfter        string
 	ContinuationToken string
@@ -156,12 +160,100 @@ func (s *Store) listOnce(ctx context.Context, rawURL string) (*listBucketResult,
 		}
 		return nil, fail(err.Error(), ErrTruncated), true
 	}
-	var res listBucketResult
-	if err := xml.Unmarshal(body, &res); err != nil {
-		// A cut-off XML document fails here too; try again.
-		return nil, fail("bad ListBucketResult: "+err.Error(), ErrTruncated), true
+	res, err := parseListing(rawURL, body)
+	if err != nil {
+		// A cut-off document fails here too; try again.
+		return nil, fail(err.Error(), ErrTruncated), true
 	}
-	return &res, nil, false
+	return res, nil, false
+}
+
+// gcsObjects is the part of a GCS JSON objects.list answer we read.
+type gcsObjects struct {
+	Items []struct {
+		Name string `json:"name"`
+		Size string `json:"size"` // a decimal string, as the JSON API sends int64s
+	} `json:"items"`
+	NextPageToken string `json:"nextPageToken"`
+}
+
+// enumerationResults is the part of an Azure List Blobs answer we read.
+type enumerationResults struct {
+	XMLName xml.Name `xml:"EnumerationResults"`
+	Prefix  string   `xml:"Prefix"`
+	Blobs   struct {
+		Blob []struct {
+			Name       string `xml:"Name"`
+			Properties struct {
+				ContentLength int64 `xml:"Content-Length"`
+			} `xml:"Properties"`
+		} `xml:"Blob"`
+	} `xml:"Blobs"`
+	NextMarker string `xml:"NextMarker"`
+}
+
+// parseListing reads a listing answer in any of the formats signed list
+// URLs return: S3's (and GCS's XML API's) ListBucketResult, Azure's
+// EnumerationResults, or GCS's JSON objects list, whose answer does not
+// repeat the prefix: it is taken from the URL's "prefix" parameter. Page
+// tokens (NextContinuationToken, NextMarker, nextPageToken) all become
+// NextContinuationToken, which the signer puts back into the next URL.
+func parseListing(rawURL string, body []byte) (*listBucketResult, error) {
+	res, err := parseListingFormat(rawURL, body)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range res.Contents {
+		if c.Size < 0 {
+			return nil, fmt.Errorf("bad listing: negative size %d of %q", c.Size, c.Key)
+		}
+	}
+	return res, nil
+}
+
+func parseListingFormat(rawURL string, body []byte) (*listBucketResult, error) {
+	trimmed := bytes.TrimSpace(body)
+	switch {
+	case bytes.HasPrefix(trimmed, []byte("{")):
+		var g gcsObjects
+		if err := json.Unmarshal(trimmed, &g); err != nil {
+			return nil, fmt.Errorf("bad GCS object list: %v", err)
+		}
+		u, err := url.Parse(rawURL)
+		if err != nil {
+			return nil, fmt.Errorf("bad list URL: %v", err)
+		}
+		res := &listBucketResult{Prefix: u.Query().Get("prefix"), NextContinuationToken: g.NextPageToken, IsTruncated: g.NextPageToken != ""}
+		for _, it := range g.Items {
+			n, err := strconv.ParseInt(it.Size, 10, 64)
+			if err != nil || n < 0 {
+				return nil, fmt.Errorf("bad GCS object list: size %q of %q", it.Size, it.Name)
+			}
+			res.Contents = append(res.Contents, struct {
+				Key  string `xml:"Key"`
+				Size int64  `xml:"Size"`
+			}{it.Name, n})
+		}
+		return res, nil
+	case bytes.Contains(trimmed[:min(len(trimmed), 512)], []byte("<EnumerationResults")):
+		var a enumerationResults
+		if err := xml.Unmarshal(trimmed, &a); err != nil {
+			return nil, fmt.Errorf("bad EnumerationResults: %v", err)
+		}
+		res := &listBucketResult{Prefix: a.Prefix, NextContinuationToken: a.NextMarker, IsTruncated: a.NextMarker != ""}
+		for _, b := range a.Blobs.Blob {
+			res.Contents = append(res.Contents, struct {
+				Key  string `xml:"Key"`
+				Size int64  `xml:"Size"`
+			}{b.Name, b.Properties.ContentLength})
+		}
+		return res, nil
+	}
+	var res listBucketResult
+	if err := xml.Unmarshal(trimmed, &res); err != nil {
+		return nil, fmt.Errorf("bad ListBucketResult: %v", err)
+	}
+	return &res, nil
 }
 
 // SignResponse is the JSON answer of a sign server for one request.

@@ -7,6 +7,8 @@
 //	/data/db.lance        local folder        yes (local, under Options.WALDir)
 //	memory://name         process memory      none
 //	s3://bucket/prefix    S3                  yes (always on local disk)
+//	gs://bucket/prefix    Google Cloud Storage yes (always on local disk)
+//	az://container/prefix Azure Blob Storage  yes (always on local disk)
 //	http(s)://...         read-only HTTP      none (read-only handle)
 //	kv0+signer://...      read-only, signed   none (read-only handle)
 //

@@ -1,10 +1,16 @@
 // Package location resolves the locations users type (local paths,
-// memory://name, s3://bucket/prefix, http(s)://...) into a store.Store and
-// the root key of the dataset or repository inside it.
+// memory://name, s3://bucket/prefix, gs://bucket/prefix,
+// az://container/prefix, http(s)://...) into a store.Store and the root key
+// of the dataset or repository inside it.
 //
 //	/data/t.lance, ./t.lance   fsstore rooted at the folder, root ""
 //	memory://name              a process-wide in-memory store, root ""
 //	s3://bucket/prefix         s3store rooted at the prefix, root ""
+//	gs://bucket/prefix         gcsstore (Application Default Credentials, or
+//	                           the emulator at $STORAGE_EMULATOR_HOST), root ""
+//	az://container/prefix      azblobstore ($AZURE_STORAGE_CONNECTION_STRING,
+//	                           or $AZURE_STORAGE_ACCOUNT with $AZURE_STORAGE_KEY
+//	                           or azidentity's default chain), root ""
 //	http(s)://host/path        httpstore static mode (read-only), root ""
 //	kv0+signer://host:port/key httpstore signed mode (read-only) through the
 //	                           "kv0 sign-server" at http://host:port, root "key"
@@ -29,7 +35,9 @@ import (
 
 	"github.com/kv0/kv0/core/store"
 	"github.com/kv0/kv0/httpstore"
+	"github.com/kv0/kv0/native/azblobstore"
 	"github.com/kv0/kv0/native/fsstore"
+	"github.com/kv0/kv0/native/gcsstore"
 	"github.com/kv0/kv0/native/s3store"
 )
 
@@ -46,6 +54,12 @@ type Options struct {
 	// S3 are the options of s3:// locations; fields left zero are filled
 	// from the environment (s3store.OptionsFromEnv) and then by the SDK.
 	S3 s3store.Options
+	// GCS are the options of gs:// locations; the endpoint defaults to
+	// $STORAGE_EMULATOR_HOST (gcsstore.OptionsFromEnv).
+	GCS gcsstore.Options
+	// Azure are the options of az:// locations; credentials left zero come
+	// from the environment (azblobstore.OptionsFromEnv).
+	Azure azblobstore.Options
 	// HTTP are the options of http(s):// and signed locations.
 	HTTP httpstore.Options
 	// Signer is the base URL of a sign server ("http://127.0.0.1:8787").
@@ -112,6 +126,18 @@ func Open(ctx context.Context, location string, opts Options) (store.Store, stri
 			return nil, "", fmt.Errorf("location %s: %w", location, err)
 		}
 		return st, "", nil
+	case "gs":
+		st, err := gcsstore.Open(ctx, location, gcsstore.OptionsFromEnv(opts.GCS))
+		if err != nil {
+			return nil, "", fmt.Errorf("location %s: %w", location, err)
+		}
+		return st, "", nil
+	case "az":
+		st, err := azblobstore.Open(ctx, location, opts.Azure)
+		if err != nil {
+			return nil, "", fmt.Errorf("location %s: %w", location, err)
+		}
+		return st, "", nil
 	case "http", "https":
 		st, err := httpstore.OpenStatic(location, opts.HTTP)
 		if err != nil {
@@ -131,7 +157,7 @@ func Open(ctx context.Context, location string, opts Options) (store.Store, stri
 		}
 		return openSigned(location, base, key, opts)
 	}
-	return nil, "", fmt.Errorf("location %s: unsupported scheme %q (want a path, memory://, s3://, http(s):// or kv0+signer://)", location, scheme)
+	return nil, "", fmt.Errorf("location %s: unsupported scheme %q (want a path, memory://, s3://, gs://, az://, http(s):// or kv0+signer://)", location, scheme)
 }
 
 // openSigned opens key of the repository the sign server at base signs for.
@@ -176,6 +202,7 @@ func openSigned(location, base, key string, opts Options) (store.Store, string, 
 //
 //	./t.lance, /data/../data/t.lance, file:///data/t.lance   file:///data/t.lance (absolute, cleaned)
 //	s3://bucket//prefix/                                     s3://bucket/prefix
+//	gs://bucket/prefix/, az://container//prefix              gs://bucket/prefix, az://container/prefix
 //	memory://name/                                           memory://name
 //	HTTPS://host/path/                                       https://host/path
 //
@@ -209,10 +236,22 @@ func Canonical(location string) (string, error) {
 			return "s3://" + bucket, nil
 		}
 		return "s3://" + bucket + "/" + prefix, nil
+	case "gs":
+		bucket, prefix, err := gcsstore.ParseURI("gs://" + rest)
+		if err != nil {
+			return "", fmt.Errorf("location %s: %w", location, err)
+		}
+		return strings.TrimSuffix("gs://"+bucket+"/"+prefix, "/"), nil
+	case "az":
+		name, prefix, err := azblobstore.ParseURI("az://" + rest)
+		if err != nil {
+			return "", fmt.Errorf("location %s: %w", location, err)
+		}
+		return strings.TrimSuffix("az://"+name+"/"+prefix, "/"), nil
 	case "http", "https", "kv0+signer", "kv0+signers":
 		return scheme + "://" + strings.TrimRight(rest, "/"), nil
 	}
-	return "", fmt.Errorf("location %s: unsupported scheme %q (want a path, memory://, s3:// or http(s)://)", location, scheme)
+	return "", fmt.Errorf("location %s: unsupported scheme %q (want a path, memory://, s3://, gs://, az:// or http(s)://)", location, scheme)
 }
 
 // RepoWALKey is the key (see native/wal) of the WAL that logs writes to

@@ -3,17 +3,24 @@ package location_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+
+	"github.com/fsouza/fake-gcs-server/fakestorage"
 
 	"github.com/kv0/kv0/core/store"
 	"github.com/kv0/kv0/httpstore"
+	"github.com/kv0/kv0/native/azblobstore"
 	"github.com/kv0/kv0/native/fsstore"
+	"github.com/kv0/kv0/native/gcsstore"
 	"github.com/kv0/kv0/native/location"
 	"github.com/kv0/kv0/native/s3store"
+	"github.com/kv0/kv0/tests/azure"
 )
 
 func TestOpen(t *testing.T) {
@@ -116,13 +123,15 @@ func TestCanonical(t *testing.T) {
 	}
 	for loc, want := range map[string]string{
 		"s3://b/p": "s3://b/p", "s3://b/p/": "s3://b/p", "s3://b//p//": "s3://b/p", "S3://b/p": "s3://b/p", "s3://b": "s3://b",
+		"gs://bkt/p/": "gs://bkt/p", "GS://bkt//p": "gs://bkt/p", "gs://bkt": "gs://bkt",
+		"az://box/p/": "az://box/p", "Az://box//p/q/": "az://box/p/q", "az://box/": "az://box",
 		"memory://x/": "memory://x", "HTTPS://h/p/": "https://h/p", "http://h:1/p": "http://h:1/p", "kv0+signer://h:1/db.lance/": "kv0+signer://h:1/db.lance",
 	} {
 		if got, err := location.Canonical(loc); err != nil || got != want {
 			t.Errorf("%s: %q %v, want %q", loc, got, err, want)
 		}
 	}
-	for _, loc := range []string{"gs://b/x", "s3:///x", "memory://"} {
+	for _, loc := range []string{"gcs://b/x", "s3:///x", "memory://", "gs://B/x", "gs://bkt/a//b", "az://a_b/x", "az://box/../x"} {
 		if got, err := location.Canonical(loc); err == nil {
 			t.Errorf("%s: %q, want an error", loc, got)
 		}
@@ -150,4 +159,75 @@ func TestRepoWALKey(t *testing.T) {
 			t.Errorf("RepoWALKey(%q) = %q, %v; want %q", loc, got, err, want)
 		}
 	}
+}
+
+// TestCloudLocations opens gs:// through STORAGE_EMULATOR_HOST (an
+// in-process fake-gcs-server) and az:// through a connection string's
+// BlobEndpoint (Azurite), and round-trips an object through each.
+func TestCloudLocations(t *testing.T) {
+	ctx := context.Background()
+	fake, err := fakestorage.NewServerWithOptions(fakestorage.Options{NoListener: true, PublicHost: "127.0.0.1", Writer: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: "kv0-loc"})
+	hs := httptest.NewServer(fake.HTTPHandler())
+	defer hs.Close()
+	t.Setenv("STORAGE_EMULATOR_HOST", strings.TrimPrefix(hs.URL, "http://"))
+	st, root, err := location.Open(ctx, "gs://kv0-loc/some/prefix/", location.Options{})
+	if s, ok := st.(*gcsstore.Store); !ok || err != nil || root != "" || s.Bucket() != "kv0-loc" || s.Prefix() != "some/prefix/" {
+		t.Fatalf("gs: %T %q %v", st, root, err)
+	}
+	roundTrip(t, st)
+	if got, err := fake.GetObject("kv0-loc", "some/prefix/k"); err != nil || string(got.Content) != "v" {
+		t.Fatalf("gs object: %v", err)
+	}
+
+	t.Run("az", func(t *testing.T) {
+		azure.Skip(t, azurite, azuriteWhy)
+		t.Setenv("AZURE_STORAGE_CONNECTION_STRING", azurite.ConnectionString)
+		c, err := azblobstore.NewContainerClient("kv0-loc", azblobstore.Options{ConnectionString: azurite.ConnectionString})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Create(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		st, root, err := location.Open(ctx, "az://kv0-loc/some/prefix", location.Options{})
+		if s, ok := st.(*azblobstore.Store); !ok || err != nil || root != "" || s.Container() != "kv0-loc" || s.Prefix() != "some/prefix/" {
+			t.Fatalf("az: %T %q %v", st, root, err)
+		}
+		roundTrip(t, st)
+		t.Setenv("AZURE_STORAGE_CONNECTION_STRING", "")
+		t.Setenv("AZURE_STORAGE_ACCOUNT", "")
+		if _, _, err := location.Open(ctx, "az://kv0-loc/x", location.Options{}); !errors.Is(err, azblobstore.ErrNoCredentials) {
+			t.Fatalf("az without an account: %v", err)
+		}
+	})
+}
+
+func roundTrip(t *testing.T, st store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	if err := st.PutIfAbsent(ctx, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutIfAbsent(ctx, "k", []byte("w")); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("second create: %v", err)
+	}
+	if got, err := store.ReadAll(ctx, st, "k"); err != nil || string(got) != "v" {
+		t.Fatalf("read back %q, %v", got, err)
+	}
+}
+
+var (
+	azurite    *azure.Server
+	azuriteWhy string
+)
+
+func TestMain(m *testing.M) {
+	azurite, azuriteWhy = azure.Require()
+	code := m.Run()
+	azurite.Stop()
+	os.Exit(code)
 }

@@ -1,5 +1,6 @@
-// Package signer presigns S3 GetObject and ListObjectsV2 requests for the
-// keys of one repository prefix, so that readers (browsers, edge functions)
+// Package signer presigns S3 GetObject and ListObjectsV2 requests (GCS: V4
+// signed URLs of the XML API's object GET and bucket listing; Azure: SAS
+// URLs of Get Blob and List Blobs) for the keys of one repository prefix, so that readers (browsers, edge functions)
 // can read a repository through httpstore without ever holding object-store
 // credentials. Handler serves the signatures over HTTP to bearer-token
 // holders; "kv0 sign-server" runs it.
@@ -25,6 +26,8 @@ import (
 
 	"github.com/kv0/kv0/core/store"
 	"github.com/kv0/kv0/httpstore"
+	"github.com/kv0/kv0/native/azblobstore"
+	"github.com/kv0/kv0/native/gcsstore"
 	"github.com/kv0/kv0/native/s3store"
 )
 
@@ -42,6 +45,13 @@ type Options struct {
 	// S3 are the connection options of the bucket (endpoint, region,
 	// credentials, path style).
 	S3 s3store.Options
+	// GCS are the options of gs:// repositories (zero fields from the
+	// environment, as for locations); GCSSigning how their URLs are signed.
+	GCS        gcsstore.Options
+	GCSSigning GCSSigning
+	// Azure are the options of az:// repositories (zero fields from the
+	// environment). SAS URLs need the account's shared key.
+	Azure azblobstore.Options
 }
 
 // Signer presigns reads of one repository prefix. It implements
@@ -54,6 +64,7 @@ type Signer struct {
 	expiry   time.Duration
 	listBase *url.URL // the bucket's URL, for ListObjectsV2
 	v4       *v4.Signer
+	cloud    cloudSigner // gs:// and az:// repositories
 }
 
 var _ httpstore.Signer = (*Signer)(nil)
@@ -62,21 +73,28 @@ var _ httpstore.Signer = (*Signer)(nil)
 // clean key. It wraps store.ErrInvalidKey; match it with errors.Is.
 var ErrRefused = fmt.Errorf("signer: key refused: %w", store.ErrInvalidKey)
 
-// New returns a Signer for the repository at bucketURI ("s3://bucket/prefix").
+// New returns a Signer for the repository at bucketURI
+// ("s3://bucket/prefix", "gs://bucket/prefix" or "az://container/prefix").
 func New(ctx context.Context, bucketURI string, opts Options) (*Signer, error) {
-	bucket, prefix, err := s3store.ParseURI(bucketURI)
-	if err != nil {
-		return nil, err
-	}
-	if prefix != "" {
-		prefix += "/"
-	}
 	expiry := opts.Expiry
 	if expiry == 0 {
 		expiry = DefaultExpiry
 	}
 	if expiry < time.Second || expiry > MaxExpiry {
 		return nil, fmt.Errorf("signer: expiry %v out of range [1s, 7 days]", expiry)
+	}
+	switch {
+	case strings.HasPrefix(bucketURI, "gs://"):
+		return newGCS(ctx, bucketURI, expiry, opts)
+	case strings.HasPrefix(bucketURI, "az://"):
+		return newAzure(bucketURI, expiry, opts)
+	}
+	bucket, prefix, err := s3store.ParseURI(bucketURI)
+	if err != nil {
+		return nil, err
+	}
+	if prefix != "" {
+		prefix += "/"
 	}
 	client, err := s3store.NewClient(ctx, opts.S3)
 	if err != nil {
@@ -146,6 +164,13 @@ func (g *Signer) SignExpiry(ctx context.Context, op httpstore.Op, key string, li
 		if err := check(key, false); err != nil {
 			return "", time.Time{}, err
 		}
+		if g.cloud != nil {
+			u, err := g.cloud.get(ctx, g.prefix+key, expires)
+			if err != nil {
+				return "", time.Time{}, fmt.Errorf("signer: sign get %s: %w", key, err)
+			}
+			return u, expires, nil
+		}
 		req, err := g.presign.PresignGetObject(ctx, &s3.GetObjectInput{
 			Bucket: aws.String(g.bucket),
 			Key:    aws.String(g.prefix + key),
@@ -160,6 +185,13 @@ func (g *Signer) SignExpiry(ctx context.Context, op httpstore.Op, key string, li
 		}
 		if list.StartAfter != "" && strings.Contains(list.StartAfter, "..") {
 			return "", time.Time{}, fmt.Errorf("%w: start-after %q", ErrRefused, list.StartAfter)
+		}
+		if g.cloud != nil {
+			u, err := g.cloud.list(ctx, g.prefix+key, g.prefix, list, expires)
+			if err != nil {
+				return "", time.Time{}, fmt.Errorf("signer: sign list %s: %w", key, err)
+			}
+			return u, expires, nil
 		}
 		u, err := g.presignList(ctx, key, list, now)
 		if err != nil {

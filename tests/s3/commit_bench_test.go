@@ -14,14 +14,24 @@ import (
 // against versitygw on loopback: the latency of one commit and the commits
 // per second of one writer and of 8 concurrent writers, each with its own
 // handle on the same dataset (losers of a version race rebase and retry).
+// BenchmarkCommitGCS and BenchmarkCommitAzure do the same on
+// fake-gcs-server (in process) and Azurite, in the same run:
 //
 //	go test ./tests/s3 -run '^$' -bench BenchmarkCommit -benchtime 4x
-func BenchmarkCommit(b *testing.B) {
-	need(b)
+func BenchmarkCommit(b *testing.B) { benchCommit(b, s3Backend()) }
+
+// BenchmarkCommitGCS is BenchmarkCommit on fake-gcs-server.
+func BenchmarkCommitGCS(b *testing.B) { benchCommit(b, gcsBackend()) }
+
+// BenchmarkCommitAzure is BenchmarkCommit on Azurite.
+func BenchmarkCommitAzure(b *testing.B) { benchCommit(b, azureBackend()) }
+
+func benchCommit(b *testing.B, be backend) {
+	be.need(b)
 	for _, writers := range []int{1, 8} {
 		b.Run("writers="+itoa(int64(writers)), func(b *testing.B) {
 			ctx := context.Background()
-			st := openStore(b, newURI(b.Name()))
+			st := be.open(b, be.newURI(b.Name()))
 			if _, err := lance.Create(ctx, st, "t.lance", idSchema, lance.Batches(idBatch(0, 10)), lance.WriteOptions{}); err != nil {
 				b.Fatal(err)
 			}

@@ -84,14 +84,18 @@ func seq(from, to int64) []int64 {
 	return out
 }
 
-// TestLanceWritePathOnS3 runs the Lance write path against the S3 server:
+// TestLanceWritePathOnS3 (and OnGCS, OnAzure) runs the Lance write path against the S3 server:
 // create, a conflicting create, appends, delete, compaction, tags, time
 // travel, restore and cleanup, checking the rows after every step through a
 // fresh handle.
-func TestLanceWritePathOnS3(t *testing.T) {
-	need(t)
+func TestLanceWritePathOnS3(t *testing.T)    { lanceWritePathSuite(t, s3Backend()) }
+func TestLanceWritePathOnGCS(t *testing.T)   { lanceWritePathSuite(t, gcsBackend()) }
+func TestLanceWritePathOnAzure(t *testing.T) { lanceWritePathSuite(t, azureBackend()) }
+
+func lanceWritePathSuite(t *testing.T, b backend) {
+	b.need(t)
 	ctx := context.Background()
-	st := openStore(t, newURI(t.Name()))
+	st := b.open(t, b.newURI(t.Name()))
 	const root = "t.lance"
 	reopen := func() *lance.Dataset {
 		t.Helper()

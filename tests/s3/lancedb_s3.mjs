@@ -23,7 +23,15 @@ const storageOptions = {
 };
 
 const [cmd, uri, out] = process.argv.slice(2);
-const db = await lancedb.connect(uri, { storageOptions });
+// az:// locations are Azurite's (KV0_AZ_ACCOUNT, KV0_AZ_KEY; its address in
+// AZURITE_BLOB_STORAGE_URL, where lance's object store looks for it).
+const azureOptions = {
+  azure_storage_account_name: process.env.KV0_AZ_ACCOUNT,
+  azure_storage_account_key: process.env.KV0_AZ_KEY,
+  azure_storage_use_emulator: "true",
+  allow_http: "true",
+};
+const db = await lancedb.connect(uri, { storageOptions: uri.startsWith("az://") ? azureOptions : storageOptions });
 if (cmd === "read") {
   const t = await db.openTable("t");
   const table = await t.query().toArrow();

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kv0/kv0/core/jsonl"
 	"github.com/kv0/kv0/core/lance"
+	"github.com/kv0/kv0/tests/azure"
 )
 
 // lancedbNode returns node when lancedb is installed for the interop suite
@@ -37,6 +38,10 @@ func runNode(t *testing.T, node string, args ...string) {
 	cmd := exec.Command(node, append([]string{"lancedb_s3.mjs"}, args...)...)
 	cmd.Env = append(os.Environ(), "KV0_S3_ENDPOINT="+endpoint, "KV0_S3_ACCESS_KEY="+accessKey,
 		"KV0_S3_SECRET_KEY="+secretKey, "AWS_EC2_METADATA_DISABLED=true")
+	if azurite != nil {
+		cmd.Env = append(cmd.Env, "KV0_AZ_ACCOUNT="+azure.Account, "KV0_AZ_KEY="+azure.Key,
+			"AZURITE_BLOB_STORAGE_URL="+strings.TrimSuffix(azurite.BlobEndpoint, "/"+azure.Account))
+	}
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("node lancedb_s3.mjs %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -45,9 +50,13 @@ func runNode(t *testing.T, node string, args ...string) {
 
 // goLines scans the latest version of t.lance at uri as JSON lines.
 func goLines(t *testing.T, uri string) string {
+	return goLinesOn(t, s3Backend(), uri)
+}
+
+func goLinesOn(t *testing.T, b backend, uri string) string {
 	t.Helper()
 	ctx := context.Background()
-	st := openStore(t, uri)
+	st := b.open(t, uri)
 	d, err := lance.Open(ctx, st, "t.lance", lance.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -70,11 +79,19 @@ func goLines(t *testing.T, uri string) string {
 	return buf.String()
 }
 
-func TestLancedbReadsGoDataset(t *testing.T) {
+func TestLancedbReadsGoDataset(t *testing.T) { lancedbReadsGo(t, s3Backend()) }
+
+// TestLancedbReadsGoDatasetOnAzure: lancedb opens an az:// dataset kv0
+// wrote to Azurite (lance's object store in emulator mode) and reads the
+// same rows.
+func TestLancedbReadsGoDatasetOnAzure(t *testing.T) { lancedbReadsGo(t, azureBackend()) }
+
+func lancedbReadsGo(t *testing.T, b backend) {
 	node := lancedbNode(t)
+	b.need(t)
 	ctx := context.Background()
-	uri := newURI("go-written")
-	st := openStore(t, uri)
+	uri := b.newURI("go-written")
+	st := b.open(t, uri)
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
 		{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
@@ -103,14 +120,21 @@ func TestLancedbReadsGoDataset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := goLines(t, uri); string(got) != want {
+	if want := goLinesOn(t, b, uri); string(got) != want || len(want) == 0 {
 		t.Fatalf("lancedb read %d bytes, Go %d bytes; they differ", len(got), len(want))
 	}
 }
 
-func TestGoReadsLancedbDataset(t *testing.T) {
+func TestGoReadsLancedbDataset(t *testing.T) { goReadsLancedb(t, s3Backend()) }
+
+// TestGoReadsLancedbDatasetOnAzure: kv0 reads an az:// dataset lancedb
+// wrote to Azurite.
+func TestGoReadsLancedbDatasetOnAzure(t *testing.T) { goReadsLancedb(t, azureBackend()) }
+
+func goReadsLancedb(t *testing.T, b backend) {
 	node := lancedbNode(t)
-	uri := newURI("lancedb-written")
+	b.need(t)
+	uri := b.newURI("lancedb-written")
 	runNode(t, node, "write", uri)
 	out := filepath.Join(t.TempDir(), "lancedb.jsonl")
 	runNode(t, node, "read", uri, out)
@@ -118,7 +142,7 @@ func TestGoReadsLancedbDataset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := goLines(t, uri)
+	got := goLinesOn(t, b, uri)
 	if got != string(want) || strings.Count(got, "\n") != 1001 {
 		t.Fatalf("Go read %d lines, lancedb %d; they differ", strings.Count(got, "\n"), bytes.Count(want, []byte("\n")))
 	}

@@ -1,6 +1,8 @@
 // Package s3 runs kv0's stores and the Lance reader and writer against a
 // real S3 server: versitygw (POSIX backend), started by TestMain on
-// loopback. TestMain installs versitygw with "go install" when it is not on
+// loopback. The Lance, key-value and tracking suites run again on Google
+// Cloud Storage through fake-gcs-server (in process) and on Azure Blob
+// Storage through Azurite (tests/azure), which TestMain starts too. TestMain installs versitygw with "go install" when it is not on
 // PATH; without network the tests are skipped, unless CI=true, where that
 // is a failure.
 package s3
@@ -54,7 +56,16 @@ func TestMain(m *testing.M) {
 		}
 		skipWhy = err.Error()
 	}
+	stopCloud, err := startCloudEmulators()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "tests/s3: %v\n", err)
+		if stop != nil {
+			stop()
+		}
+		os.Exit(1)
+	}
 	code := m.Run()
+	stopCloud()
 	if stop != nil {
 		stop()
 	}

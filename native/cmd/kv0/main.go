@@ -115,6 +115,7 @@ var readCommands = map[string]bool{
 const usageFooter = `Locations: a local folder, memory://NAME, s3://BUCKET/PREFIX, http(s)://HOST/PATH
 (read-only), or kv0+signer://HOST:PORT/KEY: KEY of the repository a kv0
 sign-server at HOST:PORT signs reads of (read-only; kv0+signers:// for https).
+Also gs://BUCKET/PREFIX (Google Cloud Storage) and az://CONTAINER/PREFIX (Azure Blob Storage).
 ` + signedFlagsText + `
 Flags may come before or after the arguments. Data goes to stdout; errors go
 to stderr as "kv0: MESSAGE" with exit status 1, usage errors with status 2.

@@ -31,7 +31,7 @@ func cmdSignServer(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs := flag.NewFlagSet("kv0 sign-server", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	bucketURI := fs.String("bucket-uri", "", "repository `location` s3://bucket/prefix")
+	bucketURI := fs.String("bucket-uri", "", "repository `location` s3://bucket/prefix, gs://bucket/prefix or az://container/prefix")
 	listen := fs.String("listen", "127.0.0.1:8787", "`address` to listen on")
 	tokenFile := fs.String("token-file", "", "`file` holding the bearer token")
 	expiry := durationFlag(fs, "expiry", signer.DefaultExpiry, time.Second, signer.MaxExpiry, "lifetime of each presigned URL, 1s to 7d (`DURATION`: Go durations, plus d and w)")
