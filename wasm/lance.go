@@ -8,8 +8,7 @@ import (
 	"encoding/json"
 	"syscall/js"
 
-	"github.com/apache/arrow-go/v18/arrow/ipc"
-
+	"github.com/kv0/kv0/core/arrowstream"
 	"github.com/kv0/kv0/core/inspect"
 	"github.com/kv0/kv0/core/jsonl"
 	"github.com/kv0/kv0/core/lance"
@@ -137,14 +136,14 @@ func lanceScan(args []js.Value) js.Value {
 			if err != nil {
 				return nil, err
 			}
-			w := ipc.NewWriter(&buf, ipc.WithSchema(d.ArrowSchema()))
+			w := arrowstream.NewWriter(&buf, d.ArrowSchema())
 			if err := w.Close(); err != nil {
 				return nil, err
 			}
 			return bytesToJS(buf.Bytes()), nil
 		}
 		defer rows.Close()
-		w := ipc.NewWriter(&buf, ipc.WithSchema(rows.Schema()))
+		w := arrowstream.NewWriter(&buf, rows.Schema())
 		var y yielder
 		for rows.Next() {
 			y.maybe()

@@ -8,8 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/apache/arrow-go/v18/arrow/ipc"
-
+	"github.com/kv0/kv0/core/arrowstream"
 	"github.com/kv0/kv0/core/inspect"
 	"github.com/kv0/kv0/core/jsonl"
 	"github.com/kv0/kv0/core/lance"
@@ -183,7 +182,7 @@ func (h *Handler) getRows(w http.ResponseWriter, r *http.Request, path string) e
 	var write func() error
 	finish := func() error { return nil }
 	if format == "arrow" {
-		iw := ipc.NewWriter(bw, ipc.WithSchema(rows.Schema()))
+		iw := arrowstream.NewWriter(bw, rows.Schema())
 		write = func() error { return iw.Write(rows.Record()) }
 		finish = iw.Close
 	} else {
