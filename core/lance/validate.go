@@ -3,11 +3,13 @@ package lance
 import (
 	"fmt"
 	"slices"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
 	"github.com/kv0/kv0/core/lancefile"
+	"github.com/kv0/kv0/core/store"
 )
 
 // Consistency checks of the reader. A manifest carries no checksum, so a
@@ -46,6 +48,11 @@ import (
 // of fragment frag, before any I/O.
 func checkDataFileEntry(key string, pos int64, frag uint64, df *tablepb.DataFile) error {
 	fields, cols := df.GetFields(), df.GetColumnIndices()
+	// A path is a key under data/: never empty, absolute, with NUL,
+	// backslash or dot segments (which would leave the dataset), and text.
+	if p := df.GetPath(); !utf8.ValidString(p) || store.ValidateKey("data/"+p) != nil {
+		return corruptErr(key, pos, "fragment %d: data file path %q is not a file name under data/", frag, p)
+	}
 	if fileVersion(df) == "0.1" {
 		// Legacy (0.x) files record no column indices; they are refused
 		// when scanned.
