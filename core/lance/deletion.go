@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"sync"
 
 	"github.com/RoaringBitmap/roaring/v2"
@@ -209,6 +210,7 @@ func parseBitmapDeletions(data []byte, phys uint64) (*roaring.Bitmap, error) {
 		}
 		prevKey = key
 		var n int
+		bitmap, array := false, false
 		switch {
 		case runMap != nil && runMap[i/8]&(1<<(i%8)) != 0:
 			if len(data)-p < 2 {
@@ -219,12 +221,32 @@ func parseBitmapDeletions(data []byte, phys uint64) (*roaring.Bitmap, error) {
 			}
 			n = 2 + 4*u16(p)
 		case card <= 4096:
-			n = 2 * card
+			n, array = 2*card, true
 		default:
-			n = 8192
+			n, bitmap = 8192, true
 		}
 		if len(data)-p < n {
 			return nil, errAt(p, "container %d needs %d bytes, %d left", i, n, len(data)-p)
+		}
+		if array {
+			// Members strictly increasing, so that each counts once.
+			for k := 1; k < card; k++ {
+				if u16(p+2*k) <= u16(p+2*k-2) {
+					return nil, errAt(p+2*k, "array container %d is not strictly increasing", i)
+				}
+			}
+		}
+		if bitmap {
+			// The decoder trusts the header's cardinality, which the
+			// deleted-row count and the scan's arithmetic rely on: it must
+			// be the number of bits the container sets.
+			set := 0
+			for w := p; w < p+n; w += 8 {
+				set += bits.OnesCount64(binary.LittleEndian.Uint64(data[w:]))
+			}
+			if set != card {
+				return nil, errAt(descStart+4*i, "bitmap container %d claims %d members but sets %d bits", i, card, set)
+			}
 		}
 		p += n
 	}

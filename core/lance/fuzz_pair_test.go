@@ -200,7 +200,7 @@ func FuzzManifestDataPair(f *testing.F) {
 		fr := d.Fragments()[0]
 		if want := fr.PhysicalRows - fr.DeletedRows; rows < limit && fr.PhysicalRows > 0 &&
 			(fr.DeletionFile == "" || fr.DeletedRows > 0) && uint64(rows) != want {
-			t.Fatalf("fragment %d: scan gave %d rows, the manifest counts %d", fr.ID, rows, want)
+			t.Fatalf("fragment %d: scan gave %d rows, the manifest counts %d (physical %d, deleted %d, deletion file %q)", fr.ID, rows, want, fr.PhysicalRows, fr.DeletedRows, fr.DeletionFile)
 		}
 		if testing.Verbose() && len(manifest) > 0 && rows > 0 {
 			t.Logf("read %d rows", rows)
