@@ -136,3 +136,28 @@ func ReadAll(ctx context.Context, s Store, key string) ([]byte, error) {
 	}
 	return buf, nil
 }
+
+// CheckRead does what a remote store's ReadAt does before its ranged
+// request: a negative offset fails with ErrShortObject, and an empty read
+// costs one Stat, failing when the object is missing or shorter than off.
+// done reports that nothing is left to read (an empty read that passed).
+// what names the store in messages ("s3", "gcs").
+func CheckRead(ctx context.Context, s Store, what, key string, p []byte, off int64) (done bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return true, err
+	}
+	if off < 0 {
+		return true, fmt.Errorf("%s read %s at %d: %w", what, key, off, ErrShortObject)
+	}
+	if len(p) > 0 {
+		return false, nil
+	}
+	info, err := s.Stat(ctx, key)
+	if err != nil {
+		return true, err
+	}
+	if off > info.Size {
+		return true, fmt.Errorf("%s read %s at %d of %d bytes: %w", what, key, off, info.Size, ErrShortObject)
+	}
+	return true, nil
+}

@@ -297,21 +297,8 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) err
 	if err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
+	if done, err := store.CheckRead(ctx, s, "azure", key, p, off); done {
 		return err
-	}
-	if off < 0 {
-		return fmt.Errorf("azure read %s at %d: %w", key, off, store.ErrShortObject)
-	}
-	if len(p) == 0 {
-		info, err := s.Stat(ctx, key)
-		if err != nil {
-			return err
-		}
-		if off > info.Size {
-			return fmt.Errorf("azure read %s at %d of %d bytes: %w", key, off, info.Size, store.ErrShortObject)
-		}
-		return nil
 	}
 	ctx, cancel := s.withTimeout(ctx)
 	defer cancel()

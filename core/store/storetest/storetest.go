@@ -54,14 +54,16 @@ func Run(t *testing.T, open func(t *testing.T) store.Store, opts Options) {
 				t.Fatalf("ReadAt(%d, %d) = %q, want %q", c.off, c.n, buf, data[c.off:c.off+c.n])
 			}
 		}
-		for _, c := range []struct{ off, n int }{{10, 7}, {17, 1}, {-1, 2}} {
+		for _, c := range []struct{ off, n int }{{10, 7}, {17, 1}, {-1, 2}, {-1, 0}} {
 			err := s.ReadAt(ctx, "a/b.bin", make([]byte, c.n), int64(c.off))
 			if !errors.Is(err, store.ErrShortObject) {
 				t.Fatalf("ReadAt(%d, %d) past the end: err = %v, want ErrShortObject", c.off, c.n, err)
 			}
 		}
-		if err := s.ReadAt(ctx, "a/missing", make([]byte, 1), 0); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("ReadAt of a missing object: err = %v, want ErrNotFound", err)
+		for _, n := range []int{1, 0} {
+			if err := s.ReadAt(ctx, "a/missing", make([]byte, n), 0); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("ReadAt(0, %d) of a missing object: err = %v, want ErrNotFound", n, err)
+			}
 		}
 	})
 
