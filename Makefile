@@ -1,6 +1,8 @@
 # kv0 — build, test and benchmark entry points.
 #
-#   make run     build kv0, write the tracking demo to out/demo and print its runs and metrics
+#   make run     build kv0, the dashboard and the wasm module, write the tracking demo to out/demo, print
+#                its runs and metrics, then serve it with two live runs appending until Ctrl-C
+#   make demo    write the demo and print it, without serving
 #   make test    install test dependencies, vet, test, build for wasm, fuzz briefly, interop
 #   make bench   benchmarks side by side with lancedb, Pebble and SQLite (docs/benchmarks.md)
 #   make fuzz    every fuzz target for FUZZTIME (default 60s)
@@ -15,7 +17,7 @@ FUZZTIME  ?= 60s
 APT_PACKAGES := protobuf-compiler nodejs npm
 PROTOC_GEN_GO_LITE_VERSION := v0.14.0
 
-.PHONY: all build run test vet unit wasm wasm-size test-wasm wasm-deps bench-wasm fuzz fuzz-short interop-deps azure-deps bench bench-lance bench-kv bench-tracking bench-s3 bench-api proto clean \
+.PHONY: all build run demo test vet unit wasm wasm-size test-wasm wasm-deps bench-wasm fuzz fuzz-short interop-deps azure-deps bench bench-lance bench-kv bench-tracking bench-s3 bench-api proto clean \
 	python python-deps python-test bench-python
 
 all: build
@@ -23,16 +25,28 @@ all: build
 build:
 	$(GO) build -o $(KV0) ./native/cmd/kv0
 
-# `make run` writes the tracking demo (a dozen runs of a few experiments, with
-# loss/accuracy/learning-rate curves) to a local folder; the demo prints the
-# runs and each run's metric summaries (from the statistics), and make adds one
-# downsampled curve. Each summary is printed once (native/cmd/kv0 tests it).
+# `make demo` writes the tracking demo (a dozen runs of a few experiments,
+# with loss/accuracy/learning-rate curves and two records tables) to a local
+# folder; the demo prints the runs and each run's metric summaries (from the
+# statistics), and make adds one downsampled curve. Each summary is printed
+# once (native/cmd/kv0 tests it).
+# `make run` does the same, then serves the repository as `kv0 serve` does
+# (the dashboard, the HTTP API and the wasm module at LISTEN, its URL printed)
+# while two live runs append a step every 100 ms through the write-ahead log,
+# until Ctrl-C, which commits them and stops both (`kv0 demo --help`).
 DEMO ?= out/demo
 DEMO_FLAGS ?=
-run: build
+LISTEN ?= 127.0.0.1:8080
+demo: build
 	rm -rf $(DEMO)
 	$(KV0) demo $(DEMO) $(DEMO_FLAGS)
 	$(KV0) metrics $(DEMO) resnet-cifar10-1 loss --context '{"subset":"train"}' --max-points 12
+
+run: build web wasm
+	rm -rf $(DEMO)
+	$(KV0) demo $(DEMO) $(DEMO_FLAGS)
+	$(KV0) metrics $(DEMO) resnet-cifar10-1 loss --context '{"subset":"train"}' --max-points 12
+	$(KV0) demo $(DEMO) --live --serve $(LISTEN)
 
 # `make test` is what CI runs (.ci/run). Node and npm are needed by the
 # interop, wasm, Python and Azure suites, Chromium by the browser suite;
