@@ -11,7 +11,8 @@
 //           display, and the requests of a poll that finds nothing new (api and direct mode)
 //
 // The page says when it is drawn through window.kv0dash (ready, charts()); nothing waits a fixed time.
-// Usage: node bench.mjs [first|many|live ...] (default all). Environment: KV0 (default bin/kv0),
+// Usage: node bench.mjs [first|many|live ...] (default all); the results are printed as JSON and kept in
+// DATA_DIR/results.json. Environment: KV0 (default bin/kv0),
 // WEB_DIR (out/web), WASM_DIR (out/wasm), DATA_DIR (out/webbench, reused when present), RUNS (cold
 // loads per mode, default 5), LIVE_SECONDS (default 30), CHROMIUM (default /usr/bin/chromium).
 import { execFile, spawn } from 'node:child_process';
@@ -71,13 +72,18 @@ async function serve(repo) {
     rl.on('line', (l) => { const m = /(http:\/\/127\.0\.0\.1:\d+)\//.exec(l); if (m) res(m[1]); });
     p.on('exit', (code) => rej(new Error(`kv0 serve exited with ${code}: ${errText}`)));
   });
-  return { url, stop: () => new Promise((r) => { p.once('exit', r); p.kill('SIGTERM'); }) };
+  // CPU time the server process has used (user + system, ms), from /proc.
+  const cpu = async () => {
+    const f = (await readFile(`/proc/${p.pid}/stat`, 'utf8')).split(') ')[1].split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10; // clock ticks of 10 ms
+  };
+  return { url, cpu, stop: () => new Promise((r) => { p.once('exit', r); p.kill('SIGTERM'); }) };
 }
 
 // The page-side recorder, installed before the app runs: when the app sets
 // window.kv0dash, the time its ready promise resolves (ms since navigation
-// start); with firstChart, the first animation frame at which charts()
-// holds a drawn line.
+// start); with firstChart, the first animation frame at which panels()
+// reports a drawn panel.
 function recorder({ firstChart }) {
   const b = (window.__bench = { readyAt: null, firstChartAt: null, error: null });
   let hook;
@@ -92,7 +98,8 @@ function recorder({ firstChart }) {
   if (firstChart) {
     const tick = () => {
       try {
-        if (hook && hook.charts().some((c) => c.runs.some((r) => r.steps.length > 0))) { b.firstChartAt = performance.now(); return; }
+        // panels() is cheap (no points copied); a drawn panel has its lines.
+        if (hook && hook.panels().some((p) => p.drawn)) { b.firstChartAt = performance.now(); return; }
       } catch { /* not yet */ }
       requestAnimationFrame(tick);
     };
@@ -111,40 +118,70 @@ const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-
   '--disable-component-update', '--disable-sync'];
 const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS });
 const results = {};
+const loadStart = (await readFile('/proc/loadavg', 'utf8').catch(() => '')).trim();
 
 /** One cold load of url (a new browser context: empty HTTP cache): ready, first chart, requests, bytes. */
-async function coldLoad(url, srv, { firstChart = true, viewport = { width: 1400, height: 900 } } = {}) {
+async function coldLoad(url, srv, { firstChart = true, viewport = { width: 1400, height: 900 }, server } = {}) {
   const ctx = await browser.newContext({ viewport });
   const page = await ctx.newPage();
   await page.addInitScript(recorder, { firstChart });
+  const cdp = await ctx.newCDPSession(page);
+  await cdp.send('Performance.enable');
+  if (PROFILE) { await cdp.send('Profiler.enable'); await cdp.send('Profiler.setSamplingInterval', { interval: 200 }); await cdp.send('Profiler.start'); }
   srv.reset();
+  const cpu0 = server ? await server.cpu() : 0;
   await page.goto(url);
   const b = await waitReady(page);
+  const profile = PROFILE ? topFunctions((await cdp.send('Profiler.stop')).profile) : undefined;
+  const serverCPU = server ? (await server.cpu()) - cpu0 : null;
+  // The page's main-thread time until now (CDP's cumulative durations, s).
+  const m = Object.fromEntries((await cdp.send('Performance.getMetrics')).metrics.map((x) => [x.name, x.value]));
   const until = srv.upTo(b.origin + b.readyAt);
-  // Where the time went, from the page's Resource Timing: the boot (until
-  // the app's script has arrived), the metadata requests, the points (or
-  // the data files, in direct mode) and the work after the last response.
-  const res = await page.evaluate((t) => performance.getEntriesByType('resource').filter((e) => e.startTime <= t)
-    .map((e) => ({ name: e.name, start: e.startTime, end: e.responseEnd, size: e.transferSize })), b.readyAt);
-  const isData = (n) => n.includes('/series/points') || /\/metrics\.lance\/data\//.test(n);
-  const appJS = res.find((e) => /\/app\.js$/.test(e.name));
-  const data = res.filter((e) => isData(e.name));
-  const lastEnd = Math.max(...res.map((e) => e.end));
+  // Where the time went, from the server's log (ms after navigation start):
+  // the app's script, the wasm module, the first and last request for
+  // points (api) or metrics data files (direct), and the page's own work
+  // after the last answer before ready.
+  const rel = (t) => r1(t - b.origin);
+  const isData = (p) => p.includes('/series/points') || p.includes('/metrics.lance/data/');
+  const ends = until.entries.filter((e) => e.end !== undefined);
+  const find = (re) => ends.find((e) => re.test(e.path));
+  const data = ends.filter((e) => isData(e.path));
+  const lastEnd = Math.max(...ends.map((e) => e.end));
   const phases = {
-    app_loaded_ms: r1(appJS ? appJS.end : NaN),
-    first_data_request_ms: r1(data.length ? Math.min(...data.map((e) => e.start)) : NaN),
-    last_data_response_ms: r1(data.length ? Math.max(...data.map((e) => e.end)) : NaN),
-    last_response_ms: r1(lastEnd),
-    after_last_response_ms: r1(b.readyAt - lastEnd),
+    app_loaded_ms: find(/\/app\.js$/) ? rel(find(/\/app\.js$/).end) : null,
+    module_loaded_ms: find(/kv0\.wasm$/) ? rel(find(/kv0\.wasm$/).end) : null,
+    first_data_request_ms: data.length ? rel(Math.min(...data.map((e) => e.at))) : null,
+    last_data_response_ms: data.length ? rel(Math.max(...data.map((e) => e.end))) : null,
+    last_response_ms: rel(lastEnd),
+    after_last_response_ms: r1(b.readyAt - (lastEnd - b.origin)),
   };
-  const module = res.find((e) => /kv0\.wasm$/.test(e.name));
-  if (module) phases.module_loaded_ms = r1(module.end);
   const charts = await page.evaluate(() => window.kv0dash.charts().map((c) => ({ metric: c.metric, runs: c.runs.length, points: c.runs.map((r) => r.steps.length) })));
   const panels = await page.evaluate(() => window.kv0dash.panels().length);
   await ctx.close();
   // The waterfall: each request's arrival and end, ms after navigation start.
   const waterfall = until.entries.map((e) => `${Math.round(e.at - b.origin)}-${Math.round((e.end ?? NaN) - b.origin)} ${e.bytes}B ${e.path.slice(0, 60)}`);
-  return { ready_ms: b.readyAt, first_chart_ms: b.firstChartAt, requests: until.requests, bytes: until.bytes, paths: until.paths, charts, panels, waterfall, phases };
+  phases.waves = until.waves;
+  phases.server_cpu_ms = serverCPU;
+  phases.page_task_ms = r1(m.TaskDuration * 1000);
+  phases.page_script_ms = r1(m.ScriptDuration * 1000);
+  phases.page_layout_paint_ms = r1((m.LayoutDuration + m.RecalcStyleDuration) * 1000);
+  return { ready_ms: b.readyAt, first_chart_ms: b.firstChartAt, requests: until.requests, bytes: until.bytes, paths: until.paths, charts, panels, waterfall, phases, profile };
+}
+
+// PROFILE=1: a CPU profile of the page's main thread during each cold load
+// (CDP Profiler, 200 µs samples), reported as the functions with the most
+// self time.
+const PROFILE = process.env.PROFILE === '1';
+function topFunctions(profile, n = 15) {
+  const self = new Map();
+  const byId = new Map(profile.nodes.map((x) => [x.id, x]));
+  const dt = profile.timeDeltas;
+  profile.samples.forEach((id, i) => {
+    const f = byId.get(id).callFrame;
+    const k = `${f.functionName || '(anonymous)'} ${f.url.split('/').pop()}:${f.lineNumber + 1}:${f.columnNumber + 1}`;
+    self.set(k, (self.get(k) ?? 0) + (dt[i] ?? 0) / 1000);
+  });
+  return [...self].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, ms]) => `${Math.round(ms)} ms ${k}`);
 }
 
 function summarize(loads) {
@@ -152,7 +189,7 @@ function summarize(loads) {
     ready_ms: r1(median(loads.map((l) => l.ready_ms))), ready_min_ms: r1(Math.min(...loads.map((l) => l.ready_ms))),
     first_chart_ms: r1(median(loads.map((l) => l.first_chart_ms))),
     requests: median(loads.map((l) => l.requests)), bytes: median(loads.map((l) => l.bytes)),
-    phases: Object.fromEntries(Object.keys(loads[0].phases).map((k) => [k, r1(median(loads.map((l) => l.phases[k])))])),
+    phases: Object.fromEntries(Object.keys(loads[0].phases).map((k) => [k, loads[0].phases[k] === null ? null : r1(median(loads.map((l) => l.phases[k])))])),
     drawn: loads[0].charts.map((c) => `${c.metric}: ${c.runs} lines, ≤${Math.max(...c.points)} points`),
     panels: loads[0].panels,
   };
@@ -170,9 +207,10 @@ async function benchFirst() {
   try {
     for (const [name, query] of [['api', ''], ['api_all20', `?sel=${ids.join(',')}`]].filter(([n]) => modes(n))) {
       const loads = [];
-      for (let i = 0; i < RUNS; i++) loads.push(await coldLoad(`${proxy.url}/${query}`, proxy));
+      for (let i = 0; i < RUNS; i++) loads.push(await coldLoad(`${proxy.url}/${query}`, proxy, { server: kv }));
       out[name] = summarize(loads);
       out[name].waterfall = loads[0].waterfall;
+      if (PROFILE) out[name].profile = loads.at(-1).profile;
     }
   } finally { await proxy.close(); await kv.stop(); }
   // direct: the page, the module and the repository from a static server adding 50 ms.
@@ -184,6 +222,7 @@ async function benchFirst() {
       for (let i = 0; i < RUNS; i++) loads.push(await coldLoad(`${st.url}/${query}`, st));
       out[name] = summarize(loads);
       out[name].waterfall = loads[0].waterfall;
+      if (PROFILE) out[name].profile = loads.at(-1).profile;
       const wasm = loads[0].paths.filter((p) => p.includes('.wasm'));
       out[name].module_requests = wasm.length;
     }
@@ -394,4 +433,10 @@ try {
 } finally {
   await browser.close();
 }
+// The machine's load, since every figure depends on it (2 shared cores here).
+results.loadavg_start = loadStart;
+results.loadavg = (await readFile('/proc/loadavg', 'utf8').catch(() => '')).trim();
+results.when = new Date().toISOString();
+await mkdir(DATA_DIR, { recursive: true });
+await writeFile(join(DATA_DIR, 'results.json'), JSON.stringify(results, null, 2) + '\n');
 console.log(JSON.stringify(results, null, 2));

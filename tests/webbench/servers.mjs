@@ -13,14 +13,25 @@ const types = {
 };
 
 function counters(delayMs) {
-  const st = { delayMs, log: [] };
+  const st = { delayMs, log: [], inFlight: 0 };
   st.reset = () => { st.log = []; };
   // Requests that arrived at or before t (ms since the epoch), and their bytes.
   st.upTo = (t = Infinity) => {
     const l = st.log.filter((e) => e.at <= t);
-    return { requests: l.length, bytes: l.reduce((s, e) => s + e.bytes, 0), paths: l.map((e) => e.path), entries: l };
+    return { requests: l.length, bytes: l.reduce((s, e) => s + e.bytes, 0), waves: l.filter((e) => e.wave).length, paths: l.map((e) => e.path), entries: l };
   };
   return st;
+}
+
+// Logs a request. A wave is a request that arrives while none is in
+// flight: requests issued together count once, so waves count the
+// dependent round trips a page needed.
+function arrive(st, req, res) {
+  const entry = { at: Date.now(), path: req.url, bytes: 0, wave: st.inFlight === 0 };
+  st.inFlight++;
+  res.on('close', () => { st.inFlight--; });
+  st.log.push(entry);
+  return entry;
 }
 
 function listen(server, st) {
@@ -36,8 +47,7 @@ export function startStatic({ mounts, delayMs = 0 }) {
   const st = counters(delayMs);
   mounts = [...mounts].sort((a, b) => b[0].length - a[0].length);
   const server = createServer(async (req, res) => {
-    const entry = { at: Date.now(), path: req.url, bytes: 0 };
-    st.log.push(entry);
+    const entry = arrive(st, req, res);
     if (st.delayMs) await new Promise((r) => setTimeout(r, st.delayMs));
     res.setHeader('Access-Control-Allow-Origin', '*');
     res.setHeader('Access-Control-Expose-Headers', 'Content-Range, Content-Length, ETag');
@@ -98,8 +108,7 @@ export function startProxy({ target, delayMs = 0 }) {
   const to = new URL(target);
   const agent = undefined;
   const server = createServer(async (req, res) => {
-    const entry = { at: Date.now(), path: req.url, bytes: 0 };
-    st.log.push(entry);
+    const entry = arrive(st, req, res);
     if (st.delayMs) await new Promise((r) => setTimeout(r, st.delayMs));
     const up = httpRequest({ host: to.hostname, port: to.port, method: req.method, path: req.url, headers: req.headers, agent }, (ures) => {
       res.writeHead(ures.statusCode, ures.headers);
