@@ -245,6 +245,12 @@ async function benchMany() {
     out.draw_ms = r1(b.readyAt);
     const drawn = await page.evaluate(() => window.kv0dash.charts().map((c) => ({ metric: c.metric, runs: c.runs.length, points: c.runs.reduce((s, r) => s + r.steps.length, 0) })));
     out.drawn = drawn;
+    // What uPlot was given: one x array (the union of the lines' x values)
+    // and a column of that length per line and band edge.
+    out.plot = await page.evaluate(() => {
+      const el = [...document.querySelectorAll('*')].find((e) => e.kv0plot);
+      return el ? { x_values: el.kv0plot.data[0].length, columns: el.kv0plot.data.length - 1 } : null;
+    });
     const until = proxy.upTo(b.origin + b.readyAt);
     out.requests = until.requests;
     out.bytes = until.bytes;
