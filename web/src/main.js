@@ -9,9 +9,14 @@ import { openSource, describeError, parseParamFilter, sourceError } from './sour
 import { parseState, stateQuery } from './state.js';
 import { RunsTable, parseSummary, runDuration } from './table.js';
 import { ChartsView, panelMatcher, contextLabel } from './charts.js';
-import * as interim from './interim.js';
+import { smoothEMA } from './lib/smooth.js';
+import { runColor } from './lib/colors.js';
+import { yRange } from './lib/range.js';
+import { panelCSV } from './lib/csv.js';
+import { groupKey, groupRuns, aggregate } from './lib/group.js';
+import { alignByStep } from './lib/xmetric.js';
 
-const lib = { ...interim };
+const lib = { smoothEMA, runColor, yRange, panelCSV, groupKey, groupRuns, aggregate, alignByStep };
 
 const $ = (sel) => document.querySelector(sel);
 const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
@@ -216,8 +221,52 @@ const charts = new ChartsView($('#charts'), {
   },
   onError(e, p) { showError(e, `${p.metric} ${contextLabel(p.context)}`); },
   onDrawn: checkReady,
-  xLine: () => null,
+  xLine: (id, name) => xLines.get(`${id}\u0000${name}`) ?? null,
+  prepare,
+  groupBy,
+  groupRun: (id) => ({ ...runById.get(id), params: paramsDone.get(id) }),
+  expanded: (g) => state.gx.includes(g),
+  toggleGroup(g) {
+    state.gx = state.gx.includes(g) ? state.gx.filter((x) => x !== g) : [...state.gx, g];
+    writeURL();
+    charts.restyle();
+  },
 });
+
+/** The grouping of the state: null, or {kind, name} for lib/group.js. */
+function groupBy() {
+  const g = state.group;
+  if (!g) return null;
+  if (g === 'experiment') return { kind: 'experiment' };
+  const i = g.indexOf(':');
+  const kind = i < 0 ? g : g.slice(0, i);
+  if (kind !== 'tag' && kind !== 'param') return null;
+  return { kind, name: i < 0 ? undefined : g.slice(i + 1) };
+}
+
+// The x lines of "x by another metric": run id + metric name -> points.
+const xLines = new Map();
+const xLoading = new Map();
+/** Loads what drawing the runs needs beyond their points: x metrics, parameters to group by. */
+function prepare(ids) {
+  const jobs = [];
+  if (state.x.startsWith('m:')) {
+    const name = state.x.slice(2);
+    for (const id of ids) {
+      const k = `${id}\u0000${name}`;
+      if (xLines.has(k)) continue;
+      if (!xLoading.has(k)) {
+        xLoading.set(k, seriesOf(id).then(async (list) => {
+          const s = list.find((x) => x.name === name && x.context === '{}') ?? list.find((x) => x.name === name);
+          xLines.set(k, s ? (await source.read([s.series_id], { maxPoints: 1000 }))[0] : null);
+        }).finally(() => xLoading.delete(k)));
+      }
+      jobs.push(xLoading.get(k));
+    }
+  }
+  if (groupBy()?.kind === 'param') for (const id of ids) jobs.push(paramsOfRun(id));
+  return Promise.all(jobs);
+}
 
 function drawnRuns() {
   return (state.sel ?? []).filter((id) => runById.has(id) && !hidden.has(id));
@@ -244,6 +293,7 @@ async function updatePanels() {
     .sort((a, b) => (a.metric < b.metric ? -1 : a.metric > b.metric ? 1 : a.context < b.context ? -1 : a.context > b.context ? 1 : 0));
   knownMetrics = [...new Set([...byKey.values()].map((s) => s.metric))].sort();
   fillXOptions();
+  fillGroupOptions();
   charts.setPanels(specs);
   $('#panel-count').textContent = `${specs.length} panel${specs.length === 1 ? '' : 's'}`;
   started = true;
@@ -272,7 +322,8 @@ function selectionChanged() {
 let knownMetrics = [];
 function fillXOptions() {
   const x = $('#x-axis');
-  const want = ['step', 'wall', 'rel', ...(lib.alignByStep ? knownMetrics.map((m) => `m:${m}`) : [])];
+  const want = ['step', 'wall', 'rel', ...knownMetrics.map((m) => `m:${m}`)];
+  if (!want.includes(state.x)) want.push(state.x);
   const have = [...x.options].map((o) => o.value);
   if (want.join() !== have.join()) {
     x.innerHTML = want.map((v) => `<option value="${esc(v)}">${esc(v === 'step' ? 'step' : v === 'wall' ? 'wall time' : v === 'rel' ? 'time since start' : 'by ' + v.slice(2))}</option>`).join('');
@@ -300,12 +351,18 @@ function bindControls() {
   const x = $('#x-axis');
   fillXOptions();
   x.addEventListener('change', () => { state.x = x.value; state.zoom = null; writeURL(); charts.refresh(); });
+  x.value = state.x;
   const y = $('#y-log');
   y.checked = state.y === 'log';
   y.addEventListener('change', () => { state.y = y.checked ? 'log' : 'lin'; writeURL(); charts.restyle(); });
   const rb = $('#robust');
   rb.checked = state.robust;
   rb.addEventListener('change', () => { state.robust = rb.checked; writeURL(); charts.restyle(); });
+  const grp = $('#group-by'), band = $('#band');
+  grp.addEventListener('change', () => { state.group = grp.value; state.gx = []; writeURL(); fillGroupOptions(); charts.restyle(); });
+  band.value = state.band;
+  band.addEventListener('change', () => { state.band = band.value; writeURL(); charts.restyle(); });
+  fillGroupOptions();
   $('#zoom-reset').addEventListener('click', () => { state.zoom = null; writeURL(); charts.refresh(); });
 
   const find = $('#search');
@@ -378,6 +435,20 @@ function bindControls() {
   });
   darkQuery.addEventListener('change', () => { colorCache.clear(); paintTable(); charts.restyle(); });
   document.addEventListener('visibilitychange', () => { liveStatus(); if (!document.hidden) poll(); });
+}
+
+/** The grouping choices: experiment, each known tag, the parameters of the first drawn run. */
+function fillGroupOptions() {
+  const grp = $('#group-by');
+  const first = drawnRuns()[0];
+  const keys = first && paramsDone.get(first) ? Object.keys(paramsDone.get(first)) : [];
+  if (first && !paramsDone.has(first) && source) paramsOfRun(first).then(fillGroupOptions, () => {});
+  const opts = [['', 'no grouping'], ['experiment', 'group by experiment'], ...[...knownTags].sort().map((t) => [`tag:${t}`, `group by tag ${t}`]), ...keys.map((k) => [`param:${k}`, `group by ${k}`])];
+  if (state.group && !opts.some(([v]) => v === state.group)) opts.push([state.group, `group by ${state.group}`]);
+  const html = opts.map(([v, l]) => `<option value="${esc(v)}">${esc(l)}</option>`).join('');
+  if (grp.innerHTML !== html) grp.innerHTML = html;
+  grp.value = state.group;
+  $('#band').hidden = !state.group;
 }
 
 function renderColumnChips() {

@@ -10,7 +10,7 @@
 //   y=log         log y axis;  robust=1  ignore the 5 % tails for the y range
 //   zoom=LO,HI    the visible x range
 //   view=charts|parallel|compare|run   run=ID  (the run page)
-//   group=experiment|tag:T|param:K     band=std
+//   group=experiment|tag:T|param:K     band=std   gx=GROUP (repeatable: expanded groups)
 //   find=TEXT     the table's search box
 //   exp=, status=, tag= (repeatable), param= (repeatable), archived=  run filter
 //   sort=COL:asc|desc  pc=KEY,KEY  mc=METRIC:agg,...  table columns
@@ -21,7 +21,7 @@ export const SOURCE_KEYS = ['api', 'repo', 'signer', 'key', 'wasm'];
 export function defaults() {
   return {
     sel: null, hide: [], q: '', s: 0, x: 'step', y: 'lin', robust: false, zoom: null,
-    view: 'charts', run: '', group: '', band: 'minmax', find: '',
+    view: 'charts', run: '', group: '', band: 'minmax', gx: [], find: '',
     exp: '', status: '', tags: [], params: [], archived: '',
     sort: '', pc: [], mc: [], pm: '',
   };
@@ -46,6 +46,7 @@ export function parseState(p) {
   st.run = p.get('run') ?? '';
   st.group = p.get('group') ?? '';
   st.band = p.get('band') === 'std' ? 'std' : 'minmax';
+  st.gx = p.getAll('gx');
   st.find = p.get('find') ?? '';
   st.exp = p.get('exp') ?? '';
   st.status = p.get('status') ?? '';
@@ -76,6 +77,7 @@ export function stateQuery(st, from) {
   if (st.run) p.set('run', st.run);
   if (st.group) p.set('group', st.group);
   if (st.band !== d.band) p.set('band', st.band);
+  for (const g of st.gx) p.append('gx', g);
   if (st.find) p.set('find', st.find);
   if (st.exp) p.set('exp', st.exp);
   if (st.status) p.set('status', st.status);
