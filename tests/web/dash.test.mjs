@@ -226,23 +226,36 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
   });
 
   it('live: a writer appends points and starts a run, and the page shows both in place', async () => {
-    const page = await open(`?sel=${live.run_id},${known.run_id}&q=${encodeURIComponent('loss')}`);
+    const query = `?sel=${live.run_id},${known.run_id}&q=${encodeURIComponent('loss')}`;
+    const page = await open(query);
+    const direct = await open(`${query}&repo=${srv.url}/files/`);
     await page.waitForFunction(() => document.querySelector('#live')?.dataset.state === 'live', null, { timeout: T });
-    const before = (await hook(page, 'charts')).find((c) => c.metric === 'live/loss');
-    assert.equal(before.runs[0].steps.at(-1), 99);
+    for (const pg of [page, direct]) {
+      const before = (await hook(pg, 'charts')).find((c) => c.metric === 'live/loss');
+      assert.equal(before.runs[0].steps.at(-1), 99);
+    }
+    // A poll that finds nothing new costs one request in api mode.
+    const polls = [];
+    const onReq = (r) => polls.push(new URL(r.url()).pathname);
+    page.on('request', onReq);
+    await page.waitForRequest((r) => r.url().endsWith('/api/v1/versions'), { timeout: 5000 });
+    await page.waitForRequest((r) => r.url().endsWith('/api/v1/versions'), { timeout: 5000 });
+    page.off('request', onReq);
+    assert.deepEqual(polls, ['/api/v1/versions', '/api/v1/versions'], 'a quiet poll is one request');
     // Mark the other panel's chart: appending must not redraw it.
     await page.evaluate(() => { document.querySelector('.panel[data-metric="train/loss"]').kv0plot.kv0mark = 1; });
     await liveWriter.write(Array.from({ length: 50 }, (_, i) => ({ name: 'live/loss', step: 100 + i, value: 1 / (101 + i) })));
-    await page.waitForFunction(() => window.kv0dash.charts().find((c) => c.metric === 'live/loss')?.runs[0].steps.at(-1) === 149, null, { timeout: 15000 });
+    for (const pg of [page, direct]) await pg.waitForFunction(() => window.kv0dash.charts().find((c) => c.metric === 'live/loss')?.runs[0].steps.at(-1) === 149, null, { timeout: 15000 });
     const after = (await hook(page, 'charts')).find((c) => c.metric === 'live/loss');
     assert.deepEqual(after.runs[0].steps, Array.from({ length: 150 }, (_, i) => i));
     assert.equal(await page.evaluate(() => document.querySelector('.panel[data-metric="train/loss"]').kv0plot.kv0mark), 1, 'the unchanged panel was not redrawn');
     const late = tracker(repo, ['--run', 'late', '--experiment', 'probe']);
     await late.write([{ name: 'live/loss', step: 0, value: 0.5 }]);
     await late.end();
-    await page.waitForFunction(() => window.kv0dash.runs().some((r) => r.name === 'late'), null, { timeout: 15000 });
+    for (const pg of [page, direct]) await pg.waitForFunction(() => window.kv0dash.runs().some((r) => r.name === 'late'), null, { timeout: 15000 });
     await page.screenshot({ path: join(SCREENS, 'live.png') });
     await page.close();
+    await direct.close();
   });
 
   it('the URL keeps the state: a reload shows the same selection, filter, smoothing, axes and zoom', async () => {
