@@ -258,6 +258,54 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     await direct.close();
   });
 
+  it('a panel exports its points as CSV and PNG; the tooltip lists every run at the cursor', async () => {
+    const page = await open(`?sel=${known.run_id},${cliRuns[0].run_id}&q=${encodeURIComponent('^(train/loss|loss)$')}`);
+    const panel = page.locator('.panel[data-metric="train/loss"]');
+    const [csv] = await Promise.all([page.waitForEvent('download'), panel.locator('[data-act="csv"]').click()]);
+    const text = await readFile(await csv.path(), 'utf8');
+    const [chart] = (await hook(page, 'charts')).filter((c) => c.metric === 'train/loss');
+    const want = ['run_id,name,step,value', ...chart.runs.flatMap((r) => r.steps.map((st, i) => `${r.run_id},known,${st},${Number.isNaN(r.values[i]) ? 'NaN' : r.values[i]}`))];
+    assert.deepEqual(text.trimEnd().split('\n'), want);
+    const [png] = await Promise.all([page.waitForEvent('download'), panel.locator('[data-act="png"]').click()]);
+    const bytes = await readFile(await png.path());
+    assert.deepEqual([...bytes.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'a PNG');
+    // Hover: the tooltip names the step and each run of the panel with its value.
+    const loss = page.locator('.panel[data-metric="loss"] .u-over').first();
+    const box = await loss.boundingBox();
+    await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.5);
+    const tip = page.locator('.tooltip');
+    await tip.waitFor({ state: 'visible', timeout: T });
+    const tipText = await tip.innerText();
+    assert.match(tipText, /^step /);
+    assert.ok(tipText.includes(cliRuns[0].name), tipText);
+    await page.close();
+  });
+
+  it('grouping draws a mean with its band per group, and x can be wall time, time since start or another metric', async () => {
+    const ids = cliRuns.filter((r) => /^(resnet|vit)/.test(r.name)).map((r) => r.run_id);
+    const page = await open(`?sel=${ids.join(',')}&group=experiment&q=${encodeURIComponent('^lr$')}`);
+    const legend = await page.locator('.panel[data-metric="lr"] .legend').innerText();
+    assert.match(legend, /resnet-cifar10 \(10 runs\)/);
+    assert.match(legend, /vit-cifar10 \(10 runs\)/);
+    const seriesCount = () => page.evaluate(() => document.querySelector('.panel[data-metric="lr"]').kv0plot.series.length);
+    assert.equal(await seriesCount(), 1 + 2 * 3, 'two groups, each a mean and a band');
+    await page.screenshot({ path: join(SCREENS, 'charts-grouped.png') });
+    // Expanding a group draws its runs again.
+    await page.locator('.panel[data-metric="lr"] .legend-group', { hasText: 'vit-cifar10' }).click();
+    await page.waitForFunction(() => document.querySelector('.panel[data-metric="lr"]').kv0plot.series.length > 7);
+    assert.deepEqual(new URL(page.url()).searchParams.getAll('gx'), ['vit-cifar10']);
+    for (const x of ['wall', 'rel', 'm:accuracy']) {
+      await page.selectOption('#x-axis', x);
+      await page.waitForFunction((want) => window.kv0dash.charts()[0]?.x === want && !document.querySelector('.panel.loading'), x, { timeout: T });
+      const xs = await page.evaluate(() => Array.from(document.querySelector('.panel[data-metric="lr"]').kv0plot.data[0]));
+      assert.ok(xs.length > 10 && xs.every((v, i) => i === 0 || v > xs[i - 1]), `${x}: ascending x values`);
+      if (x === 'wall') assert.ok(xs[0] > 1.7e9, 'seconds since the epoch');
+      if (x === 'rel') assert.ok(xs[0] >= 0 && xs.at(-1) < 3600, 'seconds since the start');
+      if (x === 'm:accuracy') assert.ok(xs[0] >= 0 && xs.at(-1) <= 1, 'accuracy values');
+    }
+    await page.close();
+  });
+
   it('the URL keeps the state: a reload shows the same selection, filter, smoothing, axes and zoom', async () => {
     const page = await open(`?sel=${known.run_id}`);
     await page.fill('#panel-filter', 'loss');

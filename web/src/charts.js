@@ -216,9 +216,10 @@ export class ChartsView {
       if (!p.drawn || p.dirty) {
         const gen = ++this.gen;
         p.pending = gen;
+        p.el.classList.add('loading');
         p.reading = this.app.prepare(p.series.map((s) => s.run_id)).then(() => { if (p.pending === gen) this.redraw(p); })
           .catch((e) => this.app.onError(e, p))
-          .finally(() => { if (p.pending === gen) { p.reading = null; this.app.onDrawn(); } });
+          .finally(() => { if (p.pending === gen) { p.reading = null; p.el.classList.remove('loading'); this.app.onDrawn(); } });
         return p.reading;
       }
       return Promise.resolve();
