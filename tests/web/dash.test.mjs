@@ -242,6 +242,16 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     await page.waitForRequest((r) => r.url().endsWith('/api/v1/versions'), { timeout: 5000 });
     page.off('request', onReq);
     assert.deepEqual(polls, ['/api/v1/versions', '/api/v1/versions'], 'a quiet poll is one request');
+    // In direct mode the wasm module's watch costs at most three requests a
+    // quiet poll: the requests come in bursts 2 s apart; the first burst
+    // seen may be cut, the last may still be running.
+    const times = [];
+    const onDirect = (r) => times.push(Date.now());
+    direct.on('request', onDirect);
+    const bursts = () => times.reduce((b, t, i) => { if (i === 0 || t - times[i - 1] > 700) b.push(0); b[b.length - 1]++; return b; }, []);
+    while (bursts().length < 4) await direct.waitForRequest(() => true, { timeout: 5000 });
+    direct.off('request', onDirect);
+    assert.ok(bursts()[1] <= 3 && bursts()[2] <= 3, `quiet polls in direct mode: ${bursts()} requests`);
     // Mark the other panel's chart: appending must not redraw it.
     await page.evaluate(() => { document.querySelector('.panel[data-metric="train/loss"]').kv0plot.kv0mark = 1; });
     await liveWriter.write(Array.from({ length: 50 }, (_, i) => ({ name: 'live/loss', step: 100 + i, value: 1 / (101 + i) })));

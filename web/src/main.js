@@ -434,7 +434,7 @@ function bindControls() {
     else if (e.key === 'Escape' && state.zoom) { state.zoom = null; writeURL(); charts.refresh(); }
   });
   darkQuery.addEventListener('change', () => { colorCache.clear(); paintTable(); charts.restyle(); });
-  document.addEventListener('visibilitychange', () => { liveStatus(); if (!document.hidden) poll(); });
+  document.addEventListener('visibilitychange', () => onVisibility());
 }
 
 /** The grouping choices: experiment, each known tag, the parameters of the first drawn run. */
@@ -521,27 +521,16 @@ function liveStatus() {
   el.title = s === 'offline' ? `polling failed: ${liveError?.message ?? ''}` : s === 'paused' ? 'polling paused while the tab is hidden' : `polling the repository's versions every ${POLL_MS / 1000} s`;
 }
 
+// api mode polls /api/v1/versions (one request); direct mode uses the wasm
+// module's repo.watch, whose quiet poll costs three small requests (asking
+// its versions() would probe every table's manifests). Either way a change
+// goes through applyVersions, one at a time.
 async function poll() {
-  if (polling || document.hidden || !source) return;
+  if (polling || document.hidden || !source || source.watch) return;
   polling = true;
   try {
-    const v = await source.versions();
-    const prev = lastVersions;
-    lastVersions = v;
+    await applyVersions(await source.versions());
     liveState = 'live';
-    if (prev && (v.runs !== prev.runs || v.params !== prev.params)) {
-      setRuns(await source.runs(runFilter()));
-      for (const id of paramsDone.keys()) paramsCache.delete(id);
-      paramsDone.clear();
-      renderFilters();
-      paintTable();
-    }
-    if (prev && v.series !== prev.series) {
-      for (const id of drawnRuns()) seriesCache.delete(id);
-      for (const id of [...seriesDone.keys()]) if (!drawnRuns().includes(id)) { seriesCache.delete(id); seriesDone.delete(id); }
-      await updatePanels();
-    }
-    if (prev && v.metrics !== prev.metrics) await appendPoints();
   } catch (e) {
     liveState = 'offline';
     liveError = e;
@@ -549,6 +538,49 @@ async function poll() {
     polling = false;
     liveStatus();
   }
+}
+
+let applying = null, pendingVersions = null;
+/** Brings the page up to versions v: runs, series lists, new points. */
+async function applyVersions(v) {
+  if (applying) { pendingVersions = v; return applying; }
+  applying = (async () => {
+    for (let next = v; next; next = pendingVersions, pendingVersions = null) {
+      const prev = lastVersions;
+      lastVersions = next;
+      if (!prev) continue;
+      if (next.runs !== prev.runs || next.params !== prev.params) {
+        setRuns(await source.runs(runFilter()));
+        if (next.params !== prev.params) { paramsCache.clear(); paramsDone.clear(); }
+        renderFilters();
+        paintTable();
+      }
+      if (next.series !== prev.series) {
+        const drawn = new Set(drawnRuns());
+        for (const id of [...seriesCache.keys()]) { seriesCache.delete(id); if (!drawn.has(id)) seriesDone.delete(id); }
+        await updatePanels();
+      }
+      if (next.metrics !== prev.metrics) await appendPoints();
+    }
+  })().finally(() => { applying = null; });
+  return applying;
+}
+
+let stopWatch = null;
+function watchDirect() {
+  if (stopWatch || document.hidden) return;
+  stopWatch = source.watch((change) => {
+    applyVersions(change.versions).catch((e) => { liveState = 'offline'; liveError = e; liveStatus(); });
+  }, {
+    interval: POLL_MS,
+    onPoll: () => { liveState = 'live'; liveStatus(); },
+    onError: (e) => { liveState = 'offline'; liveError = e; liveStatus(); },
+  });
+}
+function onVisibility() {
+  liveStatus();
+  if (!source?.watch) { if (!document.hidden) poll(); return; }
+  if (document.hidden) { stopWatch?.(); stopWatch = null; } else watchDirect();
 }
 
 /** Reads the points past what each drawn panel holds and appends them. */
@@ -584,6 +616,7 @@ const MAX_LIVE = 1000;
 function startLive() {
   liveState = 'live';
   liveStatus();
+  if (source.watch) { watchDirect(); return; }
   clearInterval(liveTimer);
   liveTimer = setInterval(poll, POLL_MS);
 }
