@@ -152,6 +152,10 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     assert.equal(await liveRow.locator('.live-dot').count(), 1, 'a running run has its live dot');
     assert.equal(await page.locator(`.rt-row[data-id="${cliRuns[0].run_id}"]`).count(), 0, 'the first row left the DOM');
     await page.screenshot({ path: join(SCREENS, 'charts-api.png') });
+    // Dark from the system setting: the page and the runs' colours follow.
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.waitForFunction(() => getComputedStyle(document.body).backgroundColor !== 'rgb(255, 255, 255)');
+    await page.screenshot({ path: join(SCREENS, 'charts-dark.png') });
     await page.close();
   });
 
@@ -358,6 +362,14 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     const want = await kv0json(['runs', repo, '--experiment', 'probe', '--param', 'optimizer.lr<0.01']);
     assert.deepEqual((await hook(page, 'runs')).map((r) => r.run_id), want.map((r) => r.run_id));
     await page.close();
+    // Parameter and summary columns: the summary comes from the statistics.
+    const p1 = await open(`?sel=${known.run_id}&pc=optimizer.lr&mc=${encodeURIComponent('last:train/loss:{"subset":"train"}')}&mc=${encodeURIComponent('max:train/loss:{"subset":"train"}')}&find=known`);
+    const st = statsOf.get(`${known.run_id} train/loss {"subset":"train"}`);
+    const row = p1.locator(`.rt-row[data-id="${known.run_id}"]`);
+    await p1.waitForFunction((id) => [...document.querySelectorAll(`.rt-row[data-id="${id}"] .num`)].slice(1).every((c) => c.textContent !== ''), known.run_id, { timeout: T });
+    const cells = await row.locator('.num').allInnerTexts();
+    assert.deepEqual(cells.slice(1).map(Number), [0.003, +st.last_value.toPrecision(5), st.max]);
+    await p1.close();
     const p2 = await open('?tag=baseline&sort=name:desc');
     const tagged = (await kv0json(['runs', repo, '--tag', 'baseline'])).map((r) => r.name).sort().reverse();
     assert.deepEqual((await hook(p2, 'runs')).map((r) => r.name), tagged);

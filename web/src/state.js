@@ -13,7 +13,7 @@
 //   group=experiment|tag:T|param:K     band=std   gx=GROUP (repeatable: expanded groups)
 //   find=TEXT     the table's search box
 //   exp=, status=, tag= (repeatable), param= (repeatable), archived=  run filter
-//   sort=COL:asc|desc  pc=KEY,KEY  mc=METRIC:agg,...  table columns
+//   sort=COL:asc|desc  pc=KEY,KEY  mc=AGG:METRIC:CONTEXT (repeatable)  table columns
 
 export const SOURCE_KEYS = ['api', 'repo', 'signer', 'key', 'wasm'];
 
@@ -55,7 +55,7 @@ export function parseState(p) {
   st.archived = p.get('archived') ?? '';
   st.sort = p.get('sort') ?? '';
   st.pc = list(p.get('pc'));
-  st.mc = list(p.get('mc'));
+  st.mc = p.getAll('mc');
   st.pm = p.get('pm') ?? '';
   return st;
 }
@@ -86,7 +86,7 @@ export function stateQuery(st, from) {
   if (st.archived) p.set('archived', st.archived);
   if (st.sort) p.set('sort', st.sort);
   if (st.pc.length) p.set('pc', st.pc.join(','));
-  if (st.mc.length) p.set('mc', st.mc.join(','));
+  for (const m of st.mc) p.append('mc', m);
   if (st.pm) p.set('pm', st.pm);
   return p.toString().replace(/%2C/g, ',').replace(/%3A/g, ':').replace(/%2F/g, '/');
 }
