@@ -520,3 +520,222 @@ test('alignByStep equals a model on random lines', () => {
     want.y.forEach((v, i) => close(got.y[i], v, `y[${i}]`));
   });
 });
+
+// ---------------------------------------------------------------- views' models
+
+import { flattenParams, naturalCompare, recordsModel } from '../../web/src/views/run.js';
+import { compareModel } from '../../web/src/views/compare.js';
+import { axisScale, parallelModel, brushFilter } from '../../web/src/views/parallel.js';
+import { fmtValue, paramAt, limiter } from '../../web/src/views/dom.js';
+
+test('flattenParams: dotted keys and nested trees give the same sorted rows', () => {
+  const dotted = { 'optimizer.lr': 0.01, 'optimizer.betas': [0.9, 0.99], 'layer10.size': 3, 'layer2.size': 4, model: 'resnet', empty: {} };
+  const nested = { optimizer: { lr: 0.01, betas: [0.9, 0.99] }, layer10: { size: 3 }, layer2: { size: 4 }, model: 'resnet', empty: {} };
+  const want = [
+    { key: 'empty', value: {}, depth: 0 },
+    { key: 'layer2.size', value: 4, depth: 1 },
+    { key: 'layer10.size', value: 3, depth: 1 },
+    { key: 'model', value: 'resnet', depth: 0 },
+    { key: 'optimizer.betas', value: [0.9, 0.99], depth: 1 },
+    { key: 'optimizer.lr', value: 0.01, depth: 1 },
+  ];
+  assert.deepEqual(flattenParams(dotted), want);
+  assert.deepEqual(flattenParams(nested), want);
+  // A dotted key whose value is an object (params(id) of a dict value).
+  assert.deepEqual(flattenParams({ 'a.b': { c: 1, d: { e: null } } }), [
+    { key: 'a.b.c', value: 1, depth: 2 },
+    { key: 'a.b.d.e', value: null, depth: 3 },
+  ]);
+  // Two spellings of one key: the first stays.
+  assert.deepEqual(flattenParams({ 'a.b': 1, a: { b: 2 } }), [{ key: 'a.b', value: 1, depth: 1 }]);
+  assert.deepEqual(flattenParams(null), []);
+  assert.deepEqual(flattenParams({}), []);
+});
+
+test('flattenParams round-trips random trees', () => {
+  forSeeds((r) => {
+    const leaves = new Map();
+    const tree = {};
+    const n = Math.floor(r() * 12);
+    for (let i = 0; i < n; i++) {
+      const path = Array.from({ length: 1 + Math.floor(r() * 3) }, () => `k${Math.floor(r() * 4)}`);
+      // Skip paths that would put a leaf where a branch is or the reverse.
+      const key = path.join('.');
+      if ([...leaves.keys()].some((k) => k.startsWith(key + '.') || key.startsWith(k + '.') || k === key)) continue;
+      const v = [Math.floor(r() * 100), 'txt', true, null, [1, 2]][Math.floor(r() * 5)];
+      leaves.set(key, v);
+      let o = tree;
+      for (const p of path.slice(0, -1)) o = o[p] ??= {};
+      o[path[path.length - 1]] = v;
+    }
+    const rows = flattenParams(tree);
+    assert.deepEqual(new Map(rows.map((x) => [x.key, x.value])), leaves);
+    const keys = rows.map((x) => x.key);
+    assert.deepEqual(keys, [...keys].sort(naturalCompare));
+    // The flat spelling gives the same rows.
+    assert.deepEqual(flattenParams(Object.fromEntries(leaves)), rows);
+  });
+});
+
+test('naturalCompare orders digit runs as numbers', () => {
+  assert.deepEqual(['b10', 'a', 'b2', 'b1', 'a10.x', 'a2.x', 'b02'].sort(naturalCompare), ['a', 'a2.x', 'a10.x', 'b1', 'b2', 'b02', 'b10']);
+  assert.equal(naturalCompare('x', 'x'), 0);
+});
+
+test('recordsModel: columns of object data, JSON otherwise', () => {
+  const m = recordsModel([
+    { item_id: 'a', data: { score: 0.5, answer: '4' }, created_at: 't1' },
+    { item_id: 'b', data: { answer: 'x', extra: [1] }, created_at: 't2' },
+  ]);
+  assert.deepEqual(m.columns, ['score', 'answer', 'extra']);
+  assert.deepEqual(m.rows.map((r) => r.cells), [['0.5', '4', ''], ['', 'x', '[1]']]);
+  const j = recordsModel([{ item_id: 'a', data: [1, 2], created_at: 't' }, { item_id: 'b', data: { x: 1 }, created_at: 't' }]);
+  assert.deepEqual(j.columns, ['data']);
+  assert.deepEqual(j.rows.map((r) => r.cells[0]), ['[1,2]', '{"x":1}']);
+  const wide = recordsModel([{ item_id: 'w', data: Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`c${i}`, i])), created_at: 't' }]);
+  assert.equal(wide.columns.length, 17);
+  assert.equal(wide.columns[16], '…');
+  assert.deepEqual(JSON.parse(wide.rows[0].cells[16]), { c16: 16, c17: 17, c18: 18, c19: 19 });
+});
+
+test('compareModel: differing rows first, missing values differ, objects by content', () => {
+  const rows = compareModel([
+    { run_id: 'a', params: { 'opt.lr': 0.1, seed: 1, model: 'r18', aug: { flip: true, crop: 4 }, only_a: 1 } },
+    { run_id: 'b', params: { opt: { lr: 0.01 }, seed: 1, model: 'r18', aug: { crop: 4, flip: true } } },
+    { run_id: 'c', params: { 'opt.lr': 0.1, seed: 1, model: 'r34', 'aug.flip': true, 'aug.crop': 4 } },
+  ]);
+  assert.deepEqual(rows.map((r) => [r.key, r.differs]), [
+    ['model', true], ['only_a', true], ['opt.lr', true],
+    ['aug.crop', false], ['aug.flip', false], ['seed', false],
+  ]);
+  assert.deepEqual(rows.find((r) => r.key === 'only_a').values, [1, undefined, undefined]);
+  assert.deepEqual(rows.find((r) => r.key === 'opt.lr').values, [0.1, 0.01, 0.1]);
+  // An array value compares by content; 1 and "1" differ.
+  const x = compareModel([{ run_id: 'a', params: { v: [1, { a: 1, b: 2 }], n: 1 } }, { run_id: 'b', params: { v: [1, { b: 2, a: 1 }], n: '1' } }]);
+  assert.deepEqual(x.map((r) => [r.key, r.differs]), [['n', true], ['v', false]]);
+  // One run: nothing differs; no runs: no rows.
+  assert.ok(compareModel([{ run_id: 'a', params: { p: 1 } }]).every((r) => !r.differs));
+  assert.deepEqual(compareModel([]), []);
+});
+
+test('compareModel equals a brute-force model on random runs', () => {
+  forSeeds((r) => {
+    const keys = ['a', 'b.c', 'b.d', 'e', 'f.g.h'];
+    const runs = Array.from({ length: 1 + Math.floor(r() * 4) }, (_, i) => {
+      const params = {};
+      for (const k of keys) if (r() < 0.7) params[k] = [1, 2, 'x', true][Math.floor(r() * 4)];
+      return { run_id: `r${i}`, params };
+    });
+    const rows = compareModel(runs);
+    const all = keys.filter((k) => runs.some((x) => k in x.params));
+    assert.deepEqual(new Set(rows.map((x) => x.key)), new Set(all));
+    for (const row of rows) {
+      const vals = runs.map((x) => x.params[row.key]);
+      assert.deepEqual(row.values, vals);
+      assert.equal(row.differs, vals.some((v) => v !== vals[0]), row.key);
+    }
+    const firstSame = rows.findIndex((x) => !x.differs);
+    if (firstSame >= 0) assert.ok(rows.slice(firstSame).every((x) => !x.differs), 'differing rows first');
+  });
+});
+
+test('axisScale: linear, log, single value, categories, missing', () => {
+  const lin = axisScale([0, 5, 10, undefined, NaN]);
+  assert.equal(lin.kind, 'linear');
+  assert.deepEqual([0, 5, 10, 2.5].map(lin.pos), [0, 0.5, 1, 0.25]);
+  assert.equal(lin.pos(undefined), null);
+  assert.equal(lin.pos(NaN), null);
+  assert.equal(lin.pos('5'), null);
+  assert.deepEqual(lin.ticks.map((t) => t.label), ['0', '2', '4', '6', '8', '10']);
+  assert.ok(lin.ticks.every((t) => t.pos >= 0 && t.pos <= 1));
+  // Learning rates over four decades: log.
+  const log = axisScale([1e-5, 1e-3, 1e-1]);
+  assert.equal(log.kind, 'log');
+  assert.ok(Math.abs(log.pos(1e-3) - 0.5) < 1e-12);
+  assert.deepEqual(log.ticks.map((t) => t.label), ['1e-5', '1e-4', '0.001', '0.01', '0.1']);
+  // Two decades stay linear; negative values too.
+  assert.equal(axisScale([1, 100]).kind, 'linear');
+  assert.equal(axisScale([-1, 1e6]).kind, 'linear');
+  const one = axisScale([3, 3, undefined]);
+  assert.equal(one.pos(3), 0.5);
+  assert.equal(one.pos(4), null);
+  const cat = axisScale(['sgd', 'adam', true, 2, 'adam', null, { a: 1 }]);
+  assert.equal(cat.kind, 'category');
+  assert.deepEqual(cat.domain, [true, 2, 'adam', 'sgd', { a: 1 }]);
+  assert.deepEqual([true, 2, 'adam', 'sgd', { a: 1 }].map(cat.pos), [0, 0.25, 0.5, 0.75, 1]);
+  assert.equal(cat.pos('2'), null, 'the string "2" is not the number 2');
+  assert.equal(cat.pos(null), null);
+  assert.equal(axisScale([]).kind, 'category');
+  // Many categories: at most ~13 labels, the last always among them.
+  const many = axisScale(Array.from({ length: 100 }, (_, i) => `c${String(i).padStart(3, '0')}`));
+  assert.ok(many.ticks.length <= 13);
+  assert.equal(many.ticks[many.ticks.length - 1].label, 'c099');
+});
+
+test('parallelModel and brushFilter against a brute-force model', () => {
+  forSeeds((r) => {
+    const rows = Array.from({ length: Math.floor(r() * 30) }, (_, i) => ({
+      run_id: `r${i}`,
+      values: {
+        lr: r() < 0.1 ? undefined : 10 ** (-5 + r() * 4),
+        bs: [16, 32, 64][Math.floor(r() * 3)],
+        opt: r() < 0.1 ? null : ['sgd', 'adam'][Math.floor(r() * 2)],
+        loss: r() < 0.05 ? NaN : r() * 3,
+      },
+    }));
+    const axes = [{ key: 'lr' }, { key: 'bs' }, { key: 'opt' }, { key: 'loss', label: 'loss (last)' }];
+    const m = parallelModel(rows, axes);
+    assert.deepEqual(m.axes.map((a) => a.label), ['lr', 'bs', 'opt', 'loss (last)']);
+    assert.equal(m.lines.length, rows.length);
+    m.lines.forEach((l, i) => l.pos.forEach((p, k) => assert.ok(p === null || (p >= 0 && p <= 1), `${rows[i].values[axes[k].key]} -> ${p}`)));
+    // Brushes in value space, converted to positions with the model's own
+    // scales, select what a direct comparison of values selects.
+    // A loss range inside the axis's domain (outside it, positions clamp).
+    const finite = rows.map((x) => x.values.loss).filter(Number.isFinite);
+    const lossLo = finite.length ? Math.min(...finite) : 0;
+    const lossHi = finite.length ? Math.max(...finite) : 1;
+    const lo = lossLo + r() * (lossHi - lossLo);
+    const hi = lo + r() * (lossHi - lo);
+    const opt = 'adam';
+    const brushes = { loss: [m.axes[3].scale.pos(lo) ?? 0, m.axes[3].scale.pos(hi) ?? 1], opt: [m.axes[2].scale.pos(opt) ?? 2, m.axes[2].scale.pos(opt) ?? 2], nope: [0, 1] };
+    const got = brushFilter(m, brushes);
+    const single = finite.length > 0 && lossLo === lossHi; // one value: position 0.5 whatever lo and hi
+    const want = rows.filter((x) => {
+      const v = x.values.loss;
+      return Number.isFinite(v) && x.values.opt === opt && (single || (v >= lo && v <= hi));
+    }).map((x) => x.run_id);
+    if (rows.some((x) => x.values.opt === opt)) assert.deepEqual(got, want);
+    else assert.deepEqual(got, []);
+    assert.equal(brushFilter(m, {}), null);
+    assert.equal(brushFilter(m, new Map([['nope', [0, 1]]])), null);
+    // Reversed ranges are the same range; the full axis keeps every run with a position.
+    assert.deepEqual(brushFilter(m, { bs: [1, 0] }), m.lines.map((l) => l.run_id));
+    assert.deepEqual(brushFilter(m, { lr: [0, 1] }), rows.filter((x) => x.values.lr !== undefined).map((x) => x.run_id));
+  });
+});
+
+test('view helpers: fmtValue, paramAt, limiter', async () => {
+  assert.deepEqual([1, 0.1 + 0.2, 1e-7, 123456789, 1.5e20, NaN, -Infinity, 'x', true, null, [1], undefined].map(fmtValue),
+    ['1', '0.3', '1e-7', '123456789', '1.5e20', 'NaN', '-Infinity', 'x', 'true', 'null', '[1]', '']);
+  assert.equal(paramAt({ 'a.b': 1 }, 'a.b'), 1);
+  assert.equal(paramAt({ a: { b: { c: 2 } } }, 'a.b.c'), 2);
+  assert.equal(paramAt({ 'a.b': { c: 3 } }, 'a.b.c'), 3);
+  assert.equal(paramAt({ a: 1 }, 'a.b'), undefined);
+  assert.equal(paramAt(undefined, 'a'), undefined);
+  const run = limiter(2);
+  let active = 0;
+  let peak = 0;
+  const order = [];
+  const res = await Promise.all(Array.from({ length: 7 }, (_, i) => run(async () => {
+    active++;
+    peak = Math.max(peak, active);
+    await new Promise((r) => setImmediate(r));
+    active--;
+    order.push(i);
+    if (i === 3) throw new Error('boom');
+    return i * 2;
+  }).catch((e) => e.message)));
+  assert.equal(peak, 2);
+  assert.deepEqual(res, [0, 2, 4, 'boom', 8, 10, 12]);
+  assert.equal(order.length, 7);
+});
