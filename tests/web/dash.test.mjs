@@ -320,6 +320,43 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     await page.close();
   });
 
+  it('views: the run page, compare of the selected runs, and parallel coordinates whose brush filters the table', async () => {
+    const page = await open(`?view=run&run=${known.run_id}&sel=${known.run_id}`);
+    await page.locator('.kv0v-run h2', { hasText: 'known' }).waitFor({ timeout: T });
+    const text = await page.locator('#other-view').innerText();
+    for (const want of ['probe', 'optimizer', 'train/loss', 'smooth']) assert.ok(text.includes(want), `the run page shows ${want}`);
+    assert.deepEqual(await hook(page, 'panels'), [], 'no chart panels in the run view');
+    await page.screenshot({ path: join(SCREENS, 'view-run.png'), fullPage: true });
+    // Compare: the selected runs side by side.
+    const two = cliRuns.filter((r) => /^resnet-cifar10-[12]$/.test(r.name));
+    await page.goto(`${srv.url}/?view=compare&sel=${two.map((r) => r.run_id).join(',')}`);
+    await ready(page);
+    await page.locator('.kv0v-compare table').waitFor({ timeout: T });
+    const header = await page.locator('.kv0v-compare thead').innerText();
+    for (const r of two) assert.ok(header.includes(r.name), `compare names ${r.name}`);
+    const firstKey = await page.locator('.kv0v-compare tbody tr th').first().innerText();
+    const [pa, pb] = await Promise.all(two.map((r) => kv0json(['params', repo, r.run_id])));
+    assert.notDeepEqual(pa[firstKey], pb[firstKey], `a differing parameter comes first (${firstKey})`);
+    await page.screenshot({ path: join(SCREENS, 'view-compare.png'), fullPage: true });
+    // Parallel coordinates over the listed runs; a keyboard brush filters the table.
+    await page.goto(`${srv.url}/?view=parallel&exp=resnet-cifar10&pp=optimizer.lr,batch_size&pm=${encodeURIComponent('last:loss:{"subset":"train"}')}`);
+    await ready(page);
+    await page.waitForFunction(() => document.querySelectorAll('.kv0v-pc-line').length === 10, null, { timeout: T });
+    const all = (await hook(page, 'runs')).length;
+    assert.equal(all, 10);
+    const axis = page.locator('.kv0v-pc-axis[data-axis="param:batch_size"]');
+    await axis.focus();
+    await page.keyboard.press('ArrowUp');
+    await page.waitForFunction((n) => window.kv0dash.runs().length < n, all, { timeout: T });
+    const kept = await hook(page, 'runs');
+    const bs = await Promise.all(kept.map((r) => kv0json(['params', repo, r.run_id]).then((p) => p.batch_size)));
+    assert.ok(kept.length > 0 && new Set(bs).size < 3, `the brush keeps runs of some batch sizes (${bs})`);
+    await page.screenshot({ path: join(SCREENS, 'view-parallel.png'), fullPage: true });
+    await page.keyboard.press('Escape');
+    await page.waitForFunction((n) => window.kv0dash.runs().length === n, all, { timeout: T });
+    await page.close();
+  });
+
   it('the URL keeps the state: a reload shows the same selection, filter, smoothing, axes and zoom', async () => {
     const page = await open(`?sel=${known.run_id}`);
     await page.fill('#panel-filter', 'loss');

@@ -15,6 +15,10 @@ import { yRange } from './lib/range.js';
 import { panelCSV } from './lib/csv.js';
 import { groupKey, groupRuns, aggregate } from './lib/group.js';
 import { alignByStep } from './lib/xmetric.js';
+import { renderRunPage } from './views/run.js';
+import { renderCompare } from './views/compare.js';
+import { renderParallel } from './views/parallel.js';
+import './views/views.css';
 
 const lib = { smoothEMA, runColor, yRange, panelCSV, groupKey, groupRuns, aggregate, alignByStep };
 
@@ -175,8 +179,11 @@ function sortValue(r, key, now) {
   }
 }
 
-function displayRows() {
+let brushed = null; // run ids the parallel view's brushes hold, or null
+
+function displayRows(withBrush = true) {
   let rows = runs;
+  if (withBrush && brushed && state.view === 'parallel') rows = rows.filter((r) => brushed.has(r.run_id));
   const q = state.find.trim().toLowerCase();
   if (q) {
     rows = rows.filter((r) => [r.name, r.run_id, r.experiment, r.status, r.description, ...(r.tags ?? [])].some((v) => v && String(v).toLowerCase().includes(q)));
@@ -198,6 +205,14 @@ function displayRows() {
 }
 
 function paintTable() {
+  if (parallel) {
+    const list = displayRows(false);
+    const ids = list.map((r) => r.run_id).join(',');
+    if (ids !== paintTable.sent) {
+      paintTable.sent = ids;
+      parallel.update(list.map((r) => ({ ...r, params: paramsDone.get(r.run_id) })));
+    }
+  }
   const [key, dir] = state.sort.split(':');
   table.setColumns(state.pc, state.mc);
   table.setRows(displayRows(), sel, hidden, { key, dir });
@@ -315,6 +330,7 @@ function selectionChanged() {
   writeURL();
   paintTable();
   updatePanels();
+  if (state.view === 'compare') renderOther();
 }
 
 // ---- controls ------------------------------------------------------------------
@@ -637,8 +653,15 @@ function askToken(where, reason) {
 
 // ---- navigation (views) ----------------------------------------------------------
 
+/** Applies a change of state from a view (ctx.navigate) or a control. */
 function navigate(change) {
-  Object.assign(state, change);
+  const { sel: newSel, ...rest } = change;
+  Object.assign(state, rest);
+  if (newSel) {
+    sel.clear();
+    for (const id of newSel) sel.add(id);
+    selectionChanged();
+  }
   writeURL();
   showView();
 }
@@ -650,9 +673,72 @@ function showView() {
   if (state.view !== 'charts') renderOther();
 }
 
+const viewCtx = () => ({ source, colorOf, navigate, dark: dark() });
+let parallel = null;
+
 async function renderOther() {
   const el = $('#other-view');
-  el.innerHTML = `<p class="empty">The ${esc(state.view)} view is not part of this build yet.</p>`;
+  parallel?.destroy();
+  parallel = null;
+  paintTable.sent = undefined;
+  if (state.view !== 'parallel' && brushed) { brushed = null; paintTable(); }
+  el.className = '';
+  el.replaceChildren();
+  if (!source) return;
+  try {
+    if (state.view === 'run') {
+      const id = state.run || state.sel?.[0];
+      if (!id) { el.innerHTML = '<p class="empty">Open a run from the table (click its name, or Enter on its row).</p>'; return; }
+      await renderRunPage(el, viewCtx(), id);
+    } else if (state.view === 'compare') {
+      await renderCompare(el, viewCtx(), (state.sel ?? []).filter((id) => runById.has(id)));
+    } else if (state.view === 'parallel') {
+      await renderParallelView(el);
+    }
+  } catch (e) {
+    showError(e, `the ${state.view} view`);
+  }
+}
+
+/** The parallel-coordinates view with its axis choices (pp, pm in the URL). */
+async function renderParallelView(el) {
+  const first = (state.sel ?? [])[0] ?? runs[0]?.run_id;
+  let keys = [], metrics = [];
+  if (first) {
+    const [p, s] = await Promise.all([paramsOfRun(first).catch(() => ({})), seriesOf(first).catch(() => [])]);
+    keys = Object.keys(p);
+    metrics = s.map((x) => `${x.name}:${x.context}`);
+    if (!state.pp.length) state.pp = keys.filter((k) => typeof p[k] === 'number' || typeof p[k] === 'string' || typeof p[k] === 'boolean').slice(0, 6);
+    if (!state.pm && metrics.length) {
+      const pick = s.find((x) => /loss/.test(x.name)) ?? s[0];
+      state.pm = `last:${pick.name}:${pick.context}`;
+    }
+    writeURL();
+  }
+  const bar = document.createElement('div');
+  bar.className = 'toolbar';
+  const pm = parseSummary(state.pm);
+  bar.innerHTML = `<label>parameters <input id="pp-keys" list="pp-list" value="${esc(state.pp.join(','))}" size="50" aria-label="parameter axes, comma separated"></label><datalist id="pp-list">${keys.map((k) => `<option value="${esc(k)}">`).join('')}</datalist>` +
+    `<label>metric <select id="pm-metric" aria-label="metric axis"><option value="">none</option>${metrics.map((m) => `<option value="${esc(m)}"${pm && `${pm.name}:${pm.context}` === m ? ' selected' : ''}>${esc(m.replace(/:\{\}$/, ''))}</option>`).join('')}</select></label>` +
+    `<select id="pm-agg" aria-label="metric statistic">${['last', 'min', 'max'].map((a) => `<option${pm?.agg === a ? ' selected' : ''}>${a}</option>`).join('')}</select><span class="count" id="brush-count"></span>`;
+  const host = document.createElement('div');
+  el.append(bar, host);
+  const rerender = () => { state.pp = $('#pp-keys').value.split(',').map((x) => x.trim()).filter(Boolean); const m = $('#pm-metric').value; state.pm = m ? `${$('#pm-agg').value}:${m}` : ''; writeURL(); renderOther(); };
+  bar.querySelector('#pp-keys').addEventListener('change', rerender);
+  bar.querySelector('#pm-metric').addEventListener('change', rerender);
+  bar.querySelector('#pm-agg').addEventListener('change', rerender);
+  const m = parseSummary(state.pm);
+  parallel = renderParallel(host, viewCtx(), {
+    runs: displayRows(false).map((r) => ({ ...r, params: paramsDone.get(r.run_id) })),
+    params: state.pp,
+    metric: m ? { name: m.name, context: m.context, stat: m.agg } : null,
+    onBrush(ids) {
+      brushed = ids ? new Set(ids) : null;
+      const c = $('#brush-count');
+      if (c) c.textContent = ids ? `${ids.length} runs in the brushes` : '';
+      paintTable();
+    },
+  });
 }
 
 // ---- start -----------------------------------------------------------------------

@@ -14,6 +14,7 @@
 //   find=TEXT     the table's search box
 //   exp=, status=, tag= (repeatable), param= (repeatable), archived=  run filter
 //   sort=COL:asc|desc  pc=KEY,KEY  mc=AGG:METRIC:CONTEXT (repeatable)  table columns
+//   pp=KEY,KEY  pm=AGG:METRIC:CONTEXT  the parallel view's parameter axes and metric axis
 
 export const SOURCE_KEYS = ['api', 'repo', 'signer', 'key', 'wasm'];
 
@@ -23,7 +24,7 @@ export function defaults() {
     sel: null, hide: [], q: '', s: 0, x: 'step', y: 'lin', robust: false, zoom: null,
     view: 'charts', run: '', group: '', band: 'minmax', gx: [], find: '',
     exp: '', status: '', tags: [], params: [], archived: '',
-    sort: '', pc: [], mc: [], pm: '',
+    sort: '', pc: [], mc: [], pp: [], pm: '',
   };
 }
 
@@ -56,6 +57,7 @@ export function parseState(p) {
   st.sort = p.get('sort') ?? '';
   st.pc = list(p.get('pc'));
   st.mc = p.getAll('mc');
+  st.pp = list(p.get('pp'));
   st.pm = p.get('pm') ?? '';
   return st;
 }
@@ -87,6 +89,7 @@ export function stateQuery(st, from) {
   if (st.sort) p.set('sort', st.sort);
   if (st.pc.length) p.set('pc', st.pc.join(','));
   for (const m of st.mc) p.append('mc', m);
+  if (st.pp.length) p.set('pp', st.pp.join(','));
   if (st.pm) p.set('pm', st.pm);
   return p.toString().replace(/%2C/g, ',').replace(/%3A/g, ':').replace(/%2F/g, '/');
 }
