@@ -24,9 +24,9 @@ const lib = { smoothEMA, runColor, yRange, panelCSV, groupKey, groupRuns, aggreg
 
 const $ = (sel) => document.querySelector(sel);
 const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
-const POLL_MS = 2000;
-
 const params = new URLSearchParams(location.search);
+// Milliseconds between polls of the versions: ?poll=MS (250 to 60000), default 2 s.
+const POLL_MS = Math.min(60000, Math.max(250, Number(params.get('poll')) || 2000));
 const state = parseState(params);
 const darkQuery = matchMedia('(prefers-color-scheme: dark)');
 const dark = () => darkQuery.matches;

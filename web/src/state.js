@@ -16,7 +16,7 @@
 //   sort=COL:asc|desc  pc=KEY,KEY  mc=AGG:METRIC:CONTEXT (repeatable)  table columns
 //   pp=KEY,KEY  pm=AGG:METRIC:CONTEXT  the parallel view's parameter axes and metric axis
 
-export const SOURCE_KEYS = ['api', 'repo', 'signer', 'key', 'wasm'];
+export const SOURCE_KEYS = ['api', 'repo', 'signer', 'key', 'wasm', 'poll'];
 
 /** Default state; the URL holds only what differs from it. */
 export function defaults() {
