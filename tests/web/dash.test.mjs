@@ -417,6 +417,34 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     await p2.close();
   });
 
+  it('an API with a token: the page asks for it, keeps it in sessionStorage, never in the URL', async () => {
+    const tokenFile = join(tmp.dir, 'token');
+    await writeFile(tokenFile, 'sesame-0123456789\n');
+    const guarded = await serve(repo, ['--token-file', tokenFile]);
+    try {
+      // kv0 serve --token-file guards its own copy of the page too: the page
+      // comes from another origin and names the API.
+      const page = await ctx.newPage();
+      await page.goto(`${srv.url}/?api=${guarded.url}/`);
+      await page.locator('#token-dialog[open]').waitFor({ timeout: T });
+      await page.fill('#token-input', 'wrong');
+      await page.click('#token-dialog button');
+      await page.locator('#token-dialog[open]').waitFor({ timeout: T });
+      assert.match(await page.locator('#token-why').innerText(), /refused/);
+      await page.fill('#token-input', 'sesame-0123456789');
+      await page.click('#token-dialog button');
+      await ready(page);
+      assert.equal((await hook(page, 'runs')).length, cliRuns.length);
+      assert.ok(!page.url().includes('sesame'), 'the token is not in the URL');
+      await page.reload();
+      await ready(page);
+      assert.equal(await page.locator('#token-dialog[open]').count(), 0, 'no second prompt after a reload');
+      await page.close();
+    } finally {
+      await guarded.stop();
+    }
+  });
+
   const errorCases = [
     ['404', () => `?repo=${srv.url}/files/nothing/here`, 'NotFound', /Not found[\s\S]*nothing\/here/],
     ['403 expired signature', () => `?repo=${faults.url}/denied/repo`, 'Forbidden', /refused[\s\S]*expired/],
