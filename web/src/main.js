@@ -758,7 +758,9 @@ async function main() {
   $('#source').textContent = `${source.kind === 'api' ? 'API' : 'direct'} · ${source.where}`;
   $('#source').title = source.kind === 'api' ? 'reading through kv0\'s HTTP API' : 'reading the repository with the wasm module';
   try {
-    lastVersions = await source.versions();
+    // api mode has its versions from opening; direct mode asks for them
+    // after the first draw (they cost a probe of every table).
+    lastVersions = source.firstVersions ?? null;
     setRuns(await source.runs(runFilter()));
   } catch (e) {
     showError(e, 'listing runs');
@@ -777,6 +779,9 @@ async function main() {
   if (state.sort) sortNeeds().then(paintTable);
   showView();
   await updatePanels();
+  if (!lastVersions) {
+    try { lastVersions = await source.versions(); } catch (e) { liveError = e; }
+  }
   startLive();
 }
 
