@@ -174,6 +174,25 @@ export interface Change {
   series: string[];
 }
 
+/** One record of a records table (repo.records; /api/v1/records/{table}). */
+export interface TrackedRecord {
+  table: string;
+  /** Absent for a record of no run. */
+  run_id?: string;
+  item_id: string;
+  /** The JSON the writer stored. */
+  data: unknown;
+  /** The write's 64-bit sequence number, as a decimal string. */
+  seq: string;
+  /** RFC 3339. */
+  created_at: string;
+}
+
+export interface RecordsOptions {
+  /** Only this run's records (a run id). */
+  run?: string;
+}
+
 export interface WatchOptions {
   /** Milliseconds between polls (default 2000). */
   interval?: number;
@@ -198,6 +217,13 @@ export interface Repo {
   stats(seriesIds: string[]): Promise<(SeriesStats | null)[]>;
   /** The newest committed versions of the tables. */
   versions(): Promise<Versions>;
+  /**
+   * The names of the records tables, sorted. Rejects with Unsupported on a
+   * static host (it cannot list); a signed location lists.
+   */
+  recordTables(): Promise<string[]>;
+  /** The table's live records (of one run with `run`), ordered by run and item id. */
+  records(table: string, options?: RecordsOptions): Promise<TrackedRecord[]>;
   /** Polls for new versions; returns the function that stops watching. */
   watch(onChange: (change: Change) => void, options?: WatchOptions): () => void;
   close(): Promise<void>;

@@ -177,6 +177,8 @@ function wrap(call) {
       series: (runId) => rc('series', String(runId)),
       stats: async (seriesIds) => rc('stats', ids(seriesIds)),
       versions: () => rc('versions'),
+      recordTables: () => rc('recordTables'),
+      records: async (table, opts) => JSON.parse(await call('repoCall', h, 'records', String(table), json(opts))),
       async read(seriesIds, opts) {
         const { meta, data } = await call('repoRead', h, ids(seriesIds), json(opts));
         const out = [];

@@ -239,6 +239,8 @@ func (h *repoHandle) call(ctx context.Context, method string, args []js.Value) (
 	case "versions":
 		v, err := h.r.LatestVersions(ctx)
 		return v, err
+	case "recordTables", "records":
+		return h.recordsCall(ctx, method, args)
 	}
 	return nil, invalid("unknown method %q", method)
 }

@@ -36,6 +36,11 @@ type RecordQuery struct {
 
 func recordsKey(table string) string { return RecordsDir + "/" + table + ".lance" }
 
+// CheckRecordTable checks a records table name (1 to 200 letters, digits,
+// '_' and '-'), so that a face can refuse a bad name before it touches the
+// store. The error wraps ErrInvalid and quotes the name.
+func CheckRecordTable(name string) error { return validTable(name) }
+
 func validTable(t string) error {
 	if t == "" || len(t) > 200 {
 		return fmt.Errorf("%w: records table name %q", ErrInvalid, t)

@@ -17,6 +17,7 @@
 //	/api/v1/series/points?ids=&max_points=&from_step=&to_step=&from_time=&to_time=
 //	/api/v1/stats?ids=
 //	/api/v1/versions
+//	/api/v1/records, /api/v1/records/{table}?run=
 //	/files/{key}          the root's objects by key, with Range (Options.Files)
 //	/wasm/...             Options.Wasm
 //	/...                  Options.Web (the dashboard)
@@ -255,6 +256,8 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request, raw string) erro
 		default:
 			return h.getLog(w, r, path)
 		}
+	case raw == "/api/v1/records" || strings.HasPrefix(raw, "/api/v1/records/"):
+		return h.getRecordsRoute(w, r, raw)
 	case strings.HasPrefix(raw, "/api/"):
 	case strings.HasPrefix(raw, "/files/") || raw == "/files":
 		if !h.opts.Files {

@@ -287,3 +287,97 @@ describe('tracking', () => {
     await assert.rejects(mod.openRepo(`${srv.url}/made`), (e) => e.code === 'NotFound');
   });
 });
+
+describe('records', () => {
+  // A repository with records tables (written by tests/wasm/recordsrepo:
+  // the CLI writes no records), read over the static server and compared
+  // with what was written and with the HTTP API's answers.
+  let repo, ids, api;
+  before(async () => {
+    const { execFile, spawn } = await import('node:child_process');
+    const root = new URL('../..', import.meta.url).pathname;
+    const dir = join(data.dir, 'records-repo');
+    const out = await new Promise((resolve, reject) => execFile(process.env.GO ?? 'go', ['run', './tests/wasm/recordsrepo', dir],
+      { cwd: root, encoding: 'utf8' }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout))));
+    ids = JSON.parse(out);
+    repo = await mod.openRepo(`${srv.url}/records-repo`);
+    // kv0 serve over the same folder, for the API's answers.
+    const p = spawn(process.env.KV0 ?? join(import.meta.dirname, '../../bin/kv0'), ['serve', dir, '--listen', '127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const url = await new Promise((resolve, reject) => {
+      let buf = '';
+      p.stdout.on('data', (b) => {
+        buf += b;
+        const m = /at (http:\/\/\S+)/.exec(buf);
+        if (m) resolve(m[1].replace(/\/$/, ''));
+      });
+      p.on('exit', (c) => reject(new Error(`kv0 serve exited ${c}`)));
+    });
+    api = { url, stop: () => new Promise((r) => { p.on('exit', r); p.kill('SIGTERM'); }) };
+  });
+  after(async () => {
+    await repo?.close();
+    await api?.stop();
+  });
+  const apiJSON = async (path) => {
+    const res = await fetch(api.url + path);
+    assert.equal(res.status, 200, path);
+    return res.json();
+  };
+
+  it('records(table) gives the live records, newest write winning, deleted ones and deleted runs left out', async () => {
+    const got = await repo.records('evals');
+    const want = [
+      ['', 'shared', 42],
+      [ids.a, 'i1', { score: 0.75, v: 2 }],
+      [ids.a, 'i2', { prompt: '2+2 <b> & "q"', answer: '4' }],
+      [ids.a, 'ids', { series_id: 7, nested: { series_id: 8 } }],
+      [ids.b, 'i1', [1, 'two', null, true]],
+    ].sort((x, y) => (x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0));
+    assert.deepEqual(got.map((r) => [r.run_id ?? '', r.item_id, r.data]), want);
+    for (const r of got) {
+      assert.equal(r.table, 'evals');
+      assert.match(r.seq, /^\d{19}$/, 'seq is the decimal string of a 64-bit nanosecond sequence');
+      assert.ok(!Number.isNaN(Date.parse(r.created_at)), r.created_at);
+      if (r.item_id === 'shared') assert.ok(!('run_id' in r), 'no run_id for a record of no run');
+    }
+    // The overwrite is newer than the first writes.
+    const seqOf = (item) => BigInt(got.find((r) => r.item_id === item && r.run_id === ids.a).seq);
+    assert.ok(seqOf('i1') > seqOf('i2'));
+    assert.deepEqual((await repo.records('samples-2')).map((r) => [r.run_id, r.item_id, r.data]), [[ids.b, 's', { text: 'é' }]]);
+  });
+
+  it('records(table, { run }) selects one run; equal to the HTTP API', async () => {
+    for (const [name, items] of [['a', ['i1', 'i2', 'ids']], ['b', ['i1']], ['c', []]]) {
+      const got = await repo.records('evals', { run: ids[name] });
+      assert.deepEqual(got.map((r) => r.item_id), items, name);
+      assert.ok(got.every((r) => r.run_id === ids[name]));
+      assert.deepEqual(got, await apiJSON(`/api/v1/records/evals?run=${ids[name]}`), `API, run ${name}`);
+    }
+    assert.deepEqual(await repo.records('evals', { run: 'no-such-run' }), []);
+    assert.deepEqual(await repo.records('evals'), await apiJSON('/api/v1/records/evals'));
+    assert.deepEqual(await apiJSON('/api/v1/records'), ['evals', 'samples-2']);
+  });
+
+  it('recordTables needs a listing; bad arguments reject with their codes', async () => {
+    await assert.rejects(repo.recordTables(), (e) => e.code === 'Unsupported' && /static host/.test(e.message) && e.message.includes('records-repo'));
+    const cases = [
+      [() => repo.records('nope'), 'NotFound', /nope/],
+      [() => repo.records('a.b'), 'Invalid', /table: "a\.b"/],
+      [() => repo.records('../runs'), 'Invalid', /table/],
+      [() => repo.records(''), 'Invalid', /table/],
+      [() => repo.records('evals', { run: '' }), 'Invalid', /run/],
+      [() => repo.records('evals', { bogus: 1 }), 'Invalid', /bogus/],
+    ];
+    for (const [fn, code, re] of cases) {
+      await assert.rejects(fn, (e) => {
+        assert.equal(e.code, code, e.message);
+        assert.match(e.message, re);
+        return true;
+      });
+    }
+    assert.equal((await repo.records('evals', { run: ids.b })).length, 1, 'the handle keeps working');
+    // The API answers the same bad names with 400 and unknown tables with 404.
+    assert.equal((await fetch(`${api.url}/api/v1/records/a.b`)).status, 400);
+    assert.equal((await fetch(`${api.url}/api/v1/records/nope`)).status, 404);
+  });
+});

@@ -42,6 +42,8 @@ function lowerBound(a, x) {
 
 const fmtVal = (v) => (v === null || v === undefined ? '–' : !Number.isFinite(v) ? String(v) : Math.abs(v) >= 1e5 || (Math.abs(v) < 1e-3 && v !== 0) ? v.toExponential(4) : String(+v.toPrecision(6)));
 
+const fmtTick = (v) => (v === null ? '' : v === 0 ? '0' : Math.abs(v) >= 1e5 || Math.abs(v) < 1e-3 ? v.toExponential(1) : String(+v.toPrecision(4)));
+
 function fmtRel(s) {
   if (!Number.isFinite(s)) return '';
   if (Math.abs(s) < 120) return `${+s.toFixed(1)}s`;
@@ -141,7 +143,6 @@ export class ChartsView {
     }
     for (const p of this.order) {
       if (p.dirty && p.visible) this.ensure(p);
-      else if (p.dirty && p.plot) this.redraw(p);
     }
   }
 
@@ -167,6 +168,10 @@ export class ChartsView {
     p.plotEl = el.querySelector('.plot');
     p.legendEl = el.querySelector('.legend');
     p.msgEl = el.querySelector('.panel-msg');
+    p.legendEl.addEventListener('click', (e) => {
+      const g = e.target.closest('[data-group]');
+      if (g) this.app.toggleGroup(g.dataset.group);
+    });
     el.querySelector('header').addEventListener('click', (e) => {
       const act = e.target.closest('[data-act]')?.dataset.act;
       if (act === 'csv') this.exportCSV(p);
@@ -207,8 +212,17 @@ export class ChartsView {
     const rkey = want ? want.join(':') : 'all';
     const missing = p.series.filter((s) => !p.data.has(s.series_id));
     if (p.rkey === rkey && missing.length === 0) {
-      if (!p.drawn || p.dirty) this.redraw(p);
-      return p.reading ?? Promise.resolve();
+      if (p.reading) return p.reading;
+      if (!p.drawn || p.dirty) {
+        const gen = ++this.gen;
+        p.pending = gen;
+        p.el.classList.add('loading');
+        p.reading = this.app.prepare(p.series.map((s) => s.run_id)).then(() => { if (p.pending === gen) this.redraw(p); })
+          .catch((e) => this.app.onError(e, p))
+          .finally(() => { if (p.pending === gen) { p.reading = null; p.el.classList.remove('loading'); this.app.onDrawn(); } });
+        return p.reading;
+      }
+      return Promise.resolve();
     }
     const ids = (p.rkey === rkey ? missing : p.series).map((s) => s.series_id);
     const gen = ++this.gen;
@@ -223,7 +237,9 @@ export class ChartsView {
       pts.forEach((d) => p.data.set(d.series_id, d));
       if (!want) p.full = p.data;
       p.error = null;
-      this.redraw(p);
+      return this.app.prepare(p.series.map((s) => s.run_id));
+    }).then(() => {
+      if (p.pending === gen) this.redraw(p);
     }).catch((e) => {
       if (p.pending !== gen) return;
       p.error = e;
@@ -247,7 +263,10 @@ export class ChartsView {
 
   /** Redraws every drawn panel from what it holds (smoothing, y scale, theme). */
   restyle() {
-    for (const p of this.order) if (p.drawn || p.plot) this.redraw(p);
+    for (const p of this.order) {
+      if (!(p.drawn || p.plot)) continue;
+      if (p.visible) { p.dirty = true; this.ensure(p); } else p.dirty = true;
+    }
   }
 
   /** x values of a run's points for the current x axis. */
@@ -292,6 +311,62 @@ export class ChartsView {
     return out;
   }
 
+  /** A line of a run, prepared for the current x axis: x ascending, smoothing applied in step order. */
+  prep(runId, d) {
+    const st = this.app.state;
+    const lib = this.app.lib;
+    let xs = this.xOf(runId, d), ys = d.values, lo = d.mins, hi = d.maxs, steps = d.steps;
+    if (st.x.startsWith('m:')) {
+      const other = this.app.xLine(runId, st.x.slice(2));
+      if (!other) return null;
+      const a = lib.alignByStep(other, { steps: d.steps, values: d.values });
+      xs = a.x; ys = a.y; lo = hi = undefined; steps = null;
+    }
+    let sm = st.s > 0 ? lib.smoothEMA(ys, st.s) : null;
+    let sorted = true;
+    for (let i = 1; i < xs.length; i++) if (!(xs[i] >= xs[i - 1])) { sorted = false; break; }
+    if (!sorted) {
+      const idx = Array.from(xs, (_, i) => i).sort((a, b) => xs[a] - xs[b] || a - b);
+      const perm = (arr) => (arr ? Float64Array.from(idx, (i) => arr[i]) : arr);
+      xs = perm(xs); ys = perm(ys); sm = perm(sm); lo = perm(lo); hi = perm(hi); steps = perm(steps);
+    }
+    return { xs, ys, lo, hi, sm, steps };
+  }
+
+  /** The entries a panel draws: a line per run, or per group (mean and band) when grouping. */
+  entries(p) {
+    const st = this.app.state;
+    const lib = this.app.lib;
+    const lines = this.lines(p);
+    const by = this.app.groupBy();
+    const runEntry = ({ s, d }, prefix = '') => {
+      const l = this.prep(s.run_id, d);
+      if (!l) return null;
+      const label = this.app.runOf(s.run_id)?.name || s.run_id;
+      return { ...l, key: s.run_id, run_id: s.run_id, label: prefix + label, color: this.app.colorOf(s.run_id) };
+    };
+    if (!by) return lines.map((l) => runEntry(l)).filter(Boolean);
+    const byRun = new Map(lines.map((l) => [l.s.run_id, l]));
+    const groups = lib.groupRuns(lines.map(({ s }) => this.app.groupRun(s.run_id)), by);
+    const out = [];
+    for (const [g, rs] of groups) {
+      const name = g === '' ? '(none)' : g;
+      if (this.app.expanded(g)) {
+        for (const r of rs) { const e = runEntry(byRun.get(r.run_id), `${name}: `); if (e) out.push({ ...e, group: g }); }
+        continue;
+      }
+      const ls = rs.map((r) => this.prep(r.run_id, byRun.get(r.run_id).d)).filter(Boolean);
+      if (!ls.length) continue;
+      const agg = lib.aggregate(ls.map((l) => ({ steps: l.xs, values: l.ys })), { band: st.band });
+      out.push({
+        xs: agg.steps, ys: agg.mean, lo: rs.length > 1 ? agg.lo : undefined, hi: rs.length > 1 ? agg.hi : undefined,
+        sm: st.s > 0 ? lib.smoothEMA(agg.mean, st.s) : null, steps: null,
+        key: `group:${g}`, group: g, label: `${name} (${rs.length} run${rs.length === 1 ? '' : 's'})`, color: lib.runColor(`group:${g}`, this.app.dark()),
+      });
+    }
+    return out;
+  }
+
   redraw(p) {
     p.dirty = false;
     const st = this.app.state;
@@ -299,21 +374,10 @@ export class ChartsView {
     const dark = this.app.dark();
     const lines = this.lines(p);
     const log = st.y === 'log';
+    const per = this.entries(p);
     // One x array: the union of every line's x values.
-    const per = lines.map(({ s, d }) => {
-      let xs = this.xOf(s.run_id, d), ys = d.values, lo = d.mins, hi = d.maxs;
-      if (st.x.startsWith('m:') && lib.alignByStep) {
-        const other = this.app.xLine(s.run_id, st.x.slice(2));
-        if (other) {
-          const a = lib.alignByStep(other, { steps: d.steps, values: d.values });
-          xs = a.x; ys = a.y; lo = hi = undefined;
-        }
-      }
-      const sm = st.s > 0 ? lib.smoothEMA(ys, st.s) : null;
-      return { s, d, xs, ys, lo, hi, sm };
-    });
     let all = [];
-    for (const l of per) all.push(...l.xs);
+    for (const l of per) for (const x of l.xs) if (Number.isFinite(x)) all.push(x);
     all = Float64Array.from(all).sort();
     const xs = [];
     for (let i = 0; i < all.length; i++) if (i === 0 || all[i] !== all[i - 1]) xs.push(all[i]);
@@ -324,31 +388,32 @@ export class ChartsView {
       const col = new Array(xs.length).fill(null);
       for (let i = 0; i < l.xs.length; i++) {
         const v = arr[i];
+        if (!Number.isFinite(l.xs[i])) continue;
         col[lowerBound(xs, l.xs[i])] = Number.isFinite(v) && (!log || v > 0) ? v : null;
       }
       return col;
     };
     p.main = [];
     for (const l of per) {
-      const color = this.app.colorOf(l.s.run_id);
-      const label = this.app.runOf(l.s.run_id)?.name || l.s.run_id;
+      const color = l.color;
+      const label = l.label;
       if (l.lo && l.hi) {
         data.push(put(l, l.hi), put(l, l.lo));
         const hiIdx = series.length;
-        series.push({ label: `${label} max`, stroke: 'transparent', width: 0, points: { show: false }, spanGaps: true, kv0band: true },
-          { label: `${label} min`, stroke: 'transparent', width: 0, points: { show: false }, spanGaps: true, kv0band: true });
-        bands.push({ series: [hiIdx, hiIdx + 1], fill: withAlpha(color, 0.13) });
+        series.push({ label: `${label} max`, stroke: 'transparent', width: 0, points: { show: false }, spanGaps: true },
+          { label: `${label} min`, stroke: 'transparent', width: 0, points: { show: false }, spanGaps: true });
+        bands.push({ series: [hiIdx, hiIdx + 1], fill: withAlpha(color, l.group !== undefined && !l.run_id ? 0.2 : 0.13) });
       }
       data.push(put(l, l.ys));
       const few = l.xs.length <= 1 || (l.xs.length <= 30 && !l.sm);
-      series.push({ label, stroke: l.sm ? withAlpha(color, 0.28) : color, width: l.sm ? 1 : 1.5, points: { show: few, size: 5, fill: color }, spanGaps: true, kv0raw: true });
+      series.push({ label, stroke: l.sm ? withAlpha(color, 0.28) : color, width: l.sm ? 1 : 1.5, points: { show: few, size: 5, fill: color }, spanGaps: true });
       if (l.sm) {
         data.push(put(l, l.sm));
         series.push({ label: `${label} (smoothed)`, stroke: color, width: 1.6, points: { show: false }, spanGaps: true });
       }
-      p.main.push({ run_id: l.s.run_id, label, color, idx: data.length - 1, l });
+      p.main.push({ key: l.key, group: l.group, run_id: l.run_id, label, color, idx: data.length - 1, l });
     }
-    const [ylo, yhi] = lib.yRange(per.map((l) => ({ steps: l.d.steps, values: l.ys })), { robust: st.robust, log });
+    const [ylo, yhi] = lib.yRange(per.map((l) => ({ steps: l.xs, values: l.ys })), { robust: st.robust, log });
     const pad = log ? 0 : (yhi - ylo) * 0.05;
     const axisColor = dark ? '#aab' : '#556';
     const grid = dark ? '#ffffff14' : '#0000000f';
@@ -360,12 +425,12 @@ export class ChartsView {
       cursor: { drag: { x: true, y: false, setScale: false }, points: { show: false } },
       select: { show: true },
       scales: {
-        x: { time: timeX, ...(z ? { range: () => [z[0], z[1]] } : { range: (u, lo, hi) => (lo === hi ? [lo - 1, hi + 1] : [lo, hi]) }) },
+        x: { time: timeX, ...(z ? { range: () => [z[0], z[1]] } : { range: (u, lo, hi) => (lo === hi || lo === null ? [(lo ?? 0) - 1, (hi ?? 0) + 1] : [lo, hi]) }) },
         y: log ? { distr: 3, range: () => [ylo, yhi] } : { range: () => [ylo - pad, yhi + pad] },
       },
       axes: [
         { stroke: axisColor, grid: { stroke: grid }, ticks: { stroke: grid }, ...(st.x === 'rel' ? { values: (u, vals) => vals.map(fmtRel) } : {}) },
-        { stroke: axisColor, grid: { stroke: grid }, ticks: { stroke: grid }, size: 56, values: (u, vals) => vals.map((v) => fmtVal(v)) },
+        { stroke: axisColor, grid: { stroke: grid }, ticks: { stroke: grid }, size: 62, values: (u, vals) => vals.map(fmtTick) },
       ],
       series,
       bands,
@@ -387,7 +452,9 @@ export class ChartsView {
     p.el.kv0plot = p.plot;
     p.plot.over.addEventListener('dblclick', () => this.app.onZoom(null));
     p.plot.over.addEventListener('mouseleave', () => { this.tip.hidden = true; });
-    p.legendEl.innerHTML = p.main.map((m) => `<span><i class="swatch" style="background:${m.color}"></i>${esc(m.label)}</span>`).join('');
+    p.legendEl.innerHTML = p.main.map((m) => (m.group !== undefined
+      ? `<button class="legend-group" data-group="${esc(m.group)}" title="${m.run_id ? 'collapse the group' : 'expand the group into its runs'}"><i class="swatch" style="background:${m.color}"></i>${esc(m.label)}</button>`
+      : `<span><i class="swatch" style="background:${m.color}"></i>${esc(m.label)}</span>`)).join('');
     const empty = lines.length === 0 || lines.every(({ d }) => d.steps.length === 0);
     p.msgEl.hidden = !empty;
     if (empty) p.msgEl.textContent = lines.length ? 'No points in this range.' : 'No data for the drawn runs.';
@@ -408,12 +475,12 @@ export class ChartsView {
       let i = lowerBound(xs, x);
       if (i >= xs.length || (i > 0 && Math.abs(xs[i - 1] - x) <= Math.abs(xs[i] - x))) i--;
       if (i < 0 || i >= xs.length) continue;
-      rows.push({ m, v: ys[i], sv: sm ? sm[i] : null, step: m.l.d.steps[i] ?? x });
+      rows.push({ m, v: ys[i], sv: sm ? sm[i] : null, step: m.l.steps ? m.l.steps[i] : null });
     }
     rows.sort((a, b) => (b.sv ?? b.v) - (a.sv ?? a.v));
     const xl = st.x === 'wall' ? new Date(x * 1000).toISOString().replace('T', ' ').slice(0, 19) : st.x === 'rel' ? fmtRel(x) : fmtVal(x);
     this.tip.innerHTML = `<div class="tip-x">${esc(st.x.startsWith('m:') ? st.x.slice(2) : st.x === 'step' ? 'step' : st.x === 'wall' ? 'time' : 'since start')} ${esc(xl)}</div>` +
-      rows.map((r) => `<div><i class="swatch" style="background:${r.m.color}"></i>${esc(r.m.label)} <b>${esc(fmtVal(r.sv ?? r.v))}</b>${r.sv !== null ? ` <small>raw ${esc(fmtVal(r.v))}</small>` : ''} <small>@${esc(String(r.step))}</small></div>`).join('');
+      rows.map((r) => `<div><i class="swatch" style="background:${r.m.color}"></i>${esc(r.m.label)} <b>${esc(fmtVal(r.sv ?? r.v))}</b>${r.sv !== null ? ` <small>raw ${esc(fmtVal(r.v))}</small>` : ''} ${r.step !== null && st.x !== 'step' ? ` <small>@${esc(String(r.step))}</small>` : ''}</div>`).join('');
     const rect = u.over.getBoundingClientRect();
     this.tip.hidden = false;
     const left = rect.left + u.cursor.left + 14;

@@ -9,15 +9,24 @@ import { openSource, describeError, parseParamFilter, sourceError } from './sour
 import { parseState, stateQuery } from './state.js';
 import { RunsTable, parseSummary, runDuration } from './table.js';
 import { ChartsView, panelMatcher, contextLabel } from './charts.js';
-import * as interim from './interim.js';
+import { smoothEMA } from './lib/smooth.js';
+import { runColor } from './lib/colors.js';
+import { yRange } from './lib/range.js';
+import { panelCSV } from './lib/csv.js';
+import { groupKey, groupRuns, aggregate } from './lib/group.js';
+import { alignByStep } from './lib/xmetric.js';
+import { renderRunPage } from './views/run.js';
+import { renderCompare } from './views/compare.js';
+import { renderParallel } from './views/parallel.js';
+import './views/views.css';
 
-const lib = { ...interim };
+const lib = { smoothEMA, runColor, yRange, panelCSV, groupKey, groupRuns, aggregate, alignByStep };
 
 const $ = (sel) => document.querySelector(sel);
 const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
-const POLL_MS = 2000;
-
 const params = new URLSearchParams(location.search);
+// Milliseconds between polls of the versions: ?poll=MS (250 to 60000), default 2 s.
+const POLL_MS = Math.min(60000, Math.max(250, Number(params.get('poll')) || 2000));
 const state = parseState(params);
 const darkQuery = matchMedia('(prefers-color-scheme: dark)');
 const dark = () => darkQuery.matches;
@@ -170,8 +179,11 @@ function sortValue(r, key, now) {
   }
 }
 
-function displayRows() {
+let brushed = null; // run ids the parallel view's brushes hold, or null
+
+function displayRows(withBrush = true) {
   let rows = runs;
+  if (withBrush && brushed && state.view === 'parallel') rows = rows.filter((r) => brushed.has(r.run_id));
   const q = state.find.trim().toLowerCase();
   if (q) {
     rows = rows.filter((r) => [r.name, r.run_id, r.experiment, r.status, r.description, ...(r.tags ?? [])].some((v) => v && String(v).toLowerCase().includes(q)));
@@ -193,6 +205,14 @@ function displayRows() {
 }
 
 function paintTable() {
+  if (parallel) {
+    const list = displayRows(false);
+    const ids = list.map((r) => r.run_id).join(',');
+    if (ids !== paintTable.sent) {
+      paintTable.sent = ids;
+      parallel.update(list.map((r) => ({ ...r, params: paramsDone.get(r.run_id) })));
+    }
+  }
   const [key, dir] = state.sort.split(':');
   table.setColumns(state.pc, state.mc);
   table.setRows(displayRows(), sel, hidden, { key, dir });
@@ -216,8 +236,52 @@ const charts = new ChartsView($('#charts'), {
   },
   onError(e, p) { showError(e, `${p.metric} ${contextLabel(p.context)}`); },
   onDrawn: checkReady,
-  xLine: () => null,
+  xLine: (id, name) => xLines.get(`${id}\u0000${name}`) ?? null,
+  prepare,
+  groupBy,
+  groupRun: (id) => ({ ...runById.get(id), params: paramsDone.get(id) }),
+  expanded: (g) => state.gx.includes(g),
+  toggleGroup(g) {
+    state.gx = state.gx.includes(g) ? state.gx.filter((x) => x !== g) : [...state.gx, g];
+    writeURL();
+    charts.restyle();
+  },
 });
+
+/** The grouping of the state: null, or {kind, name} for lib/group.js. */
+function groupBy() {
+  const g = state.group;
+  if (!g) return null;
+  if (g === 'experiment') return { kind: 'experiment' };
+  const i = g.indexOf(':');
+  const kind = i < 0 ? g : g.slice(0, i);
+  if (kind !== 'tag' && kind !== 'param') return null;
+  return { kind, name: i < 0 ? undefined : g.slice(i + 1) };
+}
+
+// The x lines of "x by another metric": run id + metric name -> points.
+const xLines = new Map();
+const xLoading = new Map();
+/** Loads what drawing the runs needs beyond their points: x metrics, parameters to group by. */
+function prepare(ids) {
+  const jobs = [];
+  if (state.x.startsWith('m:')) {
+    const name = state.x.slice(2);
+    for (const id of ids) {
+      const k = `${id}\u0000${name}`;
+      if (xLines.has(k)) continue;
+      if (!xLoading.has(k)) {
+        xLoading.set(k, seriesOf(id).then(async (list) => {
+          const s = list.find((x) => x.name === name && x.context === '{}') ?? list.find((x) => x.name === name);
+          xLines.set(k, s ? (await source.read([s.series_id], { maxPoints: 1000 }))[0] : null);
+        }).finally(() => xLoading.delete(k)));
+      }
+      jobs.push(xLoading.get(k));
+    }
+  }
+  if (groupBy()?.kind === 'param') for (const id of ids) jobs.push(paramsOfRun(id));
+  return Promise.all(jobs);
+}
 
 function drawnRuns() {
   return (state.sel ?? []).filter((id) => runById.has(id) && !hidden.has(id));
@@ -244,6 +308,7 @@ async function updatePanels() {
     .sort((a, b) => (a.metric < b.metric ? -1 : a.metric > b.metric ? 1 : a.context < b.context ? -1 : a.context > b.context ? 1 : 0));
   knownMetrics = [...new Set([...byKey.values()].map((s) => s.metric))].sort();
   fillXOptions();
+  fillGroupOptions();
   charts.setPanels(specs);
   $('#panel-count').textContent = `${specs.length} panel${specs.length === 1 ? '' : 's'}`;
   started = true;
@@ -265,6 +330,7 @@ function selectionChanged() {
   writeURL();
   paintTable();
   updatePanels();
+  if (state.view === 'compare') renderOther();
 }
 
 // ---- controls ------------------------------------------------------------------
@@ -272,7 +338,8 @@ function selectionChanged() {
 let knownMetrics = [];
 function fillXOptions() {
   const x = $('#x-axis');
-  const want = ['step', 'wall', 'rel', ...(lib.alignByStep ? knownMetrics.map((m) => `m:${m}`) : [])];
+  const want = ['step', 'wall', 'rel', ...knownMetrics.map((m) => `m:${m}`)];
+  if (!want.includes(state.x)) want.push(state.x);
   const have = [...x.options].map((o) => o.value);
   if (want.join() !== have.join()) {
     x.innerHTML = want.map((v) => `<option value="${esc(v)}">${esc(v === 'step' ? 'step' : v === 'wall' ? 'wall time' : v === 'rel' ? 'time since start' : 'by ' + v.slice(2))}</option>`).join('');
@@ -300,12 +367,18 @@ function bindControls() {
   const x = $('#x-axis');
   fillXOptions();
   x.addEventListener('change', () => { state.x = x.value; state.zoom = null; writeURL(); charts.refresh(); });
+  x.value = state.x;
   const y = $('#y-log');
   y.checked = state.y === 'log';
   y.addEventListener('change', () => { state.y = y.checked ? 'log' : 'lin'; writeURL(); charts.restyle(); });
   const rb = $('#robust');
   rb.checked = state.robust;
   rb.addEventListener('change', () => { state.robust = rb.checked; writeURL(); charts.restyle(); });
+  const grp = $('#group-by'), band = $('#band');
+  grp.addEventListener('change', () => { state.group = grp.value; state.gx = []; writeURL(); fillGroupOptions(); charts.restyle(); });
+  band.value = state.band;
+  band.addEventListener('change', () => { state.band = band.value; writeURL(); charts.restyle(); });
+  fillGroupOptions();
   $('#zoom-reset').addEventListener('click', () => { state.zoom = null; writeURL(); charts.refresh(); });
 
   const find = $('#search');
@@ -377,7 +450,21 @@ function bindControls() {
     else if (e.key === 'Escape' && state.zoom) { state.zoom = null; writeURL(); charts.refresh(); }
   });
   darkQuery.addEventListener('change', () => { colorCache.clear(); paintTable(); charts.restyle(); });
-  document.addEventListener('visibilitychange', () => { liveStatus(); if (!document.hidden) poll(); });
+  document.addEventListener('visibilitychange', () => onVisibility());
+}
+
+/** The grouping choices: experiment, each known tag, the parameters of the first drawn run. */
+function fillGroupOptions() {
+  const grp = $('#group-by');
+  const first = drawnRuns()[0];
+  const keys = first && paramsDone.get(first) ? Object.keys(paramsDone.get(first)) : [];
+  if (first && !paramsDone.has(first) && source) paramsOfRun(first).then(fillGroupOptions, () => {});
+  const opts = [['', 'no grouping'], ['experiment', 'group by experiment'], ...[...knownTags].sort().map((t) => [`tag:${t}`, `group by tag ${t}`]), ...keys.map((k) => [`param:${k}`, `group by ${k}`])];
+  if (state.group && !opts.some(([v]) => v === state.group)) opts.push([state.group, `group by ${state.group}`]);
+  const html = opts.map(([v, l]) => `<option value="${esc(v)}">${esc(l)}</option>`).join('');
+  if (grp.innerHTML !== html) grp.innerHTML = html;
+  grp.value = state.group;
+  $('#band').hidden = !state.group;
 }
 
 function renderColumnChips() {
@@ -450,27 +537,16 @@ function liveStatus() {
   el.title = s === 'offline' ? `polling failed: ${liveError?.message ?? ''}` : s === 'paused' ? 'polling paused while the tab is hidden' : `polling the repository's versions every ${POLL_MS / 1000} s`;
 }
 
+// api mode polls /api/v1/versions (one request); direct mode uses the wasm
+// module's repo.watch, whose quiet poll costs three small requests (asking
+// its versions() would probe every table's manifests). Either way a change
+// goes through applyVersions, one at a time.
 async function poll() {
-  if (polling || document.hidden || !source) return;
+  if (polling || document.hidden || !source || source.watch) return;
   polling = true;
   try {
-    const v = await source.versions();
-    const prev = lastVersions;
-    lastVersions = v;
+    await applyVersions(await source.versions());
     liveState = 'live';
-    if (prev && (v.runs !== prev.runs || v.params !== prev.params)) {
-      setRuns(await source.runs(runFilter()));
-      for (const id of paramsDone.keys()) paramsCache.delete(id);
-      paramsDone.clear();
-      renderFilters();
-      paintTable();
-    }
-    if (prev && v.series !== prev.series) {
-      for (const id of drawnRuns()) seriesCache.delete(id);
-      for (const id of [...seriesDone.keys()]) if (!drawnRuns().includes(id)) { seriesCache.delete(id); seriesDone.delete(id); }
-      await updatePanels();
-    }
-    if (prev && v.metrics !== prev.metrics) await appendPoints();
   } catch (e) {
     liveState = 'offline';
     liveError = e;
@@ -478,6 +554,49 @@ async function poll() {
     polling = false;
     liveStatus();
   }
+}
+
+let applying = null, pendingVersions = null;
+/** Brings the page up to versions v: runs, series lists, new points. */
+async function applyVersions(v) {
+  if (applying) { pendingVersions = v; return applying; }
+  applying = (async () => {
+    for (let next = v; next; next = pendingVersions, pendingVersions = null) {
+      const prev = lastVersions;
+      lastVersions = next;
+      if (!prev) continue;
+      if (next.runs !== prev.runs || next.params !== prev.params) {
+        setRuns(await source.runs(runFilter()));
+        if (next.params !== prev.params) { paramsCache.clear(); paramsDone.clear(); }
+        renderFilters();
+        paintTable();
+      }
+      if (next.series !== prev.series) {
+        const drawn = new Set(drawnRuns());
+        for (const id of [...seriesCache.keys()]) { seriesCache.delete(id); if (!drawn.has(id)) seriesDone.delete(id); }
+        await updatePanels();
+      }
+      if (next.metrics !== prev.metrics) await appendPoints();
+    }
+  })().finally(() => { applying = null; });
+  return applying;
+}
+
+let stopWatch = null;
+function watchDirect() {
+  if (stopWatch || document.hidden) return;
+  stopWatch = source.watch((change) => {
+    applyVersions(change.versions).catch((e) => { liveState = 'offline'; liveError = e; liveStatus(); });
+  }, {
+    interval: POLL_MS,
+    onPoll: () => { liveState = 'live'; liveStatus(); },
+    onError: (e) => { liveState = 'offline'; liveError = e; liveStatus(); },
+  });
+}
+function onVisibility() {
+  liveStatus();
+  if (!source?.watch) { if (!document.hidden) poll(); return; }
+  if (document.hidden) { stopWatch?.(); stopWatch = null; } else watchDirect();
 }
 
 /** Reads the points past what each drawn panel holds and appends them. */
@@ -513,6 +632,7 @@ const MAX_LIVE = 1000;
 function startLive() {
   liveState = 'live';
   liveStatus();
+  if (source.watch) { watchDirect(); return; }
   clearInterval(liveTimer);
   liveTimer = setInterval(poll, POLL_MS);
 }
@@ -533,8 +653,15 @@ function askToken(where, reason) {
 
 // ---- navigation (views) ----------------------------------------------------------
 
+/** Applies a change of state from a view (ctx.navigate) or a control. */
 function navigate(change) {
-  Object.assign(state, change);
+  const { sel: newSel, ...rest } = change;
+  Object.assign(state, rest);
+  if (newSel) {
+    sel.clear();
+    for (const id of newSel) sel.add(id);
+    selectionChanged();
+  }
   writeURL();
   showView();
 }
@@ -546,9 +673,72 @@ function showView() {
   if (state.view !== 'charts') renderOther();
 }
 
+const viewCtx = () => ({ source, colorOf, navigate, dark: dark() });
+let parallel = null;
+
 async function renderOther() {
   const el = $('#other-view');
-  el.innerHTML = `<p class="empty">The ${esc(state.view)} view is not part of this build yet.</p>`;
+  parallel?.destroy();
+  parallel = null;
+  paintTable.sent = undefined;
+  if (state.view !== 'parallel' && brushed) { brushed = null; paintTable(); }
+  el.className = '';
+  el.replaceChildren();
+  if (!source) return;
+  try {
+    if (state.view === 'run') {
+      const id = state.run || state.sel?.[0];
+      if (!id) { el.innerHTML = '<p class="empty">Open a run from the table (click its name, or Enter on its row).</p>'; return; }
+      await renderRunPage(el, viewCtx(), id);
+    } else if (state.view === 'compare') {
+      await renderCompare(el, viewCtx(), (state.sel ?? []).filter((id) => runById.has(id)));
+    } else if (state.view === 'parallel') {
+      await renderParallelView(el);
+    }
+  } catch (e) {
+    showError(e, `the ${state.view} view`);
+  }
+}
+
+/** The parallel-coordinates view with its axis choices (pp, pm in the URL). */
+async function renderParallelView(el) {
+  const first = (state.sel ?? [])[0] ?? runs[0]?.run_id;
+  let keys = [], metrics = [];
+  if (first) {
+    const [p, s] = await Promise.all([paramsOfRun(first).catch(() => ({})), seriesOf(first).catch(() => [])]);
+    keys = Object.keys(p);
+    metrics = s.map((x) => `${x.name}:${x.context}`);
+    if (!state.pp.length) state.pp = keys.filter((k) => typeof p[k] === 'number' || typeof p[k] === 'string' || typeof p[k] === 'boolean').slice(0, 6);
+    if (!state.pm && metrics.length) {
+      const pick = s.find((x) => /loss/.test(x.name)) ?? s[0];
+      state.pm = `last:${pick.name}:${pick.context}`;
+    }
+    writeURL();
+  }
+  const bar = document.createElement('div');
+  bar.className = 'toolbar';
+  const pm = parseSummary(state.pm);
+  bar.innerHTML = `<label>parameters <input id="pp-keys" list="pp-list" value="${esc(state.pp.join(','))}" size="50" aria-label="parameter axes, comma separated"></label><datalist id="pp-list">${keys.map((k) => `<option value="${esc(k)}">`).join('')}</datalist>` +
+    `<label>metric <select id="pm-metric" aria-label="metric axis"><option value="">none</option>${metrics.map((m) => `<option value="${esc(m)}"${pm && `${pm.name}:${pm.context}` === m ? ' selected' : ''}>${esc(m.replace(/:\{\}$/, ''))}</option>`).join('')}</select></label>` +
+    `<select id="pm-agg" aria-label="metric statistic">${['last', 'min', 'max'].map((a) => `<option${pm?.agg === a ? ' selected' : ''}>${a}</option>`).join('')}</select><span class="count" id="brush-count"></span>`;
+  const host = document.createElement('div');
+  el.append(bar, host);
+  const rerender = () => { state.pp = $('#pp-keys').value.split(',').map((x) => x.trim()).filter(Boolean); const m = $('#pm-metric').value; state.pm = m ? `${$('#pm-agg').value}:${m}` : ''; writeURL(); renderOther(); };
+  bar.querySelector('#pp-keys').addEventListener('change', rerender);
+  bar.querySelector('#pm-metric').addEventListener('change', rerender);
+  bar.querySelector('#pm-agg').addEventListener('change', rerender);
+  const m = parseSummary(state.pm);
+  parallel = renderParallel(host, viewCtx(), {
+    runs: displayRows(false).map((r) => ({ ...r, params: paramsDone.get(r.run_id) })),
+    params: state.pp,
+    metric: m ? { name: m.name, context: m.context, stat: m.agg } : null,
+    onBrush(ids) {
+      brushed = ids ? new Set(ids) : null;
+      const c = $('#brush-count');
+      if (c) c.textContent = ids ? `${ids.length} runs in the brushes` : '';
+      paintTable();
+    },
+  });
 }
 
 // ---- start -----------------------------------------------------------------------
@@ -568,7 +758,9 @@ async function main() {
   $('#source').textContent = `${source.kind === 'api' ? 'API' : 'direct'} · ${source.where}`;
   $('#source').title = source.kind === 'api' ? 'reading through kv0\'s HTTP API' : 'reading the repository with the wasm module';
   try {
-    lastVersions = await source.versions();
+    // api mode has its versions from opening; direct mode asks for them
+    // after the first draw (they cost a probe of every table).
+    lastVersions = source.firstVersions ?? null;
     setRuns(await source.runs(runFilter()));
   } catch (e) {
     showError(e, 'listing runs');
@@ -587,6 +779,9 @@ async function main() {
   if (state.sort) sortNeeds().then(paintTable);
   showView();
   await updatePanels();
+  if (!lastVersions) {
+    try { lastVersions = await source.versions(); } catch (e) { liveError = e; }
+  }
   startLive();
 }
 

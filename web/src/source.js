@@ -261,10 +261,10 @@ export async function openSource(params, opts = {}) {
       location = where = new URL(params.get('repo'), page).href.replace(/\/+$/, '');
     }
     try {
+      // openRepo reads the tables' latest manifests: a wrong URL, a
+      // refused signature or corrupt data fail here.
       const repo = await kv0.openRepo(location);
-      const src = new DirectSource(repo, where);
-      await src.versions();
-      return src;
+      return new DirectSource(repo, where);
     } catch (e) {
       if (params.get('signer') && e.code === 'Forbidden') sessionStorage.removeItem(tokenKey(new URL(params.get('signer'), page).href));
       throw e;
@@ -282,7 +282,8 @@ export async function openSource(params, opts = {}) {
   const src = new APISource(where, sessionStorage.getItem(tokenKey(where)) || undefined);
   for (let attempt = 0; ; attempt++) {
     try {
-      await src.versions();
+      // The first answer doubles as the probe that an API is there.
+      src.firstVersions = await src.versions();
       return src;
     } catch (e) {
       if (e.code === 'Unauthorized' && attempt < 3) {

@@ -10,20 +10,21 @@
 //   y=log         log y axis;  robust=1  ignore the 5 % tails for the y range
 //   zoom=LO,HI    the visible x range
 //   view=charts|parallel|compare|run   run=ID  (the run page)
-//   group=experiment|tag:T|param:K     band=std
+//   group=experiment|tag:T|param:K     band=std   gx=GROUP (repeatable: expanded groups)
 //   find=TEXT     the table's search box
 //   exp=, status=, tag= (repeatable), param= (repeatable), archived=  run filter
-//   sort=COL:asc|desc  pc=KEY,KEY  mc=METRIC:agg,...  table columns
+//   sort=COL:asc|desc  pc=KEY,KEY  mc=AGG:METRIC:CONTEXT (repeatable)  table columns
+//   pp=KEY,KEY  pm=AGG:METRIC:CONTEXT  the parallel view's parameter axes and metric axis
 
-export const SOURCE_KEYS = ['api', 'repo', 'signer', 'key', 'wasm'];
+export const SOURCE_KEYS = ['api', 'repo', 'signer', 'key', 'wasm', 'poll'];
 
 /** Default state; the URL holds only what differs from it. */
 export function defaults() {
   return {
     sel: null, hide: [], q: '', s: 0, x: 'step', y: 'lin', robust: false, zoom: null,
-    view: 'charts', run: '', group: '', band: 'minmax', find: '',
+    view: 'charts', run: '', group: '', band: 'minmax', gx: [], find: '',
     exp: '', status: '', tags: [], params: [], archived: '',
-    sort: '', pc: [], mc: [], pm: '',
+    sort: '', pc: [], mc: [], pp: [], pm: '',
   };
 }
 
@@ -46,6 +47,7 @@ export function parseState(p) {
   st.run = p.get('run') ?? '';
   st.group = p.get('group') ?? '';
   st.band = p.get('band') === 'std' ? 'std' : 'minmax';
+  st.gx = p.getAll('gx');
   st.find = p.get('find') ?? '';
   st.exp = p.get('exp') ?? '';
   st.status = p.get('status') ?? '';
@@ -54,7 +56,8 @@ export function parseState(p) {
   st.archived = p.get('archived') ?? '';
   st.sort = p.get('sort') ?? '';
   st.pc = list(p.get('pc'));
-  st.mc = list(p.get('mc'));
+  st.mc = p.getAll('mc');
+  st.pp = list(p.get('pp'));
   st.pm = p.get('pm') ?? '';
   return st;
 }
@@ -76,6 +79,7 @@ export function stateQuery(st, from) {
   if (st.run) p.set('run', st.run);
   if (st.group) p.set('group', st.group);
   if (st.band !== d.band) p.set('band', st.band);
+  for (const g of st.gx) p.append('gx', g);
   if (st.find) p.set('find', st.find);
   if (st.exp) p.set('exp', st.exp);
   if (st.status) p.set('status', st.status);
@@ -84,7 +88,8 @@ export function stateQuery(st, from) {
   if (st.archived) p.set('archived', st.archived);
   if (st.sort) p.set('sort', st.sort);
   if (st.pc.length) p.set('pc', st.pc.join(','));
-  if (st.mc.length) p.set('mc', st.mc.join(','));
+  for (const m of st.mc) p.append('mc', m);
+  if (st.pp.length) p.set('pp', st.pp.join(','));
   if (st.pm) p.set('pm', st.pm);
   return p.toString().replace(/%2C/g, ',').replace(/%3A/g, ':').replace(/%2F/g, '/');
 }
