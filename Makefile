@@ -1,11 +1,14 @@
 # kv0 — build, test and benchmark entry points.
 #
-#   make run     build kv0, write the tracking demo to out/demo and print its runs and metrics
+#   make run     build kv0, the dashboard and the wasm module, write the tracking demo to out/demo, print
+#                its runs and metrics, then serve it with two live runs appending until Ctrl-C
+#   make demo    write the demo and print it, without serving
 #   make test    install test dependencies, vet, test, build for wasm, fuzz briefly, interop
 #   make bench   benchmarks side by side with lancedb, Pebble and SQLite (docs/benchmarks.md)
 #   make fuzz    every fuzz target for FUZZTIME (default 60s)
 #   make proto   regenerate the protobuf code from core/internal/lancepb/proto
 #   make python  the Python package in out/python (PYTHONPATH=out/python, or pip install ./out/python)
+#   make web     the dashboard in out/web (web/README.md), with the wasm module in out/web/wasm
 
 GO        ?= go
 BIN       := bin
@@ -15,7 +18,7 @@ FUZZTIME  ?= 60s
 APT_PACKAGES := protobuf-compiler nodejs npm
 PROTOC_GEN_GO_LITE_VERSION := v0.14.0
 
-.PHONY: all build run test vet unit wasm wasm-size test-wasm wasm-deps bench-wasm fuzz fuzz-short interop-deps azure-deps bench bench-lance bench-kv bench-tracking bench-s3 bench-api proto clean \
+.PHONY: all build run demo test vet unit wasm wasm-size test-wasm wasm-deps web web-deps test-web bench-wasm bench-web fuzz fuzz-short interop-deps azure-deps bench bench-lance bench-kv bench-tracking bench-s3 bench-api proto clean \
 	python python-deps python-test bench-python
 
 all: build
@@ -23,23 +26,35 @@ all: build
 build:
 	$(GO) build -o $(KV0) ./native/cmd/kv0
 
-# `make run` writes the tracking demo (a dozen runs of a few experiments, with
-# loss/accuracy/learning-rate curves) to a local folder; the demo prints the
-# runs and each run's metric summaries (from the statistics), and make adds one
-# downsampled curve. Each summary is printed once (native/cmd/kv0 tests it).
+# `make demo` writes the tracking demo (a dozen runs of a few experiments,
+# with loss/accuracy/learning-rate curves and two records tables) to a local
+# folder; the demo prints the runs and each run's metric summaries (from the
+# statistics), and make adds one downsampled curve. Each summary is printed
+# once (native/cmd/kv0 tests it).
+# `make run` does the same, then serves the repository as `kv0 serve` does
+# (the dashboard, the HTTP API and the wasm module at LISTEN, its URL printed)
+# while two live runs append a step every 100 ms through the write-ahead log,
+# until Ctrl-C, which commits them and stops both (`kv0 demo --help`).
 DEMO ?= out/demo
 DEMO_FLAGS ?=
-run: build
+LISTEN ?= 127.0.0.1:8080
+demo: build
 	rm -rf $(DEMO)
 	$(KV0) demo $(DEMO) $(DEMO_FLAGS)
 	$(KV0) metrics $(DEMO) resnet-cifar10-1 loss --context '{"subset":"train"}' --max-points 12
+
+run: build web wasm
+	rm -rf $(DEMO)
+	$(KV0) demo $(DEMO) $(DEMO_FLAGS)
+	$(KV0) metrics $(DEMO) resnet-cifar10-1 loss --context '{"subset":"train"}' --max-points 12
+	$(KV0) demo $(DEMO) --live --serve $(LISTEN)
 
 # `make test` is what CI runs (.ci/run). Node and npm are needed by the
 # interop, wasm, Python and Azure suites, Chromium by the browser suite;
 # with CI=true their absence is an error, never a skip. The wasm size check
 # comes last, so a binary over the limit fails the run after every suite
 # has reported.
-test: interop-deps azure-deps vet unit wasm test-wasm fuzz-short python-test wasm-size
+test: interop-deps azure-deps vet unit wasm test-wasm test-web fuzz-short python-test wasm-size
 
 vet:
 	$(GO) vet ./...
@@ -88,6 +103,23 @@ wasm-deps: build
 test-wasm: wasm wasm-deps
 	cd tests/wasm && KV0=$(CURDIR)/$(KV0) WASM_DIR=$(CURDIR)/$(WASM_OUT) node --test --test-concurrency=1 *.test.mjs
 
+# The dashboard (web/README.md): esbuild bundles web/src into out/web
+# (index.html, app.js, app.css) and copies the wasm module into
+# out/web/wasm, so the folder deploys to any static host as it is.
+WEB_OUT := out/web
+web-deps: interop-deps
+	cd web && { [ -x node_modules/.bin/esbuild ] && [ -d node_modules/uplot ] || npm ci --no-audit --no-fund; }
+
+web: wasm web-deps
+	OUT=$(CURDIR)/$(WEB_OUT) WASM=$(CURDIR)/$(WASM_OUT) node web/build.mjs
+
+# The dashboard's browser suite (tests/web/README.md) in Debian's Chromium,
+# installed as for the wasm suites (wasm-deps); with CI=true a missing
+# Chromium or node is an error. Screenshots go to out/web-screens.
+test-web: web wasm-deps
+	cd tests/web && { [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund; }
+	cd tests/web && KV0=$(CURDIR)/$(KV0) WEB_DIR=$(CURDIR)/$(WEB_OUT) SCREENS=$(CURDIR)/out/web-screens node --test --test-concurrency=1 *.test.mjs
+
 fuzz-short:
 	bash tests/fuzz.sh 3s
 
@@ -128,7 +160,10 @@ azure-deps: interop-deps
 #   bench-python    the Python package vs the Go API (Run.track, DB.put/get, iteration)
 #   bench-wasm      the wasm module in Chromium vs native Go: startup, a cold series read with 50 ms per
 #                   request, decoding per point, scan rate (data cached in out/wasm-bench)
-bench: bench-lance bench-kv bench-tracking bench-s3 bench-api bench-python bench-wasm
+#   bench-web       the dashboard in Chromium: time to first chart with 50 ms per request (api and direct),
+#                   100 lines in one panel (draw, frame times while dragging a zoom), a live run at 1,000
+#                   points/s (lag, requests of an idle poll) (data cached in out/webbench)
+bench: bench-lance bench-kv bench-tracking bench-s3 bench-api bench-python bench-wasm bench-web
 
 bench-lance: build interop-deps
 	bash tests/bench.sh
@@ -186,6 +221,13 @@ bench-python: build python
 
 bench-wasm: wasm wasm-deps
 	cd tests/wasm && node bench.mjs $(CURDIR)/out/wasm-bench
+
+# BENCH_WEB picks some of first, many, live (default all).
+BENCH_WEB ?=
+bench-web: build web wasm-deps
+	cd tests/webbench && { [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund; }
+	cd tests/webbench && KV0=$(CURDIR)/$(KV0) WEB_DIR=$(CURDIR)/$(WEB_OUT) WASM_DIR=$(CURDIR)/$(WASM_OUT) \
+		DATA_DIR=$(CURDIR)/out/webbench node bench.mjs $(BENCH_WEB)
 
 proto:
 	@command -v protoc >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq protobuf-compiler; }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"math"
@@ -33,6 +34,10 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	runsPer := intFlag(fs, "runs", 3, 1, 1000, "`N` runs per experiment (4 experiments), 1 to 1000")
 	steps := intFlag(fs, "steps", 20000, 1, 10_000_000, "`N` training steps per run, 1 to 10^7")
 	create := fs.Bool("create", true, "create the repository when there is none")
+	live := fs.Bool("live", false, "then keep two running runs appending until SIGINT or SIGTERM")
+	interval := 100 * time.Millisecond
+	durationVar(fs, &interval, "interval", time.Millisecond, time.Minute, "with --live: a step of each live run every `D`")
+	serveAddr := fs.String("serve", "", "with --live: serve REPO at `ADDR` meanwhile, as kv0 serve --listen ADDR does")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
@@ -41,12 +46,29 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	if !*live {
+		set := ""
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "interval" || f.Name == "serve" {
+				set = f.Name
+			}
+		})
+		if set != "" {
+			return usagef("--%s goes with --live", set)
+		}
+	}
+	if interval <= 0 {
+		return usagef("--interval: want a positive duration, got %v", interval)
+	}
 	if err := checkWritable(loc); err != nil {
 		return err
 	}
 	if st, root, err := location.Open(ctx, loc, location.Options{}); err == nil {
 		if ok, err := repoExists(ctx, st, root); err != nil {
 			return fmt.Errorf("%s: %w", loc, err)
+		} else if ok && *live {
+			// The live runs join the repository already there.
+			return demoLive(ctx, loc, interval, *serveAddr, stdout, stderr)
 		} else if ok {
 			return fmt.Errorf("%s already holds a repository; the demo writes a new one (choose another location)", loc)
 		}
@@ -60,9 +82,10 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	bar, endBar := progressBar(stderr, "demo")
 	var done, points int64
 	rng := rand.New(rand.NewPCG(42, 7))
+	var written []demoRunInfo
 	for _, e := range demoExperiments {
 		for k := 0; k < *runsPer; k++ {
-			n, err := demoRun(ctx, r, rng, e, k, *steps, func(step int) {
+			info, n, err := demoRun(ctx, r, rng, e, k, *steps, func(step int) {
 				if step%1000 == 0 {
 					bar(done+int64(step), total)
 				}
@@ -72,12 +95,17 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 				r.Close()
 				return err
 			}
+			written = append(written, info)
 			done += int64(*steps)
 			points += n
 			bar(done, total)
 		}
 	}
 	endBar()
+	if err := demoRecords(r, written); err != nil {
+		r.Close()
+		return err
+	}
 	if err := r.Flush(ctx); err != nil {
 		r.Close()
 		return err
@@ -89,13 +117,24 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		r.Close()
 		return err
 	}
-	return r.Close()
+	if err := r.Close(); err != nil || !*live {
+		return err
+	}
+	fmt.Fprintln(stdout)
+	return demoLive(ctx, loc, interval, *serveAddr, stdout, stderr)
 }
 
 // demoRun writes one run: noisy exponentially decaying loss with a warmup
 // and cosine learning rate, accuracy rising towards a ceiling, an
 // evaluation every 500 steps, and a few loss spikes.
-func demoRun(ctx context.Context, r *tracking.Repo, rng *rand.Rand, e demoExperiment, k, steps int, tick func(int)) (int64, error) {
+func demoRun(ctx context.Context, r *tracking.Repo, rng *rand.Rand, e demoExperiment, k, steps int, tick func(int)) (demoRunInfo, int64, error) {
+	name := fmt.Sprintf("%s-%d", e.name, k+1)
+	info := demoRunInfo{name: name, k: k, steps: steps}
+	n, err := demoRunPoints(ctx, r, rng, e, k, steps, tick, &info)
+	return info, n, err
+}
+
+func demoRunPoints(ctx context.Context, r *tracking.Repo, rng *rand.Rand, e demoExperiment, k, steps int, tick func(int), info *demoRunInfo) (int64, error) {
 	seed := 1 + k
 	lr := e.baseLR * []float64{1, 0.5, 2, 0.25, 4}[k%5]
 	bs := []int{128, 256, 64, 512, 32}[k%5]
@@ -107,7 +146,7 @@ func demoRun(ctx context.Context, r *tracking.Repo, rng *rand.Rand, e demoExperi
 	t0 := created.Add(time.Second)
 	run, err := r.StartRun(ctx, tracking.RunSpec{
 		CreatedAt:   created,
-		Name:        fmt.Sprintf("%s-%d", e.name, k+1),
+		Name:        info.name,
 		Experiment:  e.name,
 		Description: fmt.Sprintf("%s with lr %.2g, batch size %d", e.model, lr, bs),
 		Tags:        []string{e.model, []string{"baseline", "sweep", "sweep"}[min(k, 2)]},
@@ -117,6 +156,7 @@ func demoRun(ctx context.Context, r *tracking.Repo, rng *rand.Rand, e demoExperi
 	if err != nil {
 		return 0, err
 	}
+	info.id = run.ID()
 	err = run.SetParams(map[string]any{
 		"model":      map[string]any{"name": e.model, "dropout": 0.1, "layers": 12},
 		"optimizer":  map[string]any{"name": "adamw", "lr": lr, "weight_decay": 0.01, "betas": []float64{0.9, 0.999}},
@@ -178,6 +218,7 @@ func demoRun(ctx context.Context, r *tracking.Repo, rng *rand.Rand, e demoExperi
 	if k == 2 && e.name == "vit-cifar10" {
 		status = tracking.StatusFailed
 	}
+	info.status = status
 	return n, run.Finish(ctx, status)
 }
 

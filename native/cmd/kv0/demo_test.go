@@ -1,21 +1,23 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/kv0/kv0/core/tracking"
 )
 
-// TestMakeRunPrintsEachSummaryOnce runs the kv0 commands of the Makefile's
-// `run` recipe in-process (a smaller demo) and checks that no line of
-// output is printed by two of them: the demo prints the runs and each
-// run's series, so the recipe must not print them again.
-func TestMakeRunPrintsEachSummaryOnce(t *testing.T) {
+// makeRecipe returns the kv0 commands of the Makefile's recipe of target
+// (the words after "$(KV0) " of each line).
+func makeRecipe(t *testing.T, target string) []string {
+	t.Helper()
 	mk, err := os.ReadFile(filepath.Join("..", "..", "..", "Makefile"))
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +26,7 @@ func TestMakeRunPrintsEachSummaryOnce(t *testing.T) {
 	in := false
 	for _, line := range strings.Split(string(mk), "\n") {
 		switch {
-		case strings.HasPrefix(line, "run:"):
+		case strings.HasPrefix(line, target+":"):
 			in = true
 		case in && strings.HasPrefix(line, "\t"):
 			if cmd, ok := strings.CutPrefix(strings.TrimSpace(line), "$(KV0) "); ok {
@@ -34,17 +36,77 @@ func TestMakeRunPrintsEachSummaryOnce(t *testing.T) {
 			in = false
 		}
 	}
-	if len(recipe) == 0 || !strings.HasPrefix(recipe[0], "demo ") {
+	return recipe
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestMakeRunPrintsEachSummaryOnce runs the kv0 commands of the Makefile's
+// `run` recipe in-process (a smaller demo) and checks that no line of
+// output is printed by two of them: the demo prints the runs and each
+// run's series, so the recipe must not print them again. Its last command
+// serves the demo with live runs until stopped: it is stopped once it has
+// printed its URL and its live runs. `make demo` is `make run` without
+// that last command.
+func TestMakeRunPrintsEachSummaryOnce(t *testing.T) {
+	t.Setenv("KV0_WAL_DIR", t.TempDir())
+	recipe := makeRecipe(t, "run")
+	if len(recipe) < 2 || !strings.HasPrefix(recipe[0], "demo ") || !strings.Contains(recipe[len(recipe)-1], "--live") {
 		t.Fatalf("the run recipe's kv0 commands: %q", recipe)
+	}
+	if demo := makeRecipe(t, "demo"); !slices.Equal(demo, recipe[:len(recipe)-1]) {
+		t.Errorf("make demo runs %q, want make run's %q without serving", demo, recipe[:len(recipe)-1])
 	}
 	demo := filepath.Join(t.TempDir(), "demo")
 	seen := map[string]int{} // line -> index of the command that printed it
 	for i, cmd := range recipe {
-		cmd = strings.NewReplacer("$(DEMO_FLAGS)", "--runs 1 --steps 600", "$(DEMO)", demo).Replace(cmd)
+		cmd = strings.NewReplacer("$(DEMO_FLAGS)", "--runs 1 --steps 600", "$(DEMO)", demo, "$(LISTEN)", "127.0.0.1:0").Replace(cmd)
 		args := shellWords(t, cmd)
-		code, out, errOut := runCLI(args...)
-		if code != 0 {
-			t.Fatalf("kv0 %s: exit %d: %s", cmd, code, errOut)
+		var out string
+		if !slices.Contains(args, "--live") {
+			code, o, errOut := runCLI(args...)
+			if code != 0 {
+				t.Fatalf("kv0 %s: exit %d: %s", cmd, code, errOut)
+			}
+			out = o
+		} else {
+			ctx, stop := context.WithCancel(context.Background())
+			var o, e syncBuffer
+			codes := make(chan int, 1)
+			go func() { codes <- run(ctx, args, &o, &e) }()
+			deadline := time.Now().Add(30 * time.Second)
+			for !strings.Contains(o.String(), "demo: the runs live-") && time.Now().Before(deadline) {
+				select {
+				case code := <-codes:
+					stop()
+					t.Fatalf("kv0 %s: exit %d before serving: %s", cmd, code, e.String())
+				case <-time.After(10 * time.Millisecond): // polling the command's output
+				}
+			}
+			stop()
+			if code := <-codes; code != 0 {
+				t.Fatalf("kv0 %s: exit %d: %s", cmd, code, e.String())
+			}
+			out = o.String()
+			if !strings.Contains(out, "kv0 serve: "+demo+" at http://127.0.0.1:") {
+				t.Errorf("kv0 %s printed no URL:\n%s", cmd, out)
+			}
 		}
 		if i == 0 && (!strings.Contains(out, "resnet-cifar10-1") || !strings.Contains(out, "NON-FINITE")) {
 			t.Errorf("the demo prints no summaries:\n%s", out)

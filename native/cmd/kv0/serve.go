@@ -49,45 +49,78 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	var token string
+	cfg := serveConfig{loc: loc, listen: *listen, origin: *origin, open: *open, webDir: *webDir, wasmDir: *wasmDir}
 	if *tokenFile != "" {
 		b, err := os.ReadFile(*tokenFile)
 		if err != nil {
 			return usagef("--token-file: %v", err)
 		}
-		if token = strings.TrimSpace(string(b)); token == "" {
+		if cfg.token = strings.TrimSpace(string(b)); cfg.token == "" {
 			return usagef("--token-file: %s is empty", *tokenFile)
 		}
 	}
-	if *origin == "" {
-		return usagef("--allow-origin: empty origin (give - to send no CORS header)")
+	srv, err := startServe(ctx, cfg, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	select {
+	case err := <-srv.served:
+		srv.h.Close()
+		return err
+	case <-sig.Done():
+	}
+	return srv.stop()
+}
+
+// serveConfig is what kv0 serve serves and how.
+type serveConfig struct {
+	loc, listen, token, origin string
+	open                       bool
+	webDir, wasmDir            string // "" for the defaults of staticDir
+}
+
+// server is a running kv0 serve: startServe starts it, stop ends it.
+type server struct {
+	srv    *http.Server
+	h      *api.Handler
+	served chan error // the result of Serve, once it returns
+	stderr io.Writer
+}
+
+// startServe opens cfg.loc, listens on cfg.listen, prints the URL and
+// serves in the background until stop.
+func startServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) (*server, error) {
+	if cfg.origin == "" {
+		return nil, usagef("--allow-origin: empty origin (give - to send no CORS header)")
 	}
 	// Requests name the keys it reads: a local ROOT never lets a symbolic
 	// link inside it lead outside.
 	lo := locationOptions
 	lo.Confine = true
-	st, root, err := location.Open(ctx, loc, lo)
+	st, root, err := location.Open(ctx, cfg.loc, lo)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("%s: no such folder", loc)
+			return nil, fmt.Errorf("%s: no such folder", cfg.loc)
 		}
-		return err
+		return nil, err
 	}
-	web, webAt, err := staticDir("web", *webDir, "web")
+	web, webAt, err := staticDir("web", cfg.webDir, "web")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	wasm, wasmAt, err := staticDir("wasm", *wasmDir, "wasm")
+	wasm, wasmAt, err := staticDir("wasm", cfg.wasmDir, "wasm")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	logger := log.New(stderr, "", log.LstdFlags)
-	h := api.New(st, root, api.Options{AllowOrigin: *origin, Token: token, Files: true, Web: web, Wasm: wasm,
+	h := api.New(st, root, api.Options{AllowOrigin: cfg.origin, Token: cfg.token, Files: true, Web: web, Wasm: wasm,
 		Logf: logger.Printf})
-	defer h.Close()
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
-		return fmt.Errorf("--listen %s: %w", *listen, err)
+		h.Close()
+		return nil, fmt.Errorf("--listen %s: %w", cfg.listen, err)
 	}
 	url := "http://" + ln.Addr().String() + "/"
 	if a, ok := ln.Addr().(*net.TCPAddr); ok && a.IP.IsUnspecified() {
@@ -95,7 +128,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		url = fmt.Sprintf("http://127.0.0.1:%d/", a.Port)
 		fmt.Fprintf(stdout, "kv0 serve: listening on every interface (%s)\n", ln.Addr())
 	}
-	fmt.Fprintf(stdout, "kv0 serve: %s at %s\n", loc, url)
+	fmt.Fprintf(stdout, "kv0 serve: %s at %s\n", cfg.loc, url)
 	for _, s := range []struct{ what, at string }{{"dashboard", webAt}, {"wasm module", wasmAt}} {
 		if s.at == "" {
 			fmt.Fprintf(stdout, "  %s: not built (answers 404)\n", s.what)
@@ -106,32 +139,30 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if f, ok := stdout.(interface{ Sync() error }); ok {
 		_ = f.Sync()
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: logger}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	if *open {
+	s := &server{srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: logger}, h: h,
+		served: make(chan error, 1), stderr: stderr}
+	go func() { s.served <- s.srv.Serve(ln) }()
+	if cfg.open {
 		if err := openBrowser(url); err != nil {
 			fmt.Fprintf(stderr, "kv0 serve: --open: %v\n", err)
 		}
 	}
-	sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	select {
-	case err := <-served:
-		return err
-	case <-sig.Done():
-	}
-	// Finish the answers under way for a moment, then cut the rest (long
-	// streams included), so a stop takes well under a second.
+	return s, nil
+}
+
+// stop finishes the answers under way for a moment, then cuts the rest
+// (long streams included), so a stop takes well under a second.
+func (s *server) stop() error {
+	defer s.h.Close()
 	shut, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
-	if err := srv.Shutdown(shut); err != nil {
-		_ = srv.Close()
+	if err := s.srv.Shutdown(shut); err != nil {
+		_ = s.srv.Close()
 	}
-	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := <-s.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	fmt.Fprintln(stderr, "kv0 serve: stopped")
+	fmt.Fprintln(s.stderr, "kv0 serve: stopped")
 	return nil
 }
 

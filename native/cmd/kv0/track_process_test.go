@@ -117,7 +117,13 @@ func kv0Command(dir string, env []string, args ...string) *exec.Cmd {
 
 func startKV0(t *testing.T, dir string, env []string, args ...string) *kv0Proc {
 	t.Helper()
-	cmd := kv0Command(dir, env, args...)
+	return startProc(t, kv0Command(dir, env, args...))
+}
+
+// startProc starts cmd, collecting its output lines, and kills it at the
+// end of the test if it still runs.
+func startProc(t *testing.T, cmd *exec.Cmd) *kv0Proc {
+	t.Helper()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

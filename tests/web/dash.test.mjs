@@ -1,0 +1,469 @@
+// The dashboard in headless Chromium (Debian's chromium, driven by
+// playwright-core), in both modes on a repository this suite writes with the
+// kv0 CLI: api mode through `kv0 serve`, direct mode with the wasm module
+// reading the same repository through kv0 serve's /files/ (and, for the
+// fault cases, from another origin). The page's test hook (window.kv0dash)
+// is checked against what the CLI prints; no test sleeps a fixed time: each
+// waits on kv0dash.ready or the DOM. Screenshots go to out/web-screens.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+import { startServer } from '../wasm/server.mjs';
+import { kv0, kv0json, tracker, knownLoss, knownSmooth, serve, tempDir, SCREENS, WEB_DIR } from './fixtures.mjs';
+
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const CI = process.env.CI === 'true';
+const haveChromium = existsSync(CHROMIUM);
+if (!haveChromium && CI) throw new Error(`${CHROMIUM} is required with CI=true`);
+if (!existsSync(join(WEB_DIR, 'app.js'))) throw new Error(`${WEB_DIR}/app.js is missing: run make web`);
+
+const T = 30000;
+
+// Every wait has a deadline, so a hang fails the test instead of stalling it.
+async function within(p, ms, what) {
+  let timer;
+  const deadline = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms); });
+  try { return await Promise.race([p, deadline]); } finally { clearTimeout(timer); }
+}
+const ready = (page) => within(page.evaluate(() => window.kv0dash.ready.then(() => true)), T, 'kv0dash.ready');
+const hook = (page, name) => page.evaluate((n) => window.kv0dash[n](), name);
+
+describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make this an error)' }, () => {
+  let tmp, repo, srv, faults, browser, ctx, liveWriter;
+  let cliRuns, known, live;
+  const statsOf = new Map(); // `${run_id} ${name} ${context}` -> stats
+
+  before(async () => {
+    tmp = await tempDir();
+    repo = join(tmp.dir, 'repo');
+    await kv0(['demo', repo, '--runs', '10', '--steps', '300']);
+    // A finished run of known series, then a running one kept open.
+    const w = tracker(repo, ['--run', 'known', '--experiment', 'probe']);
+    await w.write([{ params: { optimizer: { lr: 0.003 }, note: 'probe' } }, ...knownLoss(3000), ...knownSmooth()]);
+    await w.end();
+    liveWriter = tracker(repo, ['--run', 'live', '--experiment', 'probe']);
+    await liveWriter.write(Array.from({ length: 100 }, (_, s) => ({ name: 'live/loss', step: s, value: 1 / (s + 1) })));
+    cliRuns = await kv0json(['runs', repo]);
+    known = cliRuns.find((r) => r.name === 'known');
+    live = cliRuns.find((r) => r.name === 'live');
+    for (const r of cliRuns) for (const s of await kv0json(['series', repo, r.run_id])) statsOf.set(`${r.run_id} ${s.name} ${s.context}`, s.stats);
+    // A corrupt copy (the runs table's data files damaged) for the fault cases.
+    await cp(repo, join(tmp.dir, 'data/bad'), { recursive: true });
+    await cp(repo, join(tmp.dir, 'data/good'), { recursive: true });
+    const dataDir = join(tmp.dir, 'data/bad/runs.lance/data');
+    for (const f of await readdir(dataDir)) {
+      const b = await readFile(join(dataDir, f));
+      for (let i = 0; i < Math.min(b.length, 4000); i++) b[i] ^= 0xa5;
+      await writeFile(join(dataDir, f), b);
+    }
+    srv = await serve(repo);
+    // Another origin for direct mode's fault cases: 403 under /denied/, no
+    // CORS headers under /nocors/.
+    faults = await startServer({
+      root: join(tmp.dir, 'data'),
+      faults: (p) => (p.startsWith('/denied/') ? { status: 403 } : p.startsWith('/nocors/') ? { noCors: true } : undefined),
+    });
+    await mkdir(SCREENS, { recursive: true });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    ctx = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  });
+
+  after(async () => {
+    liveWriter?.kill();
+    await browser?.close();
+    await srv?.stop();
+    await faults?.close();
+    await tmp?.cleanup();
+  });
+
+  async function open(query, { expectError = false } = {}) {
+    const page = await ctx.newPage();
+    page.on('pageerror', (e) => console.error('page error:', e.message));
+    await page.goto(`${srv.url}/${query}`);
+    if (!expectError) await ready(page);
+    return page;
+  }
+
+  /** Each drawn line holds its series' first and last step and its finite extremes. */
+  function checkLines(charts, what) {
+    let lines = 0;
+    for (const c of charts) {
+      for (const r of c.runs) {
+        const st = statsOf.get(`${r.run_id} ${c.metric} ${c.context}`);
+        assert.ok(st, `${what}: stats of ${r.run_id} ${c.metric} ${c.context}`);
+        assert.equal(r.steps[0], st.first_step, `${what}: first step of ${c.metric} ${c.context}`);
+        assert.equal(r.steps.at(-1), st.last_step, `${what}: last step of ${c.metric} ${c.context}`);
+        const finite = r.values.filter(Number.isFinite);
+        assert.equal(Math.min(...finite), st.min, `${what}: min of ${c.metric} ${c.context}`);
+        assert.equal(Math.max(...finite), st.max, `${what}: max of ${c.metric} ${c.context}`);
+        assert.ok(r.steps.length <= 1000 + 2, `${what}: at most ~1000 points`);
+        assert.equal(r.steps.length, r.values.length);
+        lines++;
+      }
+    }
+    return lines;
+  }
+
+  async function checkFirstVisit(page, mode) {
+    const rows = await hook(page, 'runs');
+    // The table lists what `kv0 runs --json` prints, in its order.
+    assert.deepEqual(rows.map((r) => r.run_id), cliRuns.map((r) => r.run_id), `${mode}: run ids`);
+    assert.deepEqual(rows.map((r) => r.name), cliRuns.map((r) => r.name ?? ''), `${mode}: names`);
+    const newest = [...cliRuns].sort((a, b) => (a.created_at < b.created_at ? 1 : -1)).slice(0, 10).map((r) => r.run_id).sort();
+    assert.deepEqual(rows.filter((r) => r.selected).map((r) => r.run_id).sort(), newest, `${mode}: the 10 newest runs selected`);
+    const panels = await hook(page, 'panels');
+    assert.ok(panels.some((p) => p.metric === 'train/loss' && p.context === '{"subset":"train"}'), `${mode}: the train/loss panel`);
+    assert.ok(panels.some((p) => p.metric === 'lr' && p.context === '{}'), `${mode}: a panel without context prints "{}"`);
+    const drawn = panels.filter((p) => p.drawn);
+    assert.ok(drawn.length >= 3, `${mode}: the panels on screen are drawn`);
+    const charts = await hook(page, 'charts');
+    assert.equal(charts.length, drawn.length);
+    const lines = checkLines(charts, mode);
+    assert.ok(lines >= 10, `${mode}: ${lines} lines`);
+    // Panels off screen read nothing until they come into view.
+    const off = panels.filter((p) => !p.drawn);
+    assert.ok(off.length > 0, `${mode}: some panels start off screen`);
+    await page.locator('.panel[data-metric="train/loss"]').scrollIntoViewIfNeeded();
+    await page.waitForFunction(() => window.kv0dash.panels().find((p) => p.metric === 'train/loss')?.drawn, null, { timeout: T });
+    const loss = (await hook(page, 'charts')).find((c) => c.metric === 'train/loss');
+    checkLines([loss], mode);
+    const kr = loss.runs.find((r) => r.run_id === known.run_id);
+    assert.ok(kr.steps.length > 900 && kr.steps.length <= 1002, `${mode}: 3000 points read as about 1000 (${kr.steps.length})`);
+    assert.equal(loss.x, 'step');
+  }
+
+  it('api mode: the table equals kv0 runs, the panels hold each series\' first and last step and extremes', async () => {
+    const page = await open('');
+    assert.match(await page.textContent('#source'), /^API/);
+    await checkFirstVisit(page, 'api');
+    // A running run shows its live dot; the table is virtualised.
+    assert.equal(await page.locator(`.rt-row[data-id="${live.run_id}"]`).count(), 0, 'the last row is not in the DOM before scrolling');
+    assert.ok(await page.locator('.rt-row').count() < cliRuns.length, 'only the rows in view are in the DOM');
+    await page.locator('.rt-body').evaluate((el) => { el.scrollTop = el.scrollHeight; });
+    const liveRow = page.locator(`.rt-row[data-id="${live.run_id}"]`);
+    await liveRow.waitFor({ timeout: T });
+    assert.equal(await liveRow.locator('.live-dot').count(), 1, 'a running run has its live dot');
+    assert.equal(await page.locator(`.rt-row[data-id="${cliRuns[0].run_id}"]`).count(), 0, 'the first row left the DOM');
+    await page.screenshot({ path: join(SCREENS, 'charts-api.png') });
+    // Dark from the system setting: the page and the runs' colours follow.
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.waitForFunction(() => getComputedStyle(document.body).backgroundColor !== 'rgb(255, 255, 255)');
+    await page.screenshot({ path: join(SCREENS, 'charts-dark.png') });
+    await page.close();
+  });
+
+  it('direct mode: the wasm module reads the same repository to the same table and lines', async () => {
+    const page = await open(`?repo=${srv.url}/files/`);
+    assert.match(await page.textContent('#source'), /^direct/);
+    await checkFirstVisit(page, 'direct');
+    await page.screenshot({ path: join(SCREENS, 'charts-direct.png') });
+    await page.close();
+  });
+
+  it('a drag zooms every panel and re-reads only the visible step range at full resolution', async () => {
+    const page = await open(`?sel=${known.run_id}&q=${encodeURIComponent('^train/loss$')}`);
+    const points = [];
+    page.on('request', (r) => { if (r.url().includes('/api/v1/series/points')) points.push(new URL(r.url())); });
+    const over = page.locator('.panel[data-metric="train/loss"] .u-over');
+    const box = await over.boundingBox();
+    await page.mouse.move(box.x + box.width * 0.4, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.5, box.y + box.height / 2, { steps: 5 });
+    await page.mouse.up();
+    await page.waitForFunction(() => new URLSearchParams(location.search).has('zoom') && !document.querySelector('.panel.loading'), null, { timeout: T });
+    const [lo, hi] = new URL(page.url()).searchParams.get('zoom').split(',').map(Number);
+    assert.ok(lo > 1000 && hi < 2000 && hi - lo < 900, `zoom ${lo}..${hi}`);
+    const from = Math.floor(lo), to = Math.floor(hi) + 1;
+    await page.waitForFunction(([f]) => window.kv0dash.charts()[0]?.runs[0]?.steps[0] >= f, [from], { timeout: T });
+    assert.equal(points.length, 1, 'one read for the one panel');
+    assert.equal(points[0].searchParams.get('from_step'), String(from));
+    assert.equal(points[0].searchParams.get('to_step'), String(to));
+    assert.equal(points[0].searchParams.get('max_points'), '1000');
+    const [c] = await hook(page, 'charts');
+    const steps = c.runs[0].steps;
+    // Under 1000 points in range: every step, raw.
+    assert.deepEqual(steps, Array.from({ length: to - from }, (_, i) => from + i));
+    const want = knownLoss(3000);
+    c.runs[0].values.forEach((v, i) => assert.equal(v, want[steps[i]].value === 'NaN' ? NaN : want[steps[i]].value));
+    // The spike at 1234 is in range and kept.
+    if (from <= 1234 && 1234 < to) assert.ok(c.runs[0].values.includes(9.5));
+    await page.screenshot({ path: join(SCREENS, 'charts-zoomed.png') });
+    // Double-click resets the zoom and reads the whole series again.
+    await over.dblclick();
+    await page.waitForFunction(() => !new URLSearchParams(location.search).has('zoom') && window.kv0dash.charts()[0]?.runs[0]?.steps[0] === 0, null, { timeout: T });
+    await page.close();
+  });
+
+  it('smoothing draws TensorBoard\'s debiased EMA of the points read', async () => {
+    const w = 0.9;
+    const page = await open(`?sel=${known.run_id}&s=${w}&q=${encodeURIComponent('^smooth$')}`);
+    const got = await page.evaluate(() => {
+      const u = document.querySelector('.panel[data-metric="smooth"]').kv0plot;
+      const si = u.series.findIndex((s) => / \(smoothed\)$/.test(s.label));
+      const ri = u.series.findIndex((s) => s.label === 'known');
+      return { x: Array.from(u.data[0]), smooth: Array.from(u.data[si]), raw: Array.from(u.data[ri]), rawStroke: u.series[ri].stroke(), smoothStroke: u.series[si].stroke() };
+    });
+    // TensorBoard: last = last*w + (1-w)*v; shown = last / (1 - w^n), n the finite values so far.
+    const values = knownSmooth().map((p) => (p.value === 'NaN' ? NaN : p.value));
+    let last = 0, n = 0;
+    const want = values.map((v) => { if (!Number.isFinite(v)) return null; last = last * w + (1 - w) * v; n++; return last / (1 - w ** n); });
+    assert.deepEqual(got.x, values.map((_, i) => i));
+    assert.equal(got.smooth.length, want.length);
+    got.smooth.forEach((v, i) => {
+      if (want[i] === null) assert.equal(v, null, `step ${i}: the NaN passes through`);
+      else assert.ok(Math.abs(v - want[i]) <= 1e-12 * Math.max(1, Math.abs(want[i])), `step ${i}: ${v} vs ${want[i]}`);
+    });
+    assert.equal(got.raw[3], values[3], 'the raw line stays behind the smoothed one');
+    // The hook gives the points before smoothing, NaN where not finite.
+    const [c] = await hook(page, 'charts');
+    assert.deepEqual(c.runs[0].values, values);
+    assert.notEqual(got.rawStroke, got.smoothStroke, 'the raw line is faint');
+    await page.screenshot({ path: join(SCREENS, 'charts-smoothed.png') });
+    await page.close();
+  });
+
+  it('live: a writer appends points and starts a run, and the page shows both in place', async () => {
+    const query = `?sel=${live.run_id},${known.run_id}&q=${encodeURIComponent('loss')}&poll=400`;
+    const page = await open(query);
+    const direct = await open(`${query}&repo=${srv.url}/files/`);
+    await page.waitForFunction(() => document.querySelector('#live')?.dataset.state === 'live', null, { timeout: T });
+    for (const pg of [page, direct]) {
+      const before = (await hook(pg, 'charts')).find((c) => c.metric === 'live/loss');
+      assert.equal(before.runs[0].steps.at(-1), 99);
+    }
+    // A poll that finds nothing new costs one request in api mode.
+    const polls = [];
+    const onReq = (r) => polls.push(new URL(r.url()).pathname);
+    page.on('request', onReq);
+    for (let i = 0; i < 3; i++) await page.waitForRequest((r) => r.url().endsWith('/api/v1/versions'), { timeout: 5000 });
+    page.off('request', onReq);
+    assert.deepEqual(polls, ['/api/v1/versions', '/api/v1/versions', '/api/v1/versions'], 'a quiet poll is one request');
+    // In direct mode the wasm module's watch costs at most three requests a
+    // quiet poll: the requests come in bursts 400 ms apart; the first burst
+    // seen may be cut, the last may still be running.
+    const times = [];
+    const onDirect = (r) => times.push(Date.now());
+    direct.on('request', onDirect);
+    const bursts = () => times.reduce((b, t, i) => { if (i === 0 || t - times[i - 1] > 150) b.push(0); b[b.length - 1]++; return b; }, []);
+    while (bursts().length < 4) await direct.waitForRequest(() => true, { timeout: 5000 });
+    direct.off('request', onDirect);
+    assert.ok(bursts()[1] <= 3 && bursts()[2] <= 3, `quiet polls in direct mode: ${bursts()} requests`);
+    // Mark the other panel's chart: appending must not redraw it.
+    await page.evaluate(() => { document.querySelector('.panel[data-metric="train/loss"]').kv0plot.kv0mark = 1; });
+    await liveWriter.write(Array.from({ length: 50 }, (_, i) => ({ name: 'live/loss', step: 100 + i, value: 1 / (101 + i) })));
+    for (const pg of [page, direct]) await pg.waitForFunction(() => window.kv0dash.charts().find((c) => c.metric === 'live/loss')?.runs[0].steps.at(-1) === 149, null, { timeout: 15000 });
+    const after = (await hook(page, 'charts')).find((c) => c.metric === 'live/loss');
+    assert.deepEqual(after.runs[0].steps, Array.from({ length: 150 }, (_, i) => i));
+    assert.equal(await page.evaluate(() => document.querySelector('.panel[data-metric="train/loss"]').kv0plot.kv0mark), 1, 'the unchanged panel was not redrawn');
+    const late = tracker(repo, ['--run', 'late', '--experiment', 'probe']);
+    await late.write([{ name: 'live/loss', step: 0, value: 0.5 }]);
+    await late.end();
+    for (const pg of [page, direct]) await pg.waitForFunction(() => window.kv0dash.runs().some((r) => r.name === 'late'), null, { timeout: 15000 });
+    await page.screenshot({ path: join(SCREENS, 'live.png') });
+    // A hidden tab pauses polling.
+    await page.evaluate(() => { Object.defineProperty(document, 'hidden', { configurable: true, get: () => true }); document.dispatchEvent(new Event('visibilitychange')); });
+    await page.waitForFunction(() => document.querySelector('#live').dataset.state === 'paused', null, { timeout: T });
+    await page.close();
+    await direct.close();
+  });
+
+  it('a panel exports its points as CSV and PNG; the tooltip lists every run at the cursor', async () => {
+    const page = await open(`?sel=${known.run_id},${cliRuns[0].run_id}&q=${encodeURIComponent('^(train/loss|loss)$')}`);
+    const panel = page.locator('.panel[data-metric="train/loss"]');
+    const [csv] = await Promise.all([page.waitForEvent('download'), panel.locator('[data-act="csv"]').click()]);
+    const text = await readFile(await csv.path(), 'utf8');
+    const [chart] = (await hook(page, 'charts')).filter((c) => c.metric === 'train/loss');
+    const want = ['run_id,name,step,value', ...chart.runs.flatMap((r) => r.steps.map((st, i) => `${r.run_id},known,${st},${Number.isNaN(r.values[i]) ? 'NaN' : r.values[i]}`))];
+    assert.deepEqual(text.trimEnd().split('\n'), want);
+    const [png] = await Promise.all([page.waitForEvent('download'), panel.locator('[data-act="png"]').click()]);
+    const bytes = await readFile(await png.path());
+    assert.deepEqual([...bytes.subarray(0, 8)], [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a], 'a PNG');
+    // Hover: the tooltip names the step and each run of the panel with its value.
+    const loss = page.locator('.panel[data-metric="loss"] .u-over').first();
+    const box = await loss.boundingBox();
+    await page.mouse.move(box.x + box.width * 0.5, box.y + box.height * 0.5);
+    const tip = page.locator('.tooltip');
+    await tip.waitFor({ state: 'visible', timeout: T });
+    const tipText = await tip.innerText();
+    assert.match(tipText, /^step /);
+    assert.ok(tipText.includes(cliRuns[0].name), tipText);
+    await page.close();
+  });
+
+  it('grouping draws a mean with its band per group, and x can be wall time, time since start or another metric', async () => {
+    const ids = cliRuns.filter((r) => /^(resnet|vit)/.test(r.name)).map((r) => r.run_id);
+    const page = await open(`?sel=${ids.join(',')}&group=experiment&q=${encodeURIComponent('^lr$')}`);
+    const legend = await page.locator('.panel[data-metric="lr"] .legend').innerText();
+    assert.match(legend, /resnet-cifar10 \(10 runs\)/);
+    assert.match(legend, /vit-cifar10 \(10 runs\)/);
+    const seriesCount = () => page.evaluate(() => document.querySelector('.panel[data-metric="lr"]').kv0plot.series.length);
+    assert.equal(await seriesCount(), 1 + 2 * 3, 'two groups, each a mean and a band');
+    await page.screenshot({ path: join(SCREENS, 'charts-grouped.png') });
+    // Expanding a group draws its runs again.
+    await page.locator('.panel[data-metric="lr"] .legend-group', { hasText: 'vit-cifar10' }).click();
+    await page.waitForFunction(() => document.querySelector('.panel[data-metric="lr"]').kv0plot.series.length > 7);
+    assert.deepEqual(new URL(page.url()).searchParams.getAll('gx'), ['vit-cifar10']);
+    for (const x of ['wall', 'rel', 'm:accuracy']) {
+      await page.selectOption('#x-axis', x);
+      await page.waitForFunction((want) => window.kv0dash.charts()[0]?.x === want && !document.querySelector('.panel.loading'), x, { timeout: T });
+      const xs = await page.evaluate(() => Array.from(document.querySelector('.panel[data-metric="lr"]').kv0plot.data[0]));
+      assert.ok(xs.length > 10 && xs.every((v, i) => i === 0 || v > xs[i - 1]), `${x}: ascending x values`);
+      if (x === 'wall') assert.ok(xs[0] > 1.7e9, 'seconds since the epoch');
+      if (x === 'rel') assert.ok(xs[0] >= 0 && xs.at(-1) < 3600, 'seconds since the start');
+      if (x === 'm:accuracy') assert.ok(xs[0] >= 0 && xs.at(-1) <= 1, 'accuracy values');
+    }
+    await page.close();
+  });
+
+  it('views: the run page, compare of the selected runs, and parallel coordinates whose brush filters the table', async () => {
+    const page = await open(`?view=run&run=${known.run_id}&sel=${known.run_id}`);
+    await page.locator('.kv0v-run h2', { hasText: 'known' }).waitFor({ timeout: T });
+    const text = await page.locator('#other-view').innerText();
+    for (const want of ['probe', 'optimizer', 'train/loss', 'smooth']) assert.ok(text.includes(want), `the run page shows ${want}`);
+    assert.deepEqual(await hook(page, 'panels'), [], 'no chart panels in the run view');
+    await page.screenshot({ path: join(SCREENS, 'view-run.png'), fullPage: true });
+    // Compare: the selected runs side by side.
+    const two = cliRuns.filter((r) => /^resnet-cifar10-[12]$/.test(r.name));
+    await page.goto(`${srv.url}/?view=compare&sel=${two.map((r) => r.run_id).join(',')}`);
+    await ready(page);
+    await page.locator('.kv0v-compare table').waitFor({ timeout: T });
+    const header = await page.locator('.kv0v-compare thead').innerText();
+    for (const r of two) assert.ok(header.includes(r.name), `compare names ${r.name}`);
+    const firstKey = await page.locator('.kv0v-compare tbody tr th').first().innerText();
+    const [pa, pb] = await Promise.all(two.map((r) => kv0json(['params', repo, r.run_id])));
+    assert.notDeepEqual(pa[firstKey], pb[firstKey], `a differing parameter comes first (${firstKey})`);
+    await page.screenshot({ path: join(SCREENS, 'view-compare.png'), fullPage: true });
+    // Parallel coordinates over the listed runs; a keyboard brush filters the table.
+    await page.goto(`${srv.url}/?view=parallel&exp=resnet-cifar10&pp=optimizer.lr,batch_size&pm=${encodeURIComponent('last:loss:{"subset":"train"}')}`);
+    await ready(page);
+    await page.waitForFunction(() => document.querySelectorAll('.kv0v-pc-line').length === 10, null, { timeout: T });
+    const all = (await hook(page, 'runs')).length;
+    assert.equal(all, 10);
+    const axis = page.locator('.kv0v-pc-axis[data-axis="param:batch_size"]');
+    await axis.focus();
+    await page.keyboard.press('ArrowUp');
+    await page.waitForFunction((n) => window.kv0dash.runs().length < n, all, { timeout: T });
+    const kept = await hook(page, 'runs');
+    const bs = await Promise.all(kept.map((r) => kv0json(['params', repo, r.run_id]).then((p) => p.batch_size)));
+    assert.ok(kept.length > 0 && new Set(bs).size < 3, `the brush keeps runs of some batch sizes (${bs})`);
+    await page.screenshot({ path: join(SCREENS, 'view-parallel.png'), fullPage: true });
+    await page.keyboard.press('Escape');
+    await page.waitForFunction((n) => window.kv0dash.runs().length === n, all, { timeout: T });
+    await page.close();
+  });
+
+  it('the URL keeps the state: a reload shows the same selection, filter, smoothing, axes and zoom', async () => {
+    const page = await open(`?sel=${known.run_id}`);
+    await page.fill('#panel-filter', 'loss');
+    await page.waitForFunction(() => window.kv0dash.panels().every((p) => /loss/.test(p.metric)) && new URLSearchParams(location.search).get('q') === 'loss', null, { timeout: T });
+    await page.locator('#smoothing').evaluate((el) => { el.value = '0.6'; el.dispatchEvent(new Event('input', { bubbles: true })); });
+    await page.check('#y-log');
+    await page.check('#robust');
+    // Select a second run from the table with the keyboard.
+    const first = cliRuns[0];
+    await page.locator(`.rt-row[data-id="${first.run_id}"] .rt-check`).click();
+    await page.waitForFunction((id) => window.kv0dash.runs().find((r) => r.run_id === id)?.selected, first.run_id);
+    const over = page.locator('.panel[data-metric="train/loss"] .u-over');
+    const box = await over.boundingBox();
+    await page.mouse.move(box.x + box.width * 0.2, box.y + 40);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.3, box.y + 40, { steps: 4 });
+    await page.mouse.up();
+    await page.waitForFunction(() => new URLSearchParams(location.search).has('zoom') && !document.querySelector('.panel.loading'), null, { timeout: T });
+    const url = page.url();
+    const q = new URL(url).searchParams;
+    assert.equal(q.get('s'), '0.6');
+    assert.equal(q.get('y'), 'log');
+    assert.equal(q.get('robust'), '1');
+    assert.deepEqual(q.get('sel').split(',').sort(), [known.run_id, first.run_id].sort());
+    const chartsBefore = await hook(page, 'charts');
+    await page.reload();
+    await ready(page);
+    assert.equal(page.url(), url);
+    assert.equal(await page.inputValue('#panel-filter'), 'loss');
+    assert.equal(await page.inputValue('#smoothing'), '0.6');
+    assert.ok(await page.isChecked('#y-log'));
+    assert.ok(await page.isChecked('#robust'));
+    assert.deepEqual((await hook(page, 'runs')).filter((r) => r.selected).map((r) => r.run_id).sort(), [known.run_id, first.run_id].sort());
+    assert.deepEqual(await hook(page, 'charts'), chartsBefore, 'the same zoomed points');
+    await page.close();
+  });
+
+  it('filters: experiment, tag and parameter comparisons list what kv0 runs lists; search and sort work', async () => {
+    const page = await open(`?exp=probe&param=${encodeURIComponent('optimizer.lr<0.01')}`);
+    const want = await kv0json(['runs', repo, '--experiment', 'probe', '--param', 'optimizer.lr<0.01']);
+    assert.deepEqual((await hook(page, 'runs')).map((r) => r.run_id), want.map((r) => r.run_id));
+    await page.close();
+    // Parameter and summary columns: the summary comes from the statistics.
+    const p1 = await open(`?sel=${known.run_id}&pc=optimizer.lr&mc=${encodeURIComponent('last:train/loss:{"subset":"train"}')}&mc=${encodeURIComponent('max:train/loss:{"subset":"train"}')}&find=known`);
+    const st = statsOf.get(`${known.run_id} train/loss {"subset":"train"}`);
+    const row = p1.locator(`.rt-row[data-id="${known.run_id}"]`);
+    await p1.waitForFunction((id) => [...document.querySelectorAll(`.rt-row[data-id="${id}"] .num`)].slice(1).every((c) => c.textContent !== ''), known.run_id, { timeout: T });
+    const cells = await row.locator('.num').allInnerTexts();
+    assert.deepEqual(cells.slice(1).map(Number), [0.003, +st.last_value.toPrecision(5), st.max]);
+    await p1.close();
+    const p2 = await open('?tag=baseline&sort=name:desc');
+    const tagged = (await kv0json(['runs', repo, '--tag', 'baseline'])).map((r) => r.name).sort().reverse();
+    assert.deepEqual((await hook(p2, 'runs')).map((r) => r.name), tagged);
+    await p2.fill('#search', 'vit');
+    await p2.waitForFunction(() => window.kv0dash.runs().length > 0 && window.kv0dash.runs().every((r) => r.name.includes('vit')));
+    await p2.close();
+  });
+
+  it('an API with a token: the page asks for it, keeps it in sessionStorage, never in the URL', async () => {
+    const tokenFile = join(tmp.dir, 'token');
+    await writeFile(tokenFile, 'sesame-0123456789\n');
+    const guarded = await serve(repo, ['--token-file', tokenFile]);
+    try {
+      // kv0 serve --token-file guards its own copy of the page too: the page
+      // comes from another origin and names the API.
+      const page = await ctx.newPage();
+      await page.goto(`${srv.url}/?api=${guarded.url}/`);
+      await page.locator('#token-dialog[open]').waitFor({ timeout: T });
+      await page.fill('#token-input', 'wrong');
+      await page.click('#token-dialog button');
+      await page.locator('#token-dialog[open]').waitFor({ timeout: T });
+      assert.match(await page.locator('#token-why').innerText(), /refused/);
+      await page.fill('#token-input', 'sesame-0123456789');
+      await page.click('#token-dialog button');
+      await ready(page);
+      assert.equal((await hook(page, 'runs')).length, cliRuns.length);
+      assert.ok(!page.url().includes('sesame'), 'the token is not in the URL');
+      await page.reload();
+      await ready(page);
+      assert.equal(await page.locator('#token-dialog[open]').count(), 0, 'no second prompt after a reload');
+      await page.close();
+    } finally {
+      await guarded.stop();
+    }
+  });
+
+  const errorCases = [
+    ['404', () => `?repo=${srv.url}/files/nothing/here`, 'NotFound', /Not found[\s\S]*nothing\/here/],
+    ['403 expired signature', () => `?repo=${faults.url}/denied/repo`, 'Forbidden', /refused[\s\S]*expired/],
+    ['CORS', () => `?repo=${faults.url}/nocors/good`, 'Network', /CORS/],
+    ['corrupt', () => `?repo=${faults.url}/bad`, 'Corrupt', /corrupt[\s\S]*runs\.lance/i],
+    ['network', () => `?api=http://127.0.0.1:9/`, 'Network', /could not be reached[\s\S]*127\.0\.0\.1:9/],
+    ['api 404', () => `?api=${srv.url}/nothing/`, 'NotFound', /Not found/],
+  ];
+  for (const [name, query, code, text] of errorCases) {
+    it(`error: ${name} is shown on the page in words that say what to fix, and ready rejects`, async () => {
+      const page = await open(query(), { expectError: true });
+      const rejected = await within(page.evaluate(() => window.kv0dash.ready.then(() => 'resolved', (e) => e.code ?? 'no code')), T, 'ready rejecting');
+      assert.equal(rejected, code);
+      const err = page.locator('#errors .error').first();
+      await err.waitFor({ timeout: T });
+      assert.equal(await err.getAttribute('data-code'), code);
+      assert.match(await err.innerText(), text);
+      await page.screenshot({ path: join(SCREENS, `error-${name.split(' ')[0]}.png`) });
+      await page.close();
+    });
+  }
+});
