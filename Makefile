@@ -140,7 +140,7 @@ bench-tracking:
 	bash tests/trackbench/run.sh
 
 bench-s3:
-	$(GO) test ./tests/s3 -run '^$$' -bench 'BenchmarkLatency|BenchmarkTrackingLatency|BenchmarkCommit' -benchtime 3x
+	$(GO) test ./tests/s3 -run '^$$' -bench 'BenchmarkLatency|BenchmarkTrackingLatency|BenchmarkCommit|BenchmarkColdReadStores' -benchtime 3x
 
 bench-api:
 	sh tests/api/bench.sh
