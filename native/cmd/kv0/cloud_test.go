@@ -240,7 +240,7 @@ func TestSignedReadsOnCloudStores(t *testing.T) {
 				}
 				sa, _ := json.Marshal(map[string]string{"type": "service_account", "project_id": "kv0-test",
 					"private_key_id": "1", "client_email": "kv0-signer@kv0-test.iam.gserviceaccount.com", "client_id": "1",
-					"token_uri": "https://oauth2.googleapis.com/token",
+					"token_uri":   "https://oauth2.googleapis.com/token",
 					"private_key": string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))})
 				file := filepath.Join(t.TempDir(), "sa.json")
 				if err := os.WriteFile(file, sa, 0o600); err != nil {
