@@ -98,7 +98,7 @@ func init() {
 		{"optimize", "REPO [--create]", "compact the repository's tables and sort the metrics", "", cmdOptimize},
 		{"delete-runs", "REPO RUN... [--create]", "delete runs (ids or unique names) and their data", "", cmdDeleteRuns},
 		{"demo", "REPO [--runs N] [--steps N] [--create=false]", "write a demo repository of training runs", "", cmdDemo},
-		{"sign-server", "--bucket-uri s3://BUCKET/PREFIX --token-file FILE [--listen ADDR]", "hand out presigned read URLs of one repository", signServerDetails, cmdSignServer},
+		{"sign-server", "--bucket-uri (s3|gs|az)://BUCKET/PREFIX --token-file FILE [--listen ADDR]", "hand out presigned read URLs of one repository", signServerDetails, cmdSignServer},
 		{"serve", "ROOT [--listen ADDR] [--token-file FILE] [--allow-origin ORIGIN] [--open] [--web DIR] [--wasm DIR]",
 			"serve the HTTP read API, ROOT's files, the dashboard and the wasm module", serveDetails, cmdServe},
 	}
