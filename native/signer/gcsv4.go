@@ -130,6 +130,10 @@ func rsaSigner(pemKey []byte) (func(context.Context, []byte) ([]byte, error), er
 	}, nil
 }
 
+// iamClientOptions are added to the IAM Credentials client's options
+// (tests point it at a fake service).
+var iamClientOptions []option.ClientOption
+
 // detectGCSSigning finds how to sign when no key is given, as the
 // client library does: the private key of service-account credentials
 // (Application Default Credentials from a key file), else the IAM
@@ -176,7 +180,7 @@ func detectGCSSigning(ctx context.Context) (accessID string, sign func(context.C
 	} else {
 		return "", nil, errors.New("signer: GCS signing needs a service account key (credentials of type service_account) or a service account to impersonate")
 	}
-	svc, err := iamcredentials.NewService(ctx, option.WithAuthCredentials(creds))
+	svc, err := iamcredentials.NewService(ctx, append([]option.ClientOption{option.WithAuthCredentials(creds)}, iamClientOptions...)...)
 	if err != nil {
 		return "", nil, fmt.Errorf("signer: IAM credentials client: %w", err)
 	}
