@@ -133,7 +133,8 @@ func New(ctx context.Context, bucketURI string, opts Options) (*Signer, error) {
 // its start and expire Expiry later, so every request for the same key
 // within a window gets the same URL and browsers' caches hit. Windows are
 // a fifth of the expiry long (whole seconds, at least one), so a URL has
-// at least four fifths of its lifetime left when it is handed out.
+// at least four fifths of its lifetime left when it is handed out (for
+// expiries of 5 s and more; shorter ones have windows of one second).
 func (g *Signer) Window(now time.Time) (start, expires time.Time) {
 	w := (g.expiry / 5).Truncate(time.Second)
 	if w < time.Second {
