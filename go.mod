@@ -5,6 +5,8 @@ go 1.26.0
 require github.com/aperturerobotics/protobuf-go-lite v0.14.0
 
 require (
+	cloud.google.com/go/auth v0.24.1
+	cloud.google.com/go/compute/metadata v0.10.0
 	cloud.google.com/go/storage v1.70.0
 	github.com/Azure/azure-sdk-for-go/sdk/azcore v1.24.0
 	github.com/Azure/azure-sdk-for-go/sdk/azidentity v1.15.0
@@ -20,11 +22,13 @@ require (
 	github.com/cockroachdb/pebble/v2 v2.1.7
 	github.com/fsouza/fake-gcs-server v1.56.1
 	github.com/google/btree v1.1.3
+	github.com/google/flatbuffers v25.12.19+incompatible
 	github.com/googleapis/gax-go/v2 v2.26.2
 	github.com/johannesboyne/gofakes3 v1.2.0
 	github.com/klauspost/compress v1.20.4
 	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/zeebo/xxh3 v1.1.0
+	golang.org/x/oauth2 v0.37.0
 	google.golang.org/api v0.307.0
 	google.golang.org/protobuf v1.36.12
 	modernc.org/sqlite v1.57.0
@@ -33,9 +37,7 @@ require (
 require (
 	cel.dev/expr v0.25.2 // indirect
 	cloud.google.com/go v0.123.0 // indirect
-	cloud.google.com/go/auth v0.24.1 // indirect
 	cloud.google.com/go/auth/oauth2adapt v0.3.0 // indirect
-	cloud.google.com/go/compute/metadata v0.10.0 // indirect
 	cloud.google.com/go/iam v1.12.0 // indirect
 	cloud.google.com/go/monitoring v1.30.0 // indirect
 	cloud.google.com/go/pubsub/v2 v2.6.2 // indirect
@@ -83,7 +85,6 @@ require (
 	github.com/golang-jwt/jwt/v5 v5.3.1 // indirect
 	github.com/golang/protobuf v1.5.4 // indirect
 	github.com/golang/snappy v0.0.5-0.20231225225746-43d5d4cd4e0e // indirect
-	github.com/google/flatbuffers v25.12.19+incompatible // indirect
 	github.com/google/renameio/v2 v2.0.0 // indirect
 	github.com/google/s2a-go v0.1.11 // indirect
 	github.com/google/uuid v1.6.0 // indirect
@@ -125,7 +126,6 @@ require (
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/exp v0.0.0-20260813180055-c1d0aacb2297 // indirect
 	golang.org/x/net v0.62.0 // indirect
-	golang.org/x/oauth2 v0.37.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect

@@ -1,6 +1,8 @@
 // Package gcsstore is a store.Store over a Google Cloud Storage bucket,
-// built on cloud.google.com/go/storage with its HTTP/JSON transport (the
-// gRPC transport is never linked).
+// built on cloud.google.com/go/storage with its HTTP/JSON transport. The
+// library's gRPC transport is never used but always linked; builds with
+// the library's documented tag disable_grpc_modules (as kv0's Makefile
+// does) leave out its DirectPath modules (xDS and their dependencies).
 //
 // A location is "gs://bucket/prefix": every key is stored as
 // "prefix/key". The mapping of the store operations is:

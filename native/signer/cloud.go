@@ -2,6 +2,7 @@ package signer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"cloud.google.com/go/storage"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 
@@ -19,29 +20,32 @@ import (
 )
 
 // GCSSigning selects the key GCS URLs are signed with. Left zero, the
-// client library signs with the service account of the credentials (a
-// key file, or the IAM signBlob call of an attached service account).
+// signer finds one as the client library does: the private key of
+// service-account credentials (Application Default Credentials), else
+// the IAM Credentials signBlob call as the service account that
+// impersonated credentials or the metadata server name.
 type GCSSigning struct {
 	// GoogleAccessID is the service account's e-mail address.
 	GoogleAccessID string
-	// PrivateKey is its PEM private key.
+	// PrivateKey is its PEM private key (RSA, PKCS #1 or #8).
 	PrivateKey []byte
 }
 
 // cloudSigner signs the reads of GCS and Azure repositories; keys are
-// full object names (the repository prefix included).
+// full object names (the repository prefix included). start is the
+// signing time (the window's start), expires when the URL expires.
 type cloudSigner interface {
-	get(ctx context.Context, object string, expires time.Time) (string, error)
+	get(ctx context.Context, object string, start, expires time.Time) (string, error)
 	// list signs a listing of names starting with prefix; repo is the
 	// repository prefix StartAfter is relative to.
-	list(ctx context.Context, prefix, repo string, list httpstore.ListParams, expires time.Time) (string, error)
+	list(ctx context.Context, prefix, repo string, list httpstore.ListParams, start, expires time.Time) (string, error)
 }
 
 // gcsSigner signs V4 URLs of the XML API: an object GET, and a bucket GET
 // with list-type=2 (answered as a ListBucketResult, S3's format).
 type gcsSigner struct {
-	bucket *storage.BucketHandle
-	opts   storage.SignedURLOptions
+	bucket string
+	v4     gcsV4
 }
 
 func newGCS(ctx context.Context, uri string, expiry time.Duration, opts Options) (*Signer, error) {
@@ -53,34 +57,42 @@ func newGCS(ctx context.Context, uri string, expiry time.Duration, opts Options)
 		prefix += "/"
 	}
 	o := gcsstore.OptionsFromEnv(opts.GCS)
-	client, err := gcsstore.NewClient(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	so := storage.SignedURLOptions{
-		Scheme:         storage.SigningSchemeV4,
-		Method:         http.MethodGet,
-		GoogleAccessID: opts.GCSSigning.GoogleAccessID,
-		PrivateKey:     opts.GCSSigning.PrivateKey,
-	}
+	v := gcsV4{accessID: opts.GCSSigning.GoogleAccessID, host: "storage.googleapis.com"}
 	if o.Endpoint != "" {
 		// An emulator: sign for its host, as it serves the XML API paths.
 		u, err := url.Parse(o.Endpoint)
-		if err != nil {
-			return nil, fmt.Errorf("signer: bad endpoint %q", o.Endpoint)
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("signer: bad GCS endpoint %q", o.Endpoint)
 		}
-		so.Hostname, so.Insecure = u.Host, u.Scheme == "http"
+		v.host, v.insecure = u.Host, u.Scheme == "http"
 	}
-	return &Signer{prefix: prefix, expiry: expiry, cloud: &gcsSigner{bucket: client.Bucket(bucket), opts: so}}, nil
+	switch {
+	case len(opts.GCSSigning.PrivateKey) > 0:
+		if v.accessID == "" {
+			return nil, errors.New("signer: a GCS signing key needs its service account's e-mail (GoogleAccessID)")
+		}
+		if v.sign, err = rsaSigner(opts.GCSSigning.PrivateKey); err != nil {
+			return nil, err
+		}
+	default:
+		id, sign, err := detectGCSSigning(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if v.accessID == "" {
+			v.accessID = id
+		}
+		v.sign = sign
+	}
+	return &Signer{prefix: prefix, expiry: expiry, cloud: &gcsSigner{bucket: bucket, v4: v}}, nil
 }
 
-func (g *gcsSigner) get(_ context.Context, object string, expires time.Time) (string, error) {
-	o := g.opts
-	o.Expires = expires
-	return g.bucket.SignedURL(object, &o)
+func (g *gcsSigner) get(ctx context.Context, object string, start, expires time.Time) (string, error) {
+	u, _, _, err := g.v4.signURL(ctx, http.MethodGet, g.bucket, object, nil, start, expires.Sub(start))
+	return u, err
 }
 
-func (g *gcsSigner) list(_ context.Context, prefix, repo string, list httpstore.ListParams, expires time.Time) (string, error) {
+func (g *gcsSigner) list(ctx context.Context, prefix, repo string, list httpstore.ListParams, start, expires time.Time) (string, error) {
 	q := url.Values{"list-type": {"2"}, "prefix": {prefix}}
 	if list.StartAfter != "" {
 		q.Set("start-after", repo+list.StartAfter)
@@ -91,10 +103,8 @@ func (g *gcsSigner) list(_ context.Context, prefix, repo string, list httpstore.
 	if list.MaxKeys > 0 {
 		q.Set("max-keys", strconv.Itoa(min(list.MaxKeys, 1000)))
 	}
-	o := g.opts
-	o.Expires = expires
-	o.QueryParameters = q
-	return g.bucket.SignedURL("", &o)
+	u, _, _, err := g.v4.signURL(ctx, http.MethodGet, g.bucket, "", q, start, expires.Sub(start))
+	return u, err
 }
 
 // azureSigner signs SAS URLs with the account's shared key: a blob SAS
@@ -121,12 +131,12 @@ func newAzure(uri string, expiry time.Duration, opts Options) (*Signer, error) {
 	return &Signer{prefix: prefix, expiry: expiry, cloud: &azureSigner{client: client}}, nil
 }
 
-func (a *azureSigner) get(_ context.Context, object string, expires time.Time) (string, error) {
-	return a.client.NewBlobClient(object).GetSASURL(sas.BlobPermissions{Read: true}, expires, nil)
+func (a *azureSigner) get(_ context.Context, object string, start, expires time.Time) (string, error) {
+	return a.client.NewBlobClient(object).GetSASURL(sas.BlobPermissions{Read: true}, expires, &blob.GetSASURLOptions{StartTime: &start})
 }
 
-func (a *azureSigner) list(_ context.Context, prefix, _ string, list httpstore.ListParams, expires time.Time) (string, error) {
-	signed, err := a.client.GetSASURL(sas.ContainerPermissions{List: true}, expires, nil)
+func (a *azureSigner) list(_ context.Context, prefix, _ string, list httpstore.ListParams, start, expires time.Time) (string, error) {
+	signed, err := a.client.GetSASURL(sas.ContainerPermissions{List: true}, expires, &container.GetSASURLOptions{StartTime: &start})
 	if err != nil {
 		return "", err
 	}

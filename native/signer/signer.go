@@ -129,6 +129,32 @@ func New(ctx context.Context, bucketURI string, opts Options) (*Signer, error) {
 	return g, nil
 }
 
+// Window returns the signing window now falls in: URLs are signed as of
+// its start and expire Expiry later, so every request for the same key
+// within a window gets the same URL and browsers' caches hit. Windows are
+// a fifth of the expiry long (whole seconds, at least one), so a URL has
+// at least four fifths of its lifetime left when it is handed out (for
+// expiries of 5 s and more; shorter ones have windows of one second).
+func (g *Signer) Window(now time.Time) (start, expires time.Time) {
+	w := (g.expiry / 5).Truncate(time.Second)
+	if w < time.Second {
+		w = time.Second
+	}
+	start = now.UTC().Truncate(w)
+	return start, start.Add(g.expiry)
+}
+
+// atTime is the SDK's presigner with the signing time fixed.
+type atTime struct {
+	s3.HTTPPresignerV4
+	at time.Time
+}
+
+func (a atTime) PresignHTTP(ctx context.Context, creds aws.Credentials, r *http.Request, payloadHash, service, region string,
+	_ time.Time, optFns ...func(*v4.SignerOptions)) (string, http.Header, error) {
+	return a.HTTPPresignerV4.PresignHTTP(ctx, creds, r, payloadHash, service, region, a.at, optFns...)
+}
+
 // Prefix returns the repository prefix: empty or ending with "/".
 func (g *Signer) Prefix() string { return g.prefix }
 
@@ -157,15 +183,14 @@ func (g *Signer) Sign(ctx context.Context, op httpstore.Op, key string, list htt
 
 // SignExpiry is Sign that also returns when the URL expires.
 func (g *Signer) SignExpiry(ctx context.Context, op httpstore.Op, key string, list httpstore.ListParams) (string, time.Time, error) {
-	now := time.Now()
-	expires := now.Add(g.expiry).UTC().Truncate(time.Second)
+	start, expires := g.Window(time.Now())
 	switch op {
 	case httpstore.OpGet:
 		if err := check(key, false); err != nil {
 			return "", time.Time{}, err
 		}
 		if g.cloud != nil {
-			u, err := g.cloud.get(ctx, g.prefix+key, expires)
+			u, err := g.cloud.get(ctx, g.prefix+key, start, expires)
 			if err != nil {
 				return "", time.Time{}, fmt.Errorf("signer: sign get %s: %w", key, err)
 			}
@@ -174,7 +199,9 @@ func (g *Signer) SignExpiry(ctx context.Context, op httpstore.Op, key string, li
 		req, err := g.presign.PresignGetObject(ctx, &s3.GetObjectInput{
 			Bucket: aws.String(g.bucket),
 			Key:    aws.String(g.prefix + key),
-		}, s3.WithPresignExpires(g.expiry))
+		}, s3.WithPresignExpires(g.expiry), func(o *s3.PresignOptions) {
+			o.Presigner = atTime{o.Presigner, start}
+		})
 		if err != nil {
 			return "", time.Time{}, fmt.Errorf("signer: presign get %s: %w", key, err)
 		}
@@ -187,13 +214,13 @@ func (g *Signer) SignExpiry(ctx context.Context, op httpstore.Op, key string, li
 			return "", time.Time{}, fmt.Errorf("%w: start-after %q", ErrRefused, list.StartAfter)
 		}
 		if g.cloud != nil {
-			u, err := g.cloud.list(ctx, g.prefix+key, g.prefix, list, expires)
+			u, err := g.cloud.list(ctx, g.prefix+key, g.prefix, list, start, expires)
 			if err != nil {
 				return "", time.Time{}, fmt.Errorf("signer: sign list %s: %w", key, err)
 			}
 			return u, expires, nil
 		}
-		u, err := g.presignList(ctx, key, list, now)
+		u, err := g.presignList(ctx, key, list, start)
 		if err != nil {
 			return "", time.Time{}, fmt.Errorf("signer: presign list %s: %w", key, err)
 		}

@@ -136,3 +136,19 @@ func Skip(t testing.TB, s *Server, why string) {
 		t.Skipf("no Azurite: %s", strings.TrimSpace(why))
 	}
 }
+
+// StartT starts a server for one test and stops it when the test ends.
+// A missing emulator skips the test, except under CI=true, where it fails
+// it; any other failure to start fails it.
+func StartT(t testing.TB) *Server {
+	t.Helper()
+	s, err := Start()
+	if err != nil {
+		if errors.Is(err, ErrMissing) && os.Getenv("CI") != "true" {
+			t.Skipf("no Azurite: %v", err)
+		}
+		t.Fatalf("azure: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}

@@ -99,7 +99,7 @@ func init() {
 		{"delete-runs", "REPO RUN... [--create]", "delete runs (ids or unique names) and their data", "", cmdDeleteRuns},
 		{"demo", "REPO [--runs N] [--steps N] [--create=false] [--live [--interval D] [--serve ADDR]]",
 			"write a demo repository of training runs; --live keeps two runs appending", demoDetails, cmdDemo},
-		{"sign-server", "--bucket-uri s3://BUCKET/PREFIX --token-file FILE [--listen ADDR]", "hand out presigned read URLs of one repository", signServerDetails, cmdSignServer},
+		{"sign-server", "--bucket-uri (s3|gs|az)://BUCKET/PREFIX --token-file FILE [--listen ADDR]", "hand out presigned read URLs of one repository", signServerDetails, cmdSignServer},
 		{"serve", "ROOT [--listen ADDR] [--token-file FILE] [--allow-origin ORIGIN] [--open] [--web DIR] [--wasm DIR]",
 			"serve the HTTP read API, ROOT's files, the dashboard and the wasm module", serveDetails, cmdServe},
 	}

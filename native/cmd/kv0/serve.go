@@ -23,10 +23,10 @@ import (
 	"github.com/kv0/kv0/native/location"
 )
 
-const serveDetails = `ROOT is any location (a folder, s3://, http(s)://): a tracking repository, a
-folder of Lance datasets, or both. The server binds to loopback unless --listen
-says otherwise (default 127.0.0.1:8080; port 0 picks a free one), prints its
-URL, and stops on SIGINT or SIGTERM. --token-file requires "Authorization:
+const serveDetails = `ROOT is any location (a folder, s3://, gs://, az://, http(s)://): a tracking
+repository, a folder of Lance datasets, or both. The server binds to loopback
+unless --listen says otherwise (default 127.0.0.1:8080; port 0 picks a free
+one), prints its URL, and stops on SIGINT or SIGTERM. --token-file requires "Authorization:
 Bearer TOKEN" on every route but /healthz. Routes: /api/v1/... (docs/http-api.md),
 /files/KEY (ROOT's objects, with Range), /wasm/ and / (the dashboard).`
 

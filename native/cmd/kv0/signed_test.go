@@ -87,6 +87,12 @@ func mustRun(t *testing.T, args ...string) string {
 // s3://kv0-test/repo and returns its base URL and token file.
 func startSignServer(t *testing.T) (base, tokenFile string) {
 	t.Helper()
+	return startSignServerFor(t, "s3://kv0-test/repo")
+}
+
+// startSignServerFor is startSignServer for the repository at uri.
+func startSignServerFor(t *testing.T, uri string) (base, tokenFile string) {
+	t.Helper()
 	tokenFile = filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(tokenFile, []byte("a-token-of-thirty-two-characters\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -95,7 +101,7 @@ func startSignServer(t *testing.T) (base, tokenFile string) {
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"sign-server", "--bucket-uri", "s3://kv0-test/repo", "--token-file", tokenFile, "--listen", "127.0.0.1:0"}, pw, io.Discard)
+		done <- run(ctx, []string{"sign-server", "--bucket-uri", uri, "--token-file", tokenFile, "--listen", "127.0.0.1:0"}, pw, io.Discard)
 		pw.Close()
 	}()
 	t.Cleanup(func() {

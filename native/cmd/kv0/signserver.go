@@ -16,12 +16,18 @@ import (
 )
 
 // signServerDetails is the help text of kv0 sign-server.
-const signServerDetails = `Hands out presigned, read-only S3 URLs (GetObject, ListObjectsV2) for keys
-under one repository prefix to callers presenting "Authorization: Bearer
-<token>" (the first line of FILE). Credentials come from the environment or
-the shared AWS config (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE, ...);
-AWS_ENDPOINT_URL, AWS_REGION, KV0_S3_PATH_STYLE and KV0_S3_ALLOW_HTTP fill
-the flags that are not given. Readers open the repository as
+const signServerDetails = `Hands out presigned, read-only URLs for keys under one repository prefix to
+callers presenting "Authorization: Bearer <token>" (the first line of FILE):
+S3 GetObject and ListObjectsV2, GCS V4 URLs (object GET, XML listing), Azure
+SAS (Get Blob, List Blobs). URLs are signed as of the start of a window a
+fifth of --expiry long, so a key keeps its URL through a window. S3
+credentials come from the environment or the shared AWS config
+(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE, ...); AWS_ENDPOINT_URL,
+AWS_REGION, KV0_S3_PATH_STYLE and KV0_S3_ALLOW_HTTP fill the flags that are
+not given. gs:// signs with a service account key from Application Default
+Credentials (or IAM signBlob); az:// with the account's shared key
+(AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT and
+AZURE_STORAGE_KEY). Readers open the repository as
 kv0+signer://HOST:PORT (kv0 itself, httpstore.ServerSigner in Go, the wasm
 reader in browsers).
 `
