@@ -30,6 +30,10 @@ URL, and stops on SIGINT or SIGTERM. --token-file requires "Authorization:
 Bearer TOKEN" on every route but /healthz. Routes: /api/v1/... (docs/http-api.md),
 /files/KEY (ROOT's objects, with Range), /wasm/ and / (the dashboard).`
 
+// serveProfile, when set (serve_profile.go, -tags kv0_profile), starts
+// profiling the server and returns what stops it and writes the profiles.
+var serveProfile func() (stop func() error, err error)
+
 // cmdServe runs `kv0 serve`: the HTTP read API over ROOT (httpstore/api),
 // ROOT's objects at /files/, the dashboard at / and the WebAssembly module
 // at /wasm/, until SIGINT or SIGTERM.
@@ -105,6 +109,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if f, ok := stdout.(interface{ Sync() error }); ok {
 		_ = f.Sync()
+	}
+	if serveProfile != nil {
+		stopProfile, err := serveProfile()
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := stopProfile(); err != nil {
+				fmt.Fprintf(stderr, "kv0 serve: %v\n", err)
+			}
+		}()
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: logger}
 	served := make(chan error, 1)
