@@ -57,9 +57,10 @@ var (
 	// -apibench.profile builds kv0 with -tags kv0_profile and has the warm
 	// benchmarks' servers write their CPU, block, mutex and heap profiles
 	// and an execution trace into DIR (native/cmd/kv0/serve_profile.go).
-	benchProfile = flag.String("apibench.profile", "", "profile the warm benchmarks' kv0 serve into `DIR` (cpu.pprof, trace.out, block.pprof, mutex.pprof, heap.pprof)")
-	benchEnvs    = flag.String("apibench.serve-env", "", "extra environment of every kv0 serve, `K=V,K=V` (e.g. GODEBUG=gctrace=1)")
-	benchStderr  = flag.Bool("apibench.serve-stderr", false, "copy kv0 serve's standard error to this process' (with -apibench.serve-env GODEBUG=gctrace=1)")
+	benchProfile  = flag.String("apibench.profile", "", "profile the warm benchmarks' kv0 serve into `DIR` (cpu.pprof, trace.out, block.pprof, mutex.pprof, heap.pprof)")
+	benchBaseline = flag.String("apibench.baseline", "", "also time the kv0 binary at `PATH` (another build, e.g. before a change) in warm-pair")
+	benchEnvs     = flag.String("apibench.serve-env", "", "extra environment of every kv0 serve, `K=V,K=V` (e.g. GODEBUG=gctrace=1)")
+	benchStderr   = flag.Bool("apibench.serve-stderr", false, "copy kv0 serve's standard error to this process' (with -apibench.serve-env GODEBUG=gctrace=1)")
 )
 
 const (
@@ -230,8 +231,13 @@ type server struct {
 }
 
 func startServer(b *testing.B, env *benchEnv, root string, extraEnv ...string) *server {
+	return startServerArgs(b, env, root, nil, extraEnv...)
+}
+
+// startServerArgs starts kv0 serve with more arguments and environment.
+func startServerArgs(b *testing.B, env *benchEnv, root string, args []string, extraEnv ...string) *server {
 	b.Helper()
-	cmd := exec.Command(env.kv0, "serve", root, "--listen", "127.0.0.1:0")
+	cmd := exec.Command(env.kv0, append([]string{"serve", root, "--listen", "127.0.0.1:0"}, args...)...)
 	cmd.Env = os.Environ()
 	if *benchEnvs != "" {
 		cmd.Env = append(cmd.Env, strings.Split(*benchEnvs, ",")...)
@@ -411,12 +417,13 @@ func BenchmarkSeriesRead(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer r.Close()
-		s := startServer(b, env, env.repo, profileEnv(b)...)
+		// Every path reads the series (no answers kept).
+		s := startServerArgs(b, env, env.repo, []string{"--answer-cache", "0"}, profileEnv(b)...)
 		defer s.stop()
 		// The same handler in this process, on loopback too (what the
 		// handler adds without a second process to schedule) and called
 		// directly (what it adds without HTTP).
-		h := api.New(st, "", api.Options{})
+		h := api.New(st, "", api.Options{AnswerCache: -1})
 		defer h.Close()
 		local := httptest.NewServer(h)
 		defer local.Close()
@@ -466,45 +473,73 @@ func BenchmarkSeriesRead(b *testing.B) {
 	// Warm, the issue's pair alone: the Go API and kv0 serve, alternately,
 	// this process' heap collected (untimed) before each timed read, so
 	// that no collection of one path's garbage in this process runs while
-	// the other is timed (with the process otherwise idle while it waits
-	// for the server, the collector's idle workers would take both cores
-	// from the server).
+	// another is timed (with the process otherwise idle while it waits for
+	// a server, the collector's idle workers would take both cores from
+	// it). kv0 serve runs twice: keeping no answers (--answer-cache 0,
+	// every request reads its series as ReadMany does: what the server
+	// adds to the same read) and as it ships (answers kept by version);
+	// -apibench.baseline adds another build of kv0 serve (keeping no
+	// answers), e.g. the one before a change, to the same loop.
 	b.Run("warm-pair", func(b *testing.B) {
 		r, err := tracking.OpenRepo(ctx, st, "", tracking.RepoOptions{ReadOnly: true})
 		if err != nil {
 			b.Fatal(err)
 		}
 		defer r.Close()
-		s := startServer(b, env, env.repo, profileEnv(b)...)
-		defer s.stop()
+		type path struct {
+			name string
+			reqs []*http.Request
+			ds   []time.Duration
+		}
+		paths := []*path{{name: "go"}}
+		serve := func(name string, bin string, args []string, extraEnv ...string) {
+			e := *env
+			e.kv0 = bin
+			s := startServerArgs(b, &e, e.repo, args, extraEnv...)
+			b.Cleanup(s.stop)
+			paths = append(paths, &path{name: name, reqs: pointsRequests(b, s.url, e.ids)})
+		}
+		serve("serve-uncached", env.kv0, []string{"--answer-cache", "0"}, profileEnv(b)...)
+		serve("serve", env.kv0, nil)
+		if *benchBaseline != "" {
+			serve("baseline", *benchBaseline, nil) // an older build: no answer cache, or --answer-cache 0 would be refused
+		}
 		rd := newReader()
-		reqs := pointsRequests(b, s.url, env.ids)
-		for i, id := range env.ids {
-			if err := readGo(r, id); err != nil {
-				b.Fatal(err)
+		read := func(p *path, k int) error {
+			if p.reqs == nil {
+				return readGo(r, env.ids[k])
 			}
-			if _, err := rd.get(reqs[i]); err != nil {
-				b.Fatal(err)
+			_, err := rd.get(p.reqs[k])
+			return err
+		}
+		for k := range env.ids {
+			for _, p := range paths {
+				if err := read(p, k); err != nil {
+					b.Fatal(err)
+				}
 			}
 		}
-		goDs, srvDs := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			k := i % len(env.ids)
-			runtime.GC()
-			t0 := time.Now()
-			if err := readGo(r, env.ids[k]); err != nil {
-				b.Fatal(err)
+			for _, p := range paths {
+				runtime.GC()
+				t0 := time.Now()
+				if err := read(p, k); err != nil {
+					b.Fatal(err)
+				}
+				p.ds = append(p.ds, time.Since(t0))
 			}
-			t1 := time.Now()
-			runtime.GC()
-			t2 := time.Now()
-			if _, err := rd.get(reqs[k]); err != nil {
-				b.Fatal(err)
-			}
-			goDs, srvDs = append(goDs, t1.Sub(t0)), append(srvDs, time.Since(t2))
 		}
-		reportSideBySide(b, goDs, srvDs)
+		goP50 := percentile(paths[0].ds, 0.5)
+		for _, p := range paths {
+			b.ReportMetric(percentile(p.ds, 0.5), p.name+"-p50-ms")
+			b.ReportMetric(percentile(p.ds, 0.99), p.name+"-p99-ms")
+			if p != paths[0] {
+				b.ReportMetric(percentile(p.ds, 0.5)-goP50, p.name+"-added-p50-ms")
+			}
+		}
+		b.ReportMetric(0, "ns/op")
 	})
 	// Warm, each path in a loop of its own (the machine's load may drift
 	// between them; the alternating loop above trades that for the
@@ -515,9 +550,9 @@ func BenchmarkSeriesRead(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer r.Close()
-		s := startServer(b, env, env.repo)
+		s := startServerArgs(b, env, env.repo, []string{"--answer-cache", "0"})
 		defer s.stop()
-		h := api.New(st, "", api.Options{})
+		h := api.New(st, "", api.Options{AnswerCache: -1})
 		defer h.Close()
 		local := httptest.NewServer(h)
 		defer local.Close()
@@ -661,15 +696,22 @@ func BenchmarkSeriesLoad(b *testing.B) {
 			return err
 		})
 	})
-	b.Run("serve", func(b *testing.B) {
-		s := startServer(b, env, env.repo)
-		defer s.stop()
-		c := newClient()
-		load(b, func(i int) error {
-			_, err := getBody(c, pointsURL(s.url, env.ids[i%len(env.ids)]))
-			return err
+	// As kv0 serve ships (most answers kept after the first round), and
+	// with no answers kept (every request reads its series).
+	for _, v := range []struct {
+		name string
+		args []string
+	}{{"serve", nil}, {"serve-uncached", []string{"--answer-cache", "0"}}} {
+		b.Run(v.name, func(b *testing.B) {
+			s := startServerArgs(b, env, env.repo, v.args)
+			defer s.stop()
+			c := newClient()
+			load(b, func(i int) error {
+				_, err := getBody(c, pointsURL(s.url, env.ids[i%len(env.ids)]))
+				return err
+			})
 		})
-	})
+	}
 }
 
 func BenchmarkRowsStream(b *testing.B) {

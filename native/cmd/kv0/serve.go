@@ -27,7 +27,8 @@ const serveDetails = `ROOT is any location (a folder, s3://, http(s)://): a trac
 folder of Lance datasets, or both. The server binds to loopback unless --listen
 says otherwise (default 127.0.0.1:8080; port 0 picks a free one), prints its
 URL, and stops on SIGINT or SIGTERM. --token-file requires "Authorization:
-Bearer TOKEN" on every route but /healthz. Routes: /api/v1/... (docs/http-api.md),
+Bearer TOKEN" on every route but /healthz. --answer-cache bounds the memory
+of the answers kept for repeated requests on unchanged tables. Routes: /api/v1/... (docs/http-api.md),
 /files/KEY (ROOT's objects, with Range), /wasm/ and / (the dashboard).`
 
 // serveProfile, when set (serve_profile.go, -tags kv0_profile), starts
@@ -45,6 +46,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	open := fset.Bool("open", false, "open the dashboard in a browser")
 	webDir := fset.String("web", "", "serve the dashboard from `DIR` (default: out/web of kv0's project)")
 	wasmDir := fset.String("wasm", "", "serve the WebAssembly module from `DIR` (default: out/wasm of kv0's project)")
+	answerMB := fset.Int("answer-cache", api.DefaultAnswerCache>>20, "keep up to `MB` of encoded answers of points and stats, by the tables' versions (0: none)")
 	pos, err := parseArgs(fset, args, stderr)
 	if err != nil {
 		return err
@@ -62,6 +64,13 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if token = strings.TrimSpace(string(b)); token == "" {
 			return usagef("--token-file: %s is empty", *tokenFile)
 		}
+	}
+	if *answerMB < 0 {
+		return usagef("--answer-cache: %d MB is negative (give 0 to keep no answers)", *answerMB)
+	}
+	answerCache := int64(*answerMB) << 20
+	if answerCache == 0 {
+		answerCache = -1 // none
 	}
 	if *origin == "" {
 		return usagef("--allow-origin: empty origin (give - to send no CORS header)")
@@ -87,7 +96,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	logger := log.New(stderr, "", log.LstdFlags)
 	h := api.New(st, root, api.Options{AllowOrigin: *origin, Token: token, Files: true, Web: web, Wasm: wasm,
-		Logf: logger.Printf})
+		Logf: logger.Printf, AnswerCache: answerCache})
 	defer h.Close()
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

@@ -606,6 +606,8 @@ func TestServeUsage(t *testing.T) {
 		{"serve", dir, "--web", filepath.Join(dir, "missing")},
 		{"serve", dir, "--wasm", empty},
 		{"serve", dir, "--allow-origin", ""},
+		{"serve", dir, "--answer-cache", "-1"},
+		{"serve", dir, "--answer-cache", "lots"},
 		{"serve", dir, "--nope"},
 		{"runs", dir, "--archived", "maybe"},
 		{"runs", dir, "--param", "lr"},
