@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
@@ -166,4 +168,48 @@ func TestAnswerCacheBudget(t *testing.T) {
 	if off.get("a") != nil {
 		t.Error("a cache of 0 bytes kept an answer")
 	}
+}
+
+// BenchmarkPoints answers one series' points (1,000 of 3,000, with bands)
+// from a warm handler: kept answers (the repeated request of a dashboard
+// polling unchanged data) and every request built anew.
+func BenchmarkPoints(b *testing.B) {
+	f := newFixture(b)
+	target := "/api/v1/series/points?ids=" + strconv.FormatUint(uint64(f.series["0/loss"]), 10)
+	for _, c := range []struct {
+		name  string
+		cache int64
+	}{{"kept", 0}, {"uncached", -1}} {
+		b.Run(c.name, func(b *testing.B) {
+			h := New(f.st, "", Options{AnswerCache: c.cache})
+			defer h.Close()
+			req := httptest.NewRequest(http.MethodGet, target, nil)
+			w := &discardWriter{h: http.Header{}}
+			h.ServeHTTP(w, req)
+			if w.code != 200 {
+				b.Fatalf("status %d", w.code)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				clear(w.h)
+				h.ServeHTTP(w, req)
+			}
+			b.SetBytes(w.n)
+		})
+	}
+}
+
+// discardWriter is a ResponseWriter that keeps only the status and the
+// body's length.
+type discardWriter struct {
+	h    http.Header
+	code int
+	n    int64
+}
+
+func (w *discardWriter) Header() http.Header  { return w.h }
+func (w *discardWriter) WriteHeader(code int) { w.code = code }
+func (w *discardWriter) Write(p []byte) (int, error) {
+	w.n = int64(len(p))
+	return len(p), nil
 }

@@ -26,12 +26,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
+	"runtime/debug"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -471,11 +473,13 @@ func BenchmarkSeriesRead(b *testing.B) {
 		b.ReportMetric(percentile(handlerDs, 0.5)-percentile(goDs, 0.5), "handler-added-p50-ms")
 	})
 	// Warm, the pair alone: the Go API and kv0 serve, alternately,
-	// this process' heap collected (untimed) before each timed read, so
-	// that no collection of one path's garbage in this process runs while
-	// another is timed (with the process otherwise idle while it waits for
-	// a server, the collector's idle workers would take both cores from
-	// it). kv0 serve runs twice: keeping no answers (--answer-cache 0,
+	// this process collecting nothing while a server is timed, so that the
+	// collection of the Go API's garbage (15 MB a read) never runs beside
+	// the server's work (with this process otherwise idle while it waits
+	// for the answer, the collector's idle workers would take both cores).
+	// Forcing a collection before each read instead (runtime.GC) made the
+	// Go API's reads slower than the server's: their fresh heap faults its
+	// pages in again. kv0 serve runs twice: keeping no answers (--answer-cache 0,
 	// every request reads its series as ReadMany does: what the server
 	// adds to the same read) and as it ships (answers kept by version);
 	// -apibench.baseline adds another build of kv0 serve (keeping no
@@ -505,6 +509,7 @@ func BenchmarkSeriesRead(b *testing.B) {
 			serve("baseline", *benchBaseline, nil) // an older build: no answer cache, or --answer-cache 0 would be refused
 		}
 		rd := newReader()
+		rng, order := rand.New(rand.NewPCG(1, 2)), slices.Clone(paths)
 		read := func(p *path, k int) error {
 			if p.reqs == nil {
 				return readGo(r, env.ids[k])
@@ -522,13 +527,31 @@ func BenchmarkSeriesRead(b *testing.B) {
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			k := i % len(env.ids)
-			for _, p := range paths {
-				runtime.GC()
+			// In a new order each time: a path timed right after the Go
+			// API's read runs while this process still sweeps that
+			// read's garbage, so none may always follow it.
+			rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+			for _, p := range order {
+				// While a server is timed this process collects nothing:
+				// SetGCPercent(-1) first waits for a collection under way
+				// to finish (untimed). The Go API's reads collect as any
+				// program's do, in their own time.
+				gcPercent := 100
+				if p.reqs != nil {
+					gcPercent = debug.SetGCPercent(-1)
+				}
+				var err error
 				t0 := time.Now()
-				if err := read(p, k); err != nil {
+				// A region per read, so that an execution trace of this
+				// process (-test.trace) tells the paths apart.
+				trace.WithRegion(ctx, p.name, func() { err = read(p, k) })
+				p.ds = append(p.ds, time.Since(t0))
+				if p.reqs != nil {
+					debug.SetGCPercent(gcPercent)
+				}
+				if err != nil {
 					b.Fatal(err)
 				}
-				p.ds = append(p.ds, time.Since(t0))
 			}
 		}
 		goP50 := percentile(paths[0].ds, 0.5)
