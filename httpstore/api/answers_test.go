@@ -213,3 +213,52 @@ func (w *discardWriter) Write(p []byte) (int, error) {
 	w.n = int64(len(p))
 	return len(p), nil
 }
+
+// recordingHolder is a WriteHolder that records its calls and what the
+// ResponseWriter held when Release came.
+type recordingHolder struct {
+	rec            *httptest.ResponseRecorder
+	holds, release int
+	atRelease      int // body bytes written when Release was called
+}
+
+func (h *recordingHolder) Hold() { h.holds++ }
+func (h *recordingHolder) Release() error {
+	h.release++
+	h.atRelease = h.rec.Body.Len()
+	return nil
+}
+
+// TestWriteHolder checks that an answer the handler has whole is written
+// between Hold and Release (and flushed before Release), the same bytes,
+// and that HEAD, small answers and streamed rows are not held.
+func TestWriteHolder(t *testing.T) {
+	f := newFixture(t)
+	h := New(f.st, "", Options{AnswerCache: -1})
+	id := strconv.FormatUint(uint64(f.series["0/loss"]), 10)
+	for _, c := range []struct {
+		method, target string
+		held           bool
+	}{
+		{http.MethodGet, "/api/v1/series/points?ids=" + id, true},
+		{http.MethodHead, "/api/v1/series/points?ids=" + id, false},
+		{http.MethodGet, "/api/v1/versions", false}, // under 2 KiB: one write anyway
+		{http.MethodGet, "/api/v1/datasets/many.lance/rows", false},
+	} {
+		want := httptest.NewRecorder()
+		h.ServeHTTP(want, httptest.NewRequest(c.method, c.target, nil))
+		rec := httptest.NewRecorder()
+		hold := &recordingHolder{rec: rec}
+		req := httptest.NewRequest(c.method, c.target, nil)
+		h.ServeHTTP(rec, req.WithContext(WithWriteHolder(req.Context(), hold)))
+		if rec.Code != want.Code || rec.Body.String() != want.Body.String() {
+			t.Errorf("%s %s: a different answer with a holder", c.method, c.target)
+		}
+		if got := hold.holds == 1 && hold.release == 1; got != c.held || hold.holds != hold.release {
+			t.Errorf("%s %s: %d holds, %d releases (held %v)", c.method, c.target, hold.holds, hold.release, c.held)
+		}
+		if c.held && (hold.atRelease != want.Body.Len() || !rec.Flushed) {
+			t.Errorf("%s %s: released with %d of %d bytes written (flushed %v)", c.method, c.target, hold.atRelease, want.Body.Len(), rec.Flushed)
+		}
+	}
+}

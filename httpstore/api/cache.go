@@ -86,10 +86,14 @@ func writeJSONBytes(w http.ResponseWriter, r *http.Request, status int, b []byte
 	hd.Set("Content-Type", "application/json")
 	hd.Set("Content-Length", strconv.Itoa(len(b)))
 	hd.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(b)
+	if r.Method == http.MethodHead {
+		w.WriteHeader(status)
+		return
 	}
+	writeHeld(w, r, len(b), func() {
+		w.WriteHeader(status)
+		_, _ = w.Write(b)
+	})
 }
 
 // encodeJSON encodes v as the CLI does: indented by two spaces with

@@ -130,9 +130,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 		}()
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: logger}
+	srv := newHTTPServer(h, logger)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(holdListener{ln}) }()
 	if *open {
 		if err := openBrowser(url); err != nil {
 			fmt.Fprintf(stderr, "kv0 serve: --open: %v\n", err)
@@ -205,5 +205,74 @@ func openBrowser(url string) error {
 		return err
 	}
 	go func() { _ = cmd.Wait() }()
+	return nil
+}
+
+// newHTTPServer is the server of kv0 serve, for a holdListener: each
+// connection's requests carry it as their api.WriteHolder.
+func newHTTPServer(h http.Handler, logger *log.Logger) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: logger, ConnContext: holdContext}
+}
+
+func holdContext(ctx context.Context, c net.Conn) context.Context {
+	if hc, ok := c.(*holdConn); ok {
+		return api.WithWriteHolder(ctx, hc)
+	}
+	return ctx
+}
+
+// holdListener accepts holdConns.
+type holdListener struct{ net.Listener }
+
+func (l holdListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &holdConn{Conn: c}, nil
+}
+
+// holdConn is a connection whose writes the API may hold and release at
+// once (api.WriteHolder): an answer then leaves in one write instead of
+// net/http's two (its 4 KiB buffer, then the rest). net/http writes to a
+// connection from the goroutine serving it, which is the one holding.
+type holdConn struct {
+	net.Conn
+	held bool
+	buf  []byte
+}
+
+func (c *holdConn) Write(p []byte) (int, error) {
+	if c.held {
+		c.buf = append(c.buf, p...)
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+// Hold keeps the writes from now on.
+func (c *holdConn) Hold() { c.held = true }
+
+// Release writes what was kept in one write.
+func (c *holdConn) Release() error {
+	c.held = false
+	if len(c.buf) == 0 {
+		return nil
+	}
+	_, err := c.Conn.Write(c.buf)
+	if cap(c.buf) > 1<<20 {
+		c.buf = nil // an idle connection keeps no large buffer
+	} else {
+		c.buf = c.buf[:0]
+	}
+	return err
+}
+
+// CloseWrite half-closes a TCP connection, as net/http does before
+// closing one.
+func (c *holdConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
 	return nil
 }
