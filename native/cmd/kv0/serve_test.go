@@ -726,3 +726,14 @@ func TestServeAnswerInOneWrite(t *testing.T) {
 		srv.Close()
 	}
 }
+
+func TestServeGCPercent(t *testing.T) {
+	env := map[string]string{}
+	if n, ok := serveGCPercent(func(k string) string { return env[k] }); !ok || n != 300 {
+		t.Errorf("no GOGC: %d %v, want 300", n, ok)
+	}
+	env["GOGC"] = "50"
+	if _, ok := serveGCPercent(func(k string) string { return env[k] }); ok {
+		t.Error("GOGC=50 was overridden")
+	}
+}
