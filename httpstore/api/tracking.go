@@ -98,9 +98,11 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, route string, q
 	if h.setCaching(w, r, validator{etag: etag}) {
 		return nil
 	}
-	if b := h.answers.get(etag); keep && b != nil {
-		writeJSONBytes(w, r, http.StatusOK, b)
-		return nil
+	if keep {
+		if b := h.answers.get(etag); b != nil {
+			writeJSONBytes(w, r, http.StatusOK, b)
+			return nil
+		}
 	}
 	if repoErr != nil {
 		return repoErr
