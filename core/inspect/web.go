@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/kv0/kv0/core/jsonl"
@@ -244,7 +245,17 @@ func (p *Points) AppendJSON(dst []byte) []byte {
 		}
 		dst = strconv.AppendInt(dst, s, 10)
 	}
-	dst = appendFloats(append(dst, `],"values":`...), p.Values)
+	// The bands repeat values: a bucket's band is every kept point's of
+	// it, and a kept point is often its bucket's minimum or maximum. Each
+	// band's text is copied from its predecessor's or from the value's
+	// when the floats are the same bits (the same text), so that only
+	// new numbers are formatted.
+	var starts *[]int
+	if p.Mins != nil {
+		starts = startsPool.Get().(*[]int)
+		*starts = (*starts)[:0]
+	}
+	dst = appendFloatsLike(append(dst, `],"values":`...), p.Values, nil, nil, starts)
 	dst = append(dst, `,"timestamps":[`...)
 	for i, ms := range p.Timestamps {
 		if i > 0 {
@@ -266,25 +277,53 @@ func (p *Points) AppendJSON(dst []byte) []byte {
 	}
 	dst = append(dst, ']')
 	if p.Mins != nil {
-		dst = appendFloats(append(dst, `,"mins":`...), p.Mins)
-		dst = appendFloats(append(dst, `,"maxs":`...), p.Maxs)
+		dst = appendFloatsLike(append(dst, `,"mins":`...), p.Mins, p.Values, *starts, nil)
+		dst = appendFloatsLike(append(dst, `,"maxs":`...), p.Maxs, p.Values, *starts, nil)
+		startsPool.Put(starts)
 	}
 	return append(dst, '}')
 }
 
-// MarshalJSON is AppendJSON.
-func (p Points) MarshalJSON() ([]byte, error) { return p.AppendJSON(nil), nil }
+// startsPool holds the offsets of the values' texts AppendJSON copies the
+// bands' from.
+var startsPool = sync.Pool{New: func() any { return new([]int) }}
 
-func appendFloats(dst []byte, fs []float64) []byte {
+// appendFloatsLike appends fs as a JSON array of appendFloat's texts. A
+// float with the same bits as its predecessor, or as like[i] (whose text
+// starts at dst[likeStarts[i]] and ends one byte before likeStarts[i+1]),
+// has its text copied instead of formatted again. When starts is not nil,
+// the offset of each text in dst is appended to it, and one more: one
+// past the last text's end, as if a comma followed.
+func appendFloatsLike(dst []byte, fs, like []float64, likeStarts []int, starts *[]int) []byte {
 	dst = append(dst, '[')
+	prevFrom, prevTo := 0, 0
 	for i, f := range fs {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendFloat(dst, f)
+		from := len(dst)
+		bits := math.Float64bits(f)
+		switch {
+		case i > 0 && bits == math.Float64bits(fs[i-1]):
+			dst = append(dst, dst[prevFrom:prevTo]...)
+		case like != nil && bits == math.Float64bits(like[i]):
+			dst = append(dst, dst[likeStarts[i]:likeStarts[i+1]-1]...)
+		default:
+			dst = appendFloat(dst, f)
+		}
+		prevFrom, prevTo = from, len(dst)
+		if starts != nil {
+			*starts = append(*starts, from)
+		}
+	}
+	if starts != nil {
+		*starts = append(*starts, len(dst)+1)
 	}
 	return append(dst, ']')
 }
+
+// MarshalJSON is AppendJSON.
+func (p Points) MarshalJSON() ([]byte, error) { return p.AppendJSON(nil), nil }
 
 // appendMillis writes a timestamp in milliseconds (microseconds / 1000)
 // as appendFloat does, without its float formatting: below 2^41 ms (the

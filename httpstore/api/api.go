@@ -68,6 +68,12 @@ type Options struct {
 	LatestMaxAge time.Duration
 	// Logf receives recovered panics and failed streams (default: none).
 	Logf func(format string, args ...any)
+	// AnswerCache is how many bytes of encoded answers of points and
+	// statistics the handler keeps, by route, query and the tables'
+	// versions, so that a repeated request for unchanged data is answered
+	// without reading it again; a new version of any table makes new
+	// keys. 0 means DefaultAnswerCache; a negative value keeps none.
+	AnswerCache int64
 }
 
 // Handler is kv0's HTTP read API over one store root. It is safe for
@@ -80,6 +86,7 @@ type Handler struct {
 
 	files    *lance.FileCache
 	datasets datasetCache
+	answers  *answerCache
 
 	followMu sync.Mutex
 	follow   map[string]followed // dataset key -> newest version seen
@@ -97,8 +104,11 @@ func New(st store.Store, root string, opts Options) *Handler {
 	if opts.LatestMaxAge <= 0 {
 		opts.LatestMaxAge = time.Second
 	}
+	if opts.AnswerCache == 0 {
+		opts.AnswerCache = DefaultAnswerCache
+	}
 	return &Handler{st: st, root: root, opts: opts, files: lance.NewFileCache(512), datasets: newDatasetCache(128),
-		follow: map[string]followed{}}
+		answers: newAnswerCache(max(opts.AnswerCache, 0)), follow: map[string]followed{}}
 }
 
 // Close releases the tracking repository handle, if one was opened.
@@ -314,6 +324,13 @@ func cleanPath(arg, raw string) (string, error) {
 
 // key is the store key of a path under the root.
 func (h *Handler) key(path string) string { return store.Join(h.root, path) }
+
+// openedRepo returns the repository handle when it is open already.
+func (h *Handler) openedRepo() *tracking.Repo {
+	h.repoMu.Lock()
+	defer h.repoMu.Unlock()
+	return h.repo
+}
 
 // openRepo returns the repository handle, opening it on first use (and
 // again after a failed open, so a repository created later is found).

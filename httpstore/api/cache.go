@@ -86,10 +86,14 @@ func writeJSONBytes(w http.ResponseWriter, r *http.Request, status int, b []byte
 	hd.Set("Content-Type", "application/json")
 	hd.Set("Content-Length", strconv.Itoa(len(b)))
 	hd.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	if r.Method != http.MethodHead {
-		_, _ = w.Write(b)
+	if r.Method == http.MethodHead {
+		w.WriteHeader(status)
+		return
 	}
+	writeHeld(w, r, len(b), func() {
+		w.WriteHeader(status)
+		_, _ = w.Write(b)
+	})
 }
 
 // encodeJSON encodes v as the CLI does: indented by two spaces with
@@ -229,4 +233,75 @@ func (h *Handler) latest(ctx context.Context, key string) (uint64, error) {
 	}
 	h.followMu.Unlock()
 	return v, nil
+}
+
+// DefaultAnswerCache is the default of Options.AnswerCache: 16 MiB, some
+// 160 answers of a 1,000-point series with bands.
+const DefaultAnswerCache = 16 << 20
+
+// answerCache keeps encoded answers of points and statistics by their ETag,
+// least recently used out first, within a byte budget. The ETag names the
+// route, the query and the four tables' versions, and an answer is kept
+// only when the versions read after building it are those read before
+// (see Handler.answer), so an entry is the exact answer of its versions:
+// a new version of any table makes a new key, never a stale answer.
+type answerCache struct {
+	mu    sync.Mutex
+	max   int64 // 0: keep nothing
+	size  int64
+	items map[string]*list.Element // of *answerEntry
+	lru   list.List
+}
+
+type answerEntry struct {
+	key  string
+	body []byte
+}
+
+func newAnswerCache(max int64) *answerCache {
+	return &answerCache{max: max, items: map[string]*list.Element{}}
+}
+
+func (c *answerCache) get(key string) []byte {
+	if c.max == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[key]; ok {
+		c.lru.MoveToFront(el)
+		return el.Value.(*answerEntry).body
+	}
+	return nil
+}
+
+// put keeps body (which must not change afterwards) under key. An answer
+// larger than an eighth of the budget is not kept: it would push out many
+// others and costs its decoding more than its lookup saves.
+func (c *answerCache) put(key string, body []byte) {
+	n := int64(len(body) + len(key))
+	if c.max == 0 || n > c.max/8 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.items[key]; ok {
+		return
+	}
+	c.items[key] = c.lru.PushFront(&answerEntry{key: key, body: body})
+	c.size += n
+	for c.size > c.max {
+		el := c.lru.Back()
+		e := el.Value.(*answerEntry)
+		c.lru.Remove(el)
+		delete(c.items, e.key)
+		c.size -= int64(len(e.body) + len(e.key))
+	}
+}
+
+// len is the number of answers kept (for tests).
+func (c *answerCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.items)
 }

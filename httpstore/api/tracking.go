@@ -57,37 +57,69 @@ func isNotFound(err error) bool {
 	return classify(err).status == http.StatusNotFound
 }
 
-// tracked prepares an answer about the repository: it checks the query,
-// reads the tables' versions, sets the caching headers from them and
-// opens the repository. It returns nil (and answered 304) when the
-// client's copy is current.
-func (h *Handler) tracked(w http.ResponseWriter, r *http.Request, route string, q query) (*tracking.Repo, error) {
+// answer answers a request about the repository: it reads the tables'
+// versions, sets the caching headers from them (answering 304 when the
+// client's copy is current), and writes the answer kept for those
+// versions, or builds it, keeping it (when keep is set) if the versions
+// did not change meanwhile. build encodes the answer (a JSON document)
+// from the open repository; q has been checked. Only answers that follow
+// from the tables alone may be kept: points and statistics, not runs,
+// whose status also follows the clock (a running run whose heartbeat is
+// old enough reads as crashed).
+func (h *Handler) answer(w http.ResponseWriter, r *http.Request, route string, q query, keep bool,
+	build func(ctx context.Context, repo *tracking.Repo) ([]byte, error)) error {
 	ctx := r.Context()
 	// The repository handle (opened on first use) is prepared while the
 	// versions are read: it reads manifests, not the answer's data, and
 	// confirms the versions again when it reads.
+	repo := h.openedRepo()
 	var (
-		repo    *tracking.Repo
 		repoErr error
-		opened  = make(chan struct{})
+		opened  chan struct{}
 	)
-	go func() {
-		defer close(opened)
-		repo, repoErr = h.openRepo(ctx)
-	}()
+	if repo == nil {
+		opened = make(chan struct{})
+		go func() {
+			defer close(opened)
+			repo, repoErr = h.openRepo(ctx)
+		}()
+	}
 	v, err := h.versions(ctx)
-	<-opened
+	if opened != nil {
+		<-opened
+	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	// Weak: the versions are read before the answer, which a commit
 	// landing in between makes newer than the ETag says (never older).
 	etag := "W/" + makeETag(route, q.v.Encode(), strconv.FormatUint(v.Runs, 10), strconv.FormatUint(v.Params, 10),
 		strconv.FormatUint(v.Series, 10), strconv.FormatUint(v.Metrics, 10))
 	if h.setCaching(w, r, validator{etag: etag}) {
-		return nil, nil
+		return nil
 	}
-	return repo, repoErr
+	if keep {
+		if b := h.answers.get(etag); b != nil {
+			writeJSONBytes(w, r, http.StatusOK, b)
+			return nil
+		}
+	}
+	if repoErr != nil {
+		return repoErr
+	}
+	b, err := build(ctx, repo)
+	if err != nil {
+		return err
+	}
+	// Kept only as the answer of exactly these versions: a commit that
+	// landed while it was built may show in it.
+	if keep && h.answers.max > 0 {
+		if after, err := h.versions(ctx); err == nil && after == v {
+			h.answers.put(etag, b)
+		}
+	}
+	writeJSONBytes(w, r, http.StatusOK, b)
+	return nil
 }
 
 func (h *Handler) getVersions(w http.ResponseWriter, r *http.Request) error {
@@ -143,65 +175,56 @@ func (h *Handler) getRuns(w http.ResponseWriter, r *http.Request) error {
 		}
 		f.Params = append(f.Params, pf)
 	}
-	repo, err := h.tracked(w, r, "runs", q)
-	if err != nil || repo == nil {
-		return err
-	}
-	runs, err := repo.Runs(r.Context(), f)
-	if err != nil {
-		return err
-	}
-	writeJSONValue(w, r, http.StatusOK, runs, true)
-	return nil
+	return h.answer(w, r, "runs", q, false, func(ctx context.Context, repo *tracking.Repo) ([]byte, error) {
+		runs, err := repo.Runs(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		return encodeJSON(runs, true)
+	})
 }
 
-// runRoute prepares the answer of a route about one run.
-func (h *Handler) runRoute(w http.ResponseWriter, r *http.Request, route, id string) (*tracking.Repo, tracking.RunInfo, error) {
+// runRoute answers a route about one run: build encodes the answer
+// from the run's record.
+func (h *Handler) runRoute(w http.ResponseWriter, r *http.Request, route, id string,
+	build func(ctx context.Context, repo *tracking.Repo, in tracking.RunInfo) ([]byte, error)) error {
 	q, err := parseQuery(r.URL.RawQuery, nil, nil)
 	if err != nil {
-		return nil, tracking.RunInfo{}, err
+		return err
 	}
-	repo, err := h.tracked(w, r, route+"\x00"+id, q)
-	if err != nil || repo == nil {
-		return nil, tracking.RunInfo{}, err
-	}
-	in, err := inspect.ResolveRun(r.Context(), repo, id)
-	return repo, in, err
+	return h.answer(w, r, route+"\x00"+id, q, false, func(ctx context.Context, repo *tracking.Repo) ([]byte, error) {
+		in, err := inspect.ResolveRun(ctx, repo, id)
+		if err != nil {
+			return nil, err
+		}
+		return build(ctx, repo, in)
+	})
 }
 
 func (h *Handler) getRun(w http.ResponseWriter, r *http.Request, id string) error {
-	repo, in, err := h.runRoute(w, r, "run", id)
-	if err != nil || repo == nil {
-		return err
-	}
-	writeJSONValue(w, r, http.StatusOK, in, true)
-	return nil
+	return h.runRoute(w, r, "run", id, func(_ context.Context, _ *tracking.Repo, in tracking.RunInfo) ([]byte, error) {
+		return encodeJSON(in, true)
+	})
 }
 
 func (h *Handler) getParams(w http.ResponseWriter, r *http.Request, id string) error {
-	repo, in, err := h.runRoute(w, r, "params", id)
-	if err != nil || repo == nil {
-		return err
-	}
-	ps, err := inspect.RunParams(r.Context(), repo, in.ID)
-	if err != nil {
-		return err
-	}
-	writeJSONValue(w, r, http.StatusOK, ps, true)
-	return nil
+	return h.runRoute(w, r, "params", id, func(ctx context.Context, repo *tracking.Repo, in tracking.RunInfo) ([]byte, error) {
+		ps, err := inspect.RunParams(ctx, repo, in.ID)
+		if err != nil {
+			return nil, err
+		}
+		return encodeJSON(ps, true)
+	})
 }
 
 func (h *Handler) getSeries(w http.ResponseWriter, r *http.Request, id string) error {
-	repo, in, err := h.runRoute(w, r, "series", id)
-	if err != nil || repo == nil {
-		return err
-	}
-	series, err := inspect.RunSeries(r.Context(), repo, in.ID)
-	if err != nil {
-		return err
-	}
-	writeJSONValue(w, r, http.StatusOK, inspect.WebSeriesOf(series), true)
-	return nil
+	return h.runRoute(w, r, "series", id, func(ctx context.Context, repo *tracking.Repo, in tracking.RunInfo) ([]byte, error) {
+		series, err := inspect.RunSeries(ctx, repo, in.ID)
+		if err != nil {
+			return nil, err
+		}
+		return encodeJSON(inspect.WebSeriesOf(series), true)
+	})
 }
 
 // maxPointsLimit bounds max_points.
@@ -256,29 +279,25 @@ func (h *Handler) getPoints(w http.ResponseWriter, r *http.Request) error {
 		}
 		opts.Time = tr
 	}
-	repo, err := h.tracked(w, r, "points", q)
-	if err != nil || repo == nil {
-		return err
-	}
-	pts, err := inspect.SeriesPoints(r.Context(), repo, ids, opts)
-	if err != nil {
-		return err
-	}
-	size := 4
-	for i := range pts {
-		size += pts[i].JSONSize()
-	}
-	b := make([]byte, 0, size)
-	b = append(b, '[')
-	for i := range pts {
-		if i > 0 {
-			b = append(b, ',')
+	return h.answer(w, r, "points", q, true, func(ctx context.Context, repo *tracking.Repo) ([]byte, error) {
+		pts, err := inspect.SeriesPoints(ctx, repo, ids, opts)
+		if err != nil {
+			return nil, err
 		}
-		b = pts[i].AppendJSON(b)
-	}
-	b = append(b, "]\n"...)
-	writeJSONBytes(w, r, http.StatusOK, b)
-	return nil
+		size := 4
+		for i := range pts {
+			size += pts[i].JSONSize()
+		}
+		b := make([]byte, 0, size)
+		b = append(b, '[')
+		for i := range pts {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = pts[i].AppendJSON(b)
+		}
+		return append(b, "]\n"...), nil
+	})
 }
 
 func (h *Handler) getStats(w http.ResponseWriter, r *http.Request) error {
@@ -290,14 +309,11 @@ func (h *Handler) getStats(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	repo, err := h.tracked(w, r, "stats", q)
-	if err != nil || repo == nil {
-		return err
-	}
-	stats, err := inspect.SeriesStatsList(r.Context(), repo, ids)
-	if err != nil {
-		return err
-	}
-	writeJSONValue(w, r, http.StatusOK, stats, false)
-	return nil
+	return h.answer(w, r, "stats", q, true, func(ctx context.Context, repo *tracking.Repo) ([]byte, error) {
+		stats, err := inspect.SeriesStatsList(ctx, repo, ids)
+		if err != nil {
+			return nil, err
+		}
+		return encodeJSON(stats, false)
+	})
 }

@@ -16,6 +16,7 @@ if [ -z "${DIR:-}" ]; then
 fi
 flags="-apibench.dir $DIR -apibench.load $LOAD -apibench.rows $ROWS"
 bench() { go test ./tests/api -run '^$' -bench "$1" -benchtime "$2" -timeout 1h $flags; }
+bench 'BenchmarkSeriesRead/warm-pair$' 400x
 bench 'BenchmarkSeriesRead/warm$' 2000x
 bench 'BenchmarkSeriesRead/warm-blocks' 1000x
 bench 'BenchmarkSeriesRead/cold' 30x

@@ -26,11 +26,14 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
+	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,6 +56,13 @@ var (
 	benchKeep = flag.String("apibench.dir", "", "keep (and reuse) the benchmark repository and tables in `DIR`")
 	benchLoad = flag.Duration("apibench.load", 5*time.Second, "duration of each 32-client load run")
 	benchRows = flag.Int("apibench.rows", 1_000_000, "rows of the large streamed table")
+	// -apibench.profile builds kv0 with -tags kv0_profile and has the warm
+	// benchmarks' servers write their CPU, block, mutex and heap profiles
+	// and an execution trace into DIR (native/cmd/kv0/serve_profile.go).
+	benchProfile  = flag.String("apibench.profile", "", "profile the warm benchmarks' kv0 serve into `DIR` (cpu.pprof, trace.out, block.pprof, mutex.pprof, heap.pprof)")
+	benchBaseline = flag.String("apibench.baseline", "", "also time the kv0 binary at `PATH` (another build, e.g. before a change) in warm-pair")
+	benchEnvs     = flag.String("apibench.serve-env", "", "extra environment of every kv0 serve, `K=V,K=V` (e.g. GODEBUG=gctrace=1)")
+	benchStderr   = flag.Bool("apibench.serve-stderr", false, "copy kv0 serve's standard error to this process' (with -apibench.serve-env GODEBUG=gctrace=1)")
 )
 
 const (
@@ -108,6 +118,10 @@ func buildBench() (*benchEnv, error) {
 	}
 	env := &benchEnv{kv0: filepath.Join(dir, "kv0"), repo: filepath.Join(dir, "repo"), rows: filepath.Join(dir, "rows"), large: *benchRows}
 	build := exec.Command("go", "build", "-o", env.kv0, "./native/cmd/kv0")
+	if *benchProfile != "" {
+		env.kv0 += "-profile" // never mistaken for the release build
+		build = exec.Command("go", "build", "-tags", "kv0_profile", "-o", env.kv0, "./native/cmd/kv0")
+	}
 	build.Dir = filepath.Join("..", "..")
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("go build: %v\n%s", err, out)
@@ -218,15 +232,28 @@ type server struct {
 	url string
 }
 
-func startServer(b *testing.B, env *benchEnv, root string) *server {
+func startServer(b *testing.B, env *benchEnv, root string, extraEnv ...string) *server {
+	return startServerArgs(b, env, root, nil, extraEnv...)
+}
+
+// startServerArgs starts kv0 serve with more arguments and environment.
+func startServerArgs(b *testing.B, env *benchEnv, root string, args []string, extraEnv ...string) *server {
 	b.Helper()
-	cmd := exec.Command(env.kv0, "serve", root, "--listen", "127.0.0.1:0")
+	cmd := exec.Command(env.kv0, append([]string{"serve", root, "--listen", "127.0.0.1:0"}, args...)...)
+	cmd.Env = os.Environ()
+	if *benchEnvs != "" {
+		cmd.Env = append(cmd.Env, strings.Split(*benchEnvs, ",")...)
+	}
+	cmd.Env = append(cmd.Env, extraEnv...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		b.Fatal(err)
 	}
 	var stderr bytes.Buffer // kept out of the benchmark's output lines
 	cmd.Stderr = &stderr
+	if *benchStderr {
+		cmd.Stderr = os.Stderr
+	}
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
@@ -246,6 +273,19 @@ func startServer(b *testing.B, env *benchEnv, root string) *server {
 func (s *server) stop() {
 	_ = s.cmd.Process.Signal(os.Interrupt)
 	_ = s.cmd.Wait()
+}
+
+// profileEnv is the environment that has a warm benchmark's server profile
+// itself into -apibench.profile's folder (none without the flag).
+func profileEnv(b *testing.B) []string {
+	if *benchProfile == "" {
+		return nil
+	}
+	dir := filepath.Join(*benchProfile, strings.ReplaceAll(b.Name(), "/", "_"))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	return []string{"KV0_PROFILE_DIR=" + dir}
 }
 
 // peakRSS is the server's peak resident memory (Linux VmHWM), in MB.
@@ -269,6 +309,8 @@ func newClient() *http.Client {
 	return &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: benchClients * 2, MaxConnsPerHost: benchClients * 2}}
 }
 
+// getBody reads url's answer whole (so that the connection is reused) and
+// returns its length.
 func getBody(c *http.Client, url string) (int64, error) {
 	resp, err := c.Get(url)
 	if err != nil {
@@ -280,6 +322,60 @@ func getBody(c *http.Client, url string) (int64, error) {
 		err = fmt.Errorf("%s: status %d", url, resp.StatusCode)
 	}
 	return n, err
+}
+
+// reader is the client of the latency benchmarks: one keep-alive
+// connection per server, requests built once per URL and the answer read
+// whole into one buffer of its own (large enough for a 1,000-point series
+// in one read when the bytes are there), so that it allocates and copies
+// little beside net/http's own work.
+type reader struct {
+	c   *http.Client
+	buf []byte
+}
+
+func newReader() *reader {
+	return &reader{c: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, ReadBufferSize: 64 << 10,
+		DisableCompression: true}}, buf: make([]byte, 1<<20)}
+}
+
+func (rd *reader) get(req *http.Request) (int, error) {
+	resp, err := rd.c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	n := 0
+	for {
+		if n == len(rd.buf) {
+			rd.buf = append(rd.buf, make([]byte, len(rd.buf))...)
+		}
+		k, err := resp.Body.Read(rd.buf[n:])
+		n += k
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	if resp.StatusCode != 200 {
+		return n, fmt.Errorf("%s: status %d: %s", req.URL, resp.StatusCode, rd.buf[:min(n, 200)])
+	}
+	return n, nil
+}
+
+// pointsRequests are the requests of pointsURL for every id.
+func pointsRequests(b *testing.B, base string, ids []tracking.SeriesID) []*http.Request {
+	reqs := make([]*http.Request, len(ids))
+	for i, id := range ids {
+		req, err := http.NewRequest(http.MethodGet, pointsURL(base, id), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		reqs[i] = req
+	}
+	return reqs
 }
 
 func pointsURL(base string, id tracking.SeriesID) string {
@@ -323,22 +419,24 @@ func BenchmarkSeriesRead(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer r.Close()
-		s := startServer(b, env, env.repo)
+		// Every path reads the series (no answers kept).
+		s := startServerArgs(b, env, env.repo, []string{"--answer-cache", "0"}, profileEnv(b)...)
 		defer s.stop()
 		// The same handler in this process, on loopback too (what the
 		// handler adds without a second process to schedule) and called
 		// directly (what it adds without HTTP).
-		h := api.New(st, "", api.Options{})
+		h := api.New(st, "", api.Options{AnswerCache: -1})
 		defer h.Close()
 		local := httptest.NewServer(h)
 		defer local.Close()
-		c := newClient()
-		for _, id := range env.ids {
+		rd := newReader()
+		srvReqs, localReqs := pointsRequests(b, s.url, env.ids), pointsRequests(b, local.URL, env.ids)
+		for i, id := range env.ids {
 			if err := readGo(r, id); err != nil {
 				b.Fatal(err)
 			}
-			for _, base := range []string{s.url, local.URL} {
-				if _, err := getBody(c, pointsURL(base, id)); err != nil {
+			for _, req := range []*http.Request{srvReqs[i], localReqs[i]} {
+				if _, err := rd.get(req); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -346,17 +444,18 @@ func BenchmarkSeriesRead(b *testing.B) {
 		goDs, srvDs, localDs, handlerDs := make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N), make([]time.Duration, 0, b.N)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			id := env.ids[i%len(env.ids)]
+			k := i % len(env.ids)
+			id := env.ids[k]
 			t0 := time.Now()
 			if err := readGo(r, id); err != nil {
 				b.Fatal(err)
 			}
 			t1 := time.Now()
-			if _, err := getBody(c, pointsURL(s.url, id)); err != nil {
+			if _, err := rd.get(srvReqs[k]); err != nil {
 				b.Fatal(err)
 			}
 			t2 := time.Now()
-			if _, err := getBody(c, pointsURL(local.URL, id)); err != nil {
+			if _, err := rd.get(localReqs[k]); err != nil {
 				b.Fatal(err)
 			}
 			t3 := time.Now()
@@ -373,6 +472,98 @@ func BenchmarkSeriesRead(b *testing.B) {
 		b.ReportMetric(percentile(localDs, 0.5)-percentile(goDs, 0.5), "inproc-added-p50-ms")
 		b.ReportMetric(percentile(handlerDs, 0.5)-percentile(goDs, 0.5), "handler-added-p50-ms")
 	})
+	// Warm, the issue's pair alone: the Go API and kv0 serve, alternately,
+	// this process collecting nothing while a server is timed, so that the
+	// collection of the Go API's garbage (15 MB a read) never runs beside
+	// the server's work (with this process otherwise idle while it waits
+	// for the answer, the collector's idle workers would take both cores).
+	// Forcing a collection before each read instead (runtime.GC) made the
+	// Go API's reads slower than the server's: their fresh heap faults its
+	// pages in again. kv0 serve runs twice: keeping no answers (--answer-cache 0,
+	// every request reads its series as ReadMany does: what the server
+	// adds to the same read) and as it ships (answers kept by version);
+	// -apibench.baseline adds another build of kv0 serve (keeping no
+	// answers), e.g. the one before a change, to the same loop.
+	b.Run("warm-pair", func(b *testing.B) {
+		r, err := tracking.OpenRepo(ctx, st, "", tracking.RepoOptions{ReadOnly: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer r.Close()
+		type path struct {
+			name string
+			reqs []*http.Request
+			ds   []time.Duration
+		}
+		paths := []*path{{name: "go"}}
+		serve := func(name string, bin string, args []string, extraEnv ...string) {
+			e := *env
+			e.kv0 = bin
+			s := startServerArgs(b, &e, e.repo, args, extraEnv...)
+			b.Cleanup(s.stop)
+			paths = append(paths, &path{name: name, reqs: pointsRequests(b, s.url, e.ids)})
+		}
+		serve("serve-uncached", env.kv0, []string{"--answer-cache", "0"}, profileEnv(b)...)
+		serve("serve", env.kv0, nil)
+		if *benchBaseline != "" {
+			serve("baseline", *benchBaseline, nil) // an older build: no answer cache, or --answer-cache 0 would be refused
+		}
+		rd := newReader()
+		rng, order := rand.New(rand.NewPCG(1, 2)), slices.Clone(paths)
+		read := func(p *path, k int) error {
+			if p.reqs == nil {
+				return readGo(r, env.ids[k])
+			}
+			_, err := rd.get(p.reqs[k])
+			return err
+		}
+		for k := range env.ids {
+			for _, p := range paths {
+				if err := read(p, k); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			k := i % len(env.ids)
+			// In a new order each time: a path timed right after the Go
+			// API's read runs while this process still sweeps that
+			// read's garbage, so none may always follow it.
+			rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+			for _, p := range order {
+				// While a server is timed this process collects nothing:
+				// SetGCPercent(-1) first waits for a collection under way
+				// to finish (untimed). The Go API's reads collect as any
+				// program's do, in their own time.
+				gcPercent := 100
+				if p.reqs != nil {
+					gcPercent = debug.SetGCPercent(-1)
+				}
+				var err error
+				t0 := time.Now()
+				// A region per read, so that an execution trace of this
+				// process (-test.trace) tells the paths apart.
+				trace.WithRegion(ctx, p.name, func() { err = read(p, k) })
+				p.ds = append(p.ds, time.Since(t0))
+				if p.reqs != nil {
+					debug.SetGCPercent(gcPercent)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		goP50 := percentile(paths[0].ds, 0.5)
+		for _, p := range paths {
+			b.ReportMetric(percentile(p.ds, 0.5), p.name+"-p50-ms")
+			b.ReportMetric(percentile(p.ds, 0.99), p.name+"-p99-ms")
+			if p != paths[0] {
+				b.ReportMetric(percentile(p.ds, 0.5)-goP50, p.name+"-added-p50-ms")
+			}
+		}
+		b.ReportMetric(0, "ns/op")
+	})
 	// Warm, each path in a loop of its own (the machine's load may drift
 	// between them; the alternating loop above trades that for the
 	// interference of one path's garbage with the next).
@@ -382,9 +573,9 @@ func BenchmarkSeriesRead(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer r.Close()
-		s := startServer(b, env, env.repo)
+		s := startServerArgs(b, env, env.repo, []string{"--answer-cache", "0"})
 		defer s.stop()
-		h := api.New(st, "", api.Options{})
+		h := api.New(st, "", api.Options{AnswerCache: -1})
 		defer h.Close()
 		local := httptest.NewServer(h)
 		defer local.Close()
@@ -528,15 +719,22 @@ func BenchmarkSeriesLoad(b *testing.B) {
 			return err
 		})
 	})
-	b.Run("serve", func(b *testing.B) {
-		s := startServer(b, env, env.repo)
-		defer s.stop()
-		c := newClient()
-		load(b, func(i int) error {
-			_, err := getBody(c, pointsURL(s.url, env.ids[i%len(env.ids)]))
-			return err
+	// As kv0 serve ships (most answers kept after the first round), and
+	// with no answers kept (every request reads its series).
+	for _, v := range []struct {
+		name string
+		args []string
+	}{{"serve", nil}, {"serve-uncached", []string{"--answer-cache", "0"}}} {
+		b.Run(v.name, func(b *testing.B) {
+			s := startServerArgs(b, env, env.repo, v.args)
+			defer s.stop()
+			c := newClient()
+			load(b, func(i int) error {
+				_, err := getBody(c, pointsURL(s.url, env.ids[i%len(env.ids)]))
+				return err
+			})
 		})
-	})
+	}
 }
 
 func BenchmarkRowsStream(b *testing.B) {

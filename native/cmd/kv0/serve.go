@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -23,12 +24,18 @@ import (
 	"github.com/kv0/kv0/native/location"
 )
 
+// serveProfile, when set (serve_profile.go, -tags kv0_profile), starts
+// profiling the server and returns what stops it and writes the profiles.
+var serveProfile func() (stop func() error, err error)
+
 const serveDetails = `ROOT is any location (a folder, s3://, gs://, az://, http(s)://): a tracking
 repository, a folder of Lance datasets, or both. The server binds to loopback
 unless --listen says otherwise (default 127.0.0.1:8080; port 0 picks a free
-one), prints its URL, and stops on SIGINT or SIGTERM. --token-file requires "Authorization:
-Bearer TOKEN" on every route but /healthz. Routes: /api/v1/... (docs/http-api.md),
-/files/KEY (ROOT's objects, with Range), /wasm/ and / (the dashboard).`
+one), prints its URL, and stops on SIGINT or SIGTERM. --token-file requires
+"Authorization: Bearer TOKEN" on every route but /healthz. --answer-cache
+bounds the memory of the answers kept for repeated requests on unchanged
+tables. Routes: /api/v1/... (docs/http-api.md), /files/KEY (ROOT's objects,
+with Range), /wasm/ and / (the dashboard).`
 
 // cmdServe runs `kv0 serve`: the HTTP read API over ROOT (httpstore/api),
 // ROOT's objects at /files/, the dashboard at / and the WebAssembly module
@@ -41,6 +48,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	open := fset.Bool("open", false, "open the dashboard in a browser")
 	webDir := fset.String("web", "", "serve the dashboard from `DIR` (default: out/web of kv0's project)")
 	wasmDir := fset.String("wasm", "", "serve the WebAssembly module from `DIR` (default: out/wasm of kv0's project)")
+	answerMB := fset.Int("answer-cache", api.DefaultAnswerCache>>20, "keep up to `MB` of encoded answers of points and stats, by the tables' versions (0: none)")
 	pos, err := parseArgs(fset, args, stderr)
 	if err != nil {
 		return err
@@ -58,6 +66,26 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if cfg.token = strings.TrimSpace(string(b)); cfg.token == "" {
 			return usagef("--token-file: %s is empty", *tokenFile)
 		}
+	}
+	if *answerMB < 0 {
+		return usagef("--answer-cache: %d MB is negative (give 0 to keep no answers)", *answerMB)
+	}
+	if cfg.answerCache = int64(*answerMB) << 20; cfg.answerCache == 0 {
+		cfg.answerCache = -1 // none
+	}
+	if serveProfile != nil {
+		stopProfile, err := serveProfile()
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if err := stopProfile(); err != nil {
+				fmt.Fprintf(stderr, "kv0 serve: %v\n", err)
+			}
+		}()
+	}
+	if gogc, ok := serveGCPercent(os.Getenv); ok {
+		debug.SetGCPercent(gogc)
 	}
 	srv, err := startServe(ctx, cfg, stdout, stderr)
 	if err != nil {
@@ -79,6 +107,7 @@ type serveConfig struct {
 	loc, listen, token, origin string
 	open                       bool
 	webDir, wasmDir            string // "" for the defaults of staticDir
+	answerCache                int64  // api.Options.AnswerCache: 0 the default, -1 none
 }
 
 // server is a running kv0 serve: startServe starts it, stop ends it.
@@ -116,7 +145,7 @@ func startServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) 
 	}
 	logger := log.New(stderr, "", log.LstdFlags)
 	h := api.New(st, root, api.Options{AllowOrigin: cfg.origin, Token: cfg.token, Files: true, Web: web, Wasm: wasm,
-		Logf: logger.Printf})
+		Logf: logger.Printf, AnswerCache: cfg.answerCache})
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
 		h.Close()
@@ -139,9 +168,8 @@ func startServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) 
 	if f, ok := stdout.(interface{ Sync() error }); ok {
 		_ = f.Sync()
 	}
-	s := &server{srv: &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: logger}, h: h,
-		served: make(chan error, 1), stderr: stderr}
-	go func() { s.served <- s.srv.Serve(ln) }()
+	s := &server{srv: newHTTPServer(h, logger), h: h, served: make(chan error, 1), stderr: stderr}
+	go func() { s.served <- s.srv.Serve(holdListener{ln}) }()
 	if cfg.open {
 		if err := openBrowser(url); err != nil {
 			fmt.Fprintf(stderr, "kv0 serve: --open: %v\n", err)
@@ -212,5 +240,91 @@ func openBrowser(url string) error {
 		return err
 	}
 	go func() { _ = cmd.Wait() }()
+	return nil
+}
+
+// serveGCPercent is the GOGC of kv0 serve when the environment sets none:
+// 300. A warm series read allocates about 15 MB (the decoded 100k points)
+// while the server's live heap is about 12 MB, so at Go's default of 100
+// the server collected 1.5 times a request and spent half of each in the
+// collector's mark phase, which on two cores takes a quarter of the CPU
+// from the read and its assists more: that was most of what the server
+// added to a read it did again (docs/benchmarks.md). At 300 the heap may
+// grow to four times the live one between collections: streaming a 1M or
+// 2M-row table peaked at 175–202 MB instead of 83–91 MB (still flat in the
+// rows). GOGC=100 in the environment restores the default.
+func serveGCPercent(getenv func(string) string) (int, bool) {
+	if getenv("GOGC") != "" {
+		return 0, false // the user's choice stands
+	}
+	return 300, true
+}
+
+// newHTTPServer is the server of kv0 serve, for a holdListener: each
+// connection's requests carry it as their api.WriteHolder.
+func newHTTPServer(h http.Handler, logger *log.Logger) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: logger, ConnContext: holdContext}
+}
+
+func holdContext(ctx context.Context, c net.Conn) context.Context {
+	if hc, ok := c.(*holdConn); ok {
+		return api.WithWriteHolder(ctx, hc)
+	}
+	return ctx
+}
+
+// holdListener accepts holdConns.
+type holdListener struct{ net.Listener }
+
+func (l holdListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &holdConn{Conn: c}, nil
+}
+
+// holdConn is a connection whose writes the API may hold and release at
+// once (api.WriteHolder): an answer then leaves in one write instead of
+// net/http's two (its 4 KiB buffer, then the rest). net/http writes to a
+// connection from the goroutine serving it, which is the one holding.
+type holdConn struct {
+	net.Conn
+	held bool
+	buf  []byte
+}
+
+func (c *holdConn) Write(p []byte) (int, error) {
+	if c.held {
+		c.buf = append(c.buf, p...)
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+// Hold keeps the writes from now on.
+func (c *holdConn) Hold() { c.held = true }
+
+// Release writes what was kept in one write.
+func (c *holdConn) Release() error {
+	c.held = false
+	if len(c.buf) == 0 {
+		return nil
+	}
+	_, err := c.Conn.Write(c.buf)
+	if cap(c.buf) > 1<<20 {
+		c.buf = nil // an idle connection keeps no large buffer
+	} else {
+		c.buf = c.buf[:0]
+	}
+	return err
+}
+
+// CloseWrite half-closes a TCP connection, as net/http does before
+// closing one.
+func (c *holdConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
 	return nil
 }

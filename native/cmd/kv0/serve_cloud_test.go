@@ -18,9 +18,9 @@ import (
 	"github.com/kv0/kv0/native/location"
 )
 
-// startServe runs `kv0 serve ROOT --listen 127.0.0.1:0` in process until
+// serveInProcess runs `kv0 serve ROOT --listen 127.0.0.1:0` in process until
 // the test ends and returns its base URL.
-func startServe(t *testing.T, root string) string {
+func serveInProcess(t *testing.T, root string) string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
@@ -135,7 +135,7 @@ func TestServeOnObjectStores(t *testing.T) {
 	for _, r := range roots {
 		uploadDir(t, sr.dir, r)
 	}
-	local := startServe(t, sr.dir)
+	local := serveInProcess(t, sr.dir)
 
 	type request struct {
 		path   string
@@ -230,7 +230,7 @@ func TestServeOnObjectStores(t *testing.T) {
 	}
 	for _, root := range roots {
 		t.Run(root[:2], func(t *testing.T) {
-			base := startServe(t, root)
+			base := serveInProcess(t, root)
 			diffs := 0
 			for i, r := range reqs {
 				got := getAnswer(t, base, r.path, r.header)

@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -18,6 +20,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -196,7 +199,11 @@ func TestServeMatchesCLI(t *testing.T) {
 	}
 	h := api.New(st, "", api.Options{Files: true})
 	defer h.Close()
-	srv := httptest.NewServer(h)
+	// kv0 serve's server, whose answers leave in one write.
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config = newHTTPServer(h, log.New(io.Discard, "", 0))
+	srv.Listener = holdListener{srv.Listener}
+	srv.Start()
 	defer srv.Close()
 	if len(sr.datasets) < 2 {
 		t.Log("lance-samples fixtures not found: comparing the kv0-written dataset only")
@@ -606,6 +613,8 @@ func TestServeUsage(t *testing.T) {
 		{"serve", dir, "--web", filepath.Join(dir, "missing")},
 		{"serve", dir, "--wasm", empty},
 		{"serve", dir, "--allow-origin", ""},
+		{"serve", dir, "--answer-cache", "-1"},
+		{"serve", dir, "--answer-cache", "lots"},
 		{"serve", dir, "--nope"},
 		{"runs", dir, "--archived", "maybe"},
 		{"runs", dir, "--param", "lr"},
@@ -622,5 +631,109 @@ func TestServeUsage(t *testing.T) {
 	}
 	if code := run(context.Background(), []string{"serve", dir, "--listen", "256.0.0.1:1"}, &out, &errOut); code != 1 {
 		t.Errorf("bad listen address: exit %d", code)
+	}
+}
+
+// countingListener counts the writes to the connections it accepts.
+type countingListener struct {
+	net.Listener
+	writes *atomic.Int64
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return countingConn{c, l.writes}, nil
+}
+
+type countingConn struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c countingConn) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// TestServeAnswerInOneWrite checks that kv0 serve's server sends an
+// answer the handler has whole (headers and a 3,000-point body) in one
+// write to the connection, the same bytes as the handler writes, where
+// net/http alone takes two (its 4 KiB buffer, then the rest).
+func TestServeAnswerInOneWrite(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.Background()
+	st, err := fsstore.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := tracking.OpenRepo(ctx, st, "", tracking.RepoOptions{FlushInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rn, err := r.StartRun(ctx, tracking.RunSpec{Name: "one"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := 0; s < 3000; s++ {
+		if err := rn.Track(math.Sin(float64(s)), "loss"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id, _ := tracking.NewSeriesID(rn.ID(), "loss", nil)
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h := api.New(st, "", api.Options{AnswerCache: -1})
+	defer h.Close()
+	target := fmt.Sprintf("/api/v1/series/points?ids=%d&max_points=0", id)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+	if rec.Code != 200 || rec.Body.Len() < 16<<10 {
+		t.Fatalf("the handler: %d, %d bytes", rec.Code, rec.Body.Len())
+	}
+	for _, held := range []bool{true, false} {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var writes atomic.Int64
+		var l net.Listener = countingListener{ln, &writes}
+		if held {
+			l = holdListener{l}
+		}
+		srv := newHTTPServer(h, log.New(io.Discard, "", 0))
+		go srv.Serve(l)
+		c := &http.Client{Transport: &http.Transport{DisableCompression: true}}
+		for i := 0; i < 3; i++ { // one connection, kept alive
+			before := writes.Load()
+			resp, err := c.Get("http://" + ln.Addr().String() + target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || resp.StatusCode != 200 || !bytes.Equal(body, rec.Body.Bytes()) {
+				t.Fatalf("held %v: %d (%v), %d bytes, want the handler's %d", held, resp.StatusCode, err, len(body), rec.Body.Len())
+			}
+			n := writes.Load() - before
+			if held && n != 1 || !held && n < 2 {
+				t.Errorf("held %v: the answer took %d writes", held, n)
+			}
+		}
+		srv.Close()
+	}
+}
+
+func TestServeGCPercent(t *testing.T) {
+	env := map[string]string{}
+	if n, ok := serveGCPercent(func(k string) string { return env[k] }); !ok || n != 300 {
+		t.Errorf("no GOGC: %d %v, want 300", n, ok)
+	}
+	env["GOGC"] = "50"
+	if _, ok := serveGCPercent(func(k string) string { return env[k] }); ok {
+		t.Error("GOGC=50 was overridden")
 	}
 }
