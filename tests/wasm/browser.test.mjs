@@ -38,6 +38,15 @@ window.call = async (path, ...args) => {
 window.ready = load({ worker: new URLSearchParams(location.search).has('worker') }).then((m) => { window.kv0 = m; return true; });
 </script>`;
 
+// load() with no options: whether the module runs on the page's thread
+// shows in the page's globals (wasm_exec.js defines Go where it runs).
+const defaultPage = (moduleURL) => `<!doctype html><meta charset="utf-8"><script type="module">
+window.ready = import(${JSON.stringify(moduleURL)}).then(({ load }) => load()).then(async (m) => {
+  const cat = await m.lance.cat(new URLSearchParams(location.search).get('t'));
+  return { onPage: typeof globalThis.Go === 'function', cat };
+}, (e) => ({ code: e.code, message: String(e.message) }));
+</script>`;
+
 // Every call gets a deadline, so a hang fails the test instead of stalling it.
 async function inPage(page, fn, arg, ms = 30000) {
   let timer;
@@ -70,9 +79,10 @@ describe('browser', { skip: !haveChromium && 'no Chromium (set CI=true to make t
       for (let i = 0; i < Math.min(b.length / 2, 4000); i++) b[i] ^= 0xa5;
       await writeFile(p, b);
     }
-    pageSrv = await startServer({ root: WASM_DIR, files: { '/test.html': PAGE } });
+    pageSrv = await startServer({ root: WASM_DIR, files: { '/test.html': PAGE, '/default.html': defaultPage('./kv0.mjs') } });
     dataSrv = await startServer({
       root: d,
+      files: { '/default-xorigin.html': defaultPage(`${pageSrv.url}/kv0.mjs`) },
       faults: (path) => {
         for (const [prefix, f] of faults) if (path.startsWith(prefix)) return f;
         return undefined;
@@ -254,6 +264,21 @@ describe('browser', { skip: !haveChromium && 'no Chromium (set CI=true to make t
     } finally {
       await signer?.stop();
       await s3.stop();
+    }
+  });
+
+  it('load() decodes in a Worker by default, and on the page thread when the module comes from another origin', async () => {
+    const t = `${dataSrv.url}/made/t.lance`;
+    const want = await kv0(['lance', 'cat', t]);
+    for (const [at, onPage] of [[`${pageSrv.url}/default.html`, false], [`${dataSrv.url}/default-xorigin.html`, true]]) {
+      const p = await browser.newPage();
+      try {
+        await p.goto(`${at}?t=${encodeURIComponent(t)}`);
+        const got = await inPage(p, () => window.ready);
+        assert.deepEqual(got, { onPage, cat: want }, at);
+      } finally {
+        await p.close();
+      }
     }
   });
 
