@@ -8,6 +8,14 @@
 // A Signer refuses keys outside its prefix: every key must pass
 // store.ValidateKey and may not contain "..". URLs expire after a short
 // time (DefaultExpiry) and allow reads only.
+//
+// URLs are signed in fixed time windows of half the expiry: every signature
+// of one object within a window is the same URL (its signing time is the
+// window's start and it expires one expiry later), so a browser's HTTP
+// cache, keyed by URL, serves a second read of an immutable object from
+// the cache. A URL handed out is valid for at least half the expiry
+// (expiries under 2 s have no windows). (GCS
+// V4 URLs carry the signing library's own clock and change every second.)
 package signer
 
 import (
@@ -64,7 +72,8 @@ type Signer struct {
 	expiry   time.Duration
 	listBase *url.URL // the bucket's URL, for ListObjectsV2
 	v4       *v4.Signer
-	cloud    cloudSigner // gs:// and az:// repositories
+	cloud    cloudSigner      // gs:// and az:// repositories
+	now      func() time.Time // nil: time.Now (tests set a clock)
 }
 
 var _ httpstore.Signer = (*Signer)(nil)
@@ -135,6 +144,38 @@ func (g *Signer) Prefix() string { return g.prefix }
 // Expiry returns the lifetime of the URLs.
 func (g *Signer) Expiry() time.Duration { return g.expiry }
 
+// Window returns the signing window: URLs of one object signed within one
+// window are identical. It is half the expiry in whole seconds; 0 (every
+// URL signed afresh) for expiries under 2 s.
+func (g *Signer) Window() time.Duration { return (g.expiry / 2).Truncate(time.Second) }
+
+// signingTime is the start of the signing window holding the current time
+// (windows are multiples of Window since the zero time, so every sign
+// server of one repository agrees on them), or the current time when
+// there are no windows.
+func (g *Signer) signingTime() time.Time {
+	now := time.Now()
+	if g.now != nil {
+		now = g.now()
+	}
+	if w := g.Window(); w > 0 {
+		return now.UTC().Truncate(w)
+	}
+	return now.UTC()
+}
+
+// atTime is the SDK's SigV4 presigner with the signing time fixed to the
+// window's start.
+type atTime struct {
+	s  *v4.Signer
+	at time.Time
+}
+
+func (p atTime) PresignHTTP(ctx context.Context, creds aws.Credentials, r *http.Request, payloadHash, service, region string,
+	_ time.Time, optFns ...func(*v4.SignerOptions)) (string, http.Header, error) {
+	return p.s.PresignHTTP(ctx, creds, r, payloadHash, service, region, p.at, optFns...)
+}
+
 // check refuses keys that are not clean relative keys or contain "..".
 func check(key string, prefix bool) error {
 	var err error
@@ -157,8 +198,8 @@ func (g *Signer) Sign(ctx context.Context, op httpstore.Op, key string, list htt
 
 // SignExpiry is Sign that also returns when the URL expires.
 func (g *Signer) SignExpiry(ctx context.Context, op httpstore.Op, key string, list httpstore.ListParams) (string, time.Time, error) {
-	now := time.Now()
-	expires := now.Add(g.expiry).UTC().Truncate(time.Second)
+	start := g.signingTime()
+	expires := start.Add(g.expiry).Truncate(time.Second)
 	switch op {
 	case httpstore.OpGet:
 		if err := check(key, false); err != nil {
@@ -174,7 +215,7 @@ func (g *Signer) SignExpiry(ctx context.Context, op httpstore.Op, key string, li
 		req, err := g.presign.PresignGetObject(ctx, &s3.GetObjectInput{
 			Bucket: aws.String(g.bucket),
 			Key:    aws.String(g.prefix + key),
-		}, s3.WithPresignExpires(g.expiry))
+		}, s3.WithPresignExpires(g.expiry), func(o *s3.PresignOptions) { o.Presigner = atTime{g.v4, start} })
 		if err != nil {
 			return "", time.Time{}, fmt.Errorf("signer: presign get %s: %w", key, err)
 		}
@@ -193,7 +234,7 @@ func (g *Signer) SignExpiry(ctx context.Context, op httpstore.Op, key string, li
 			}
 			return u, expires, nil
 		}
-		u, err := g.presignList(ctx, key, list, now)
+		u, err := g.presignList(ctx, key, list, start)
 		if err != nil {
 			return "", time.Time{}, fmt.Errorf("signer: presign list %s: %w", key, err)
 		}

@@ -163,3 +163,79 @@ func TestHandler(t *testing.T) {
 		t.Errorf("wrong token through ServerSigner: %v", err)
 	}
 }
+
+// TestSigningWindows checks that URLs are signed in stable windows: every
+// signature of one object (and of one listing) within a window is the same
+// URL, so a browser's HTTP cache serves it again; the next window signs
+// another; each URL is valid for at least half the expiry from when it is
+// handed out, and works.
+func TestSigningWindows(t *testing.T) {
+	opts := fake(t)
+	ctx := context.Background()
+	uri := "s3://kv0-test/windows"
+	writer, err := s3store.Open(ctx, uri, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.Put(ctx, "t.lance/data/a.lance", []byte("immutable bytes")); err != nil {
+		t.Fatal(err)
+	}
+	for _, expiry := range []time.Duration{10 * time.Minute, 3 * time.Second, 2 * time.Second} {
+		g, err := signer.New(ctx, uri, signer.Options{S3: opts, Expiry: expiry})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := g.Window()
+		if w != (expiry / 2).Truncate(time.Second) {
+			t.Fatalf("expiry %v: window %v", expiry, w)
+		}
+		start := time.Now().UTC().Truncate(w)
+		clock := start
+		signer.SetClock(g, func() time.Time { return clock })
+		sign := func(op httpstore.Op) (string, time.Time) {
+			t.Helper()
+			u, exp, err := g.SignExpiry(ctx, op, "t.lance/data/a.lance", httpstore.ListParams{})
+			if op == httpstore.OpList {
+				u, exp, err = g.SignExpiry(ctx, op, "t.lance/", httpstore.ListParams{StartAfter: "t.lance/a"})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if left := exp.Sub(clock); left < expiry/2 || left > expiry {
+				t.Fatalf("expiry %v: a URL signed at %v expires at %v (%v left)", expiry, clock, exp, left)
+			}
+			return u, exp
+		}
+		for _, op := range []httpstore.Op{httpstore.OpGet, httpstore.OpList} {
+			clock = start
+			first, exp := sign(op)
+			if !strings.Contains(first, "X-Amz-Date="+start.Format("20060102T150405Z")) {
+				t.Fatalf("expiry %v: signing time is not the window's start %v: %s", expiry, start, first)
+			}
+			for _, at := range []time.Duration{1, w / 2, w - 1} {
+				clock = start.Add(at)
+				if again, exp2 := sign(op); again != first || !exp2.Equal(exp) {
+					t.Fatalf("expiry %v, op %v: %v into the window another URL:\n%s\n%s", expiry, op, at, first, again)
+				}
+			}
+			clock = start.Add(w)
+			if next, exp2 := sign(op); next == first || !exp2.Equal(exp.Add(w)) {
+				t.Fatalf("expiry %v, op %v: the next window signs the same URL or expiry: %s %v", expiry, op, next, exp2)
+			}
+		}
+		// The window's URL reads the object.
+		clock = time.Now()
+		u, _, err := g.SignExpiry(ctx, httpstore.OpGet, "t.lance/data/a.lance", httpstore.ListParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("expiry %v: GET of the window's URL: %s", expiry, resp.Status)
+		}
+	}
+}

@@ -261,6 +261,35 @@ describe('browser', { skip: !haveChromium && 'no Chromium (set CI=true to make t
       const missing = await call(page, 'lance.info', at('nothing.lance'));
       assert.equal(missing.code, 'NotFound', JSON.stringify(missing));
       assert.deepEqual(await call(page, 'lance.cat', at('made/t.lance'), { limit: 2 }), { ok: await kv0(['lance', 'cat', join(data.dir, 'made/t.lance'), '--limit', '2']) });
+
+      // Stable signing windows: a second read through a new handle (whose
+      // URLs the sign server signs again) asks for the same URLs, and the
+      // HTTP cache answers them (the bucket marks data files immutable).
+      const cdp = await browser.newCDPSession(page);
+      await cdp.send('Network.enable');
+      const seen = [];
+      cdp.on('Network.responseReceived', (e) => seen.push(e.response));
+      const want = await kv0(['lance', 'cat', join(data.dir, 'made/t.lance')]);
+      const dataFile = (r) => /\/data\/made\/t\.lance\/data\/[^/]+\.lance$/.test(new URL(r.url).pathname);
+      const signedAt = (rs) => new Set(rs.map((r) => new URL(r.url).searchParams.get('X-Amz-Date')));
+      let reads;
+      for (let attempt = 0; attempt < 2; attempt++) {
+        reads = [];
+        for (let i = 0; i < 2; i++) {
+          seen.length = 0;
+          assert.deepEqual(await call(page, 'lance.cat', at('made/t.lance')), { ok: want });
+          reads.push(seen.filter(dataFile));
+          // Let the clock pass into the next second, so that a URL signed at
+          // the current time (not at its window's start) would differ.
+          if (i === 0) await new Promise((r) => setTimeout(r, 1005 - (Date.now() % 1000)));
+        }
+        // A window ending between the two reads changes every URL: read again.
+        if (signedAt([...reads[0], ...reads[1]]).size === 1) break;
+      }
+      await cdp.detach();
+      assert.ok(reads[0].length > 0, 'the reads fetch data files');
+      assert.deepEqual(reads[1].map((r) => r.url).sort(), reads[0].map((r) => r.url).sort(), 'the same presigned URLs in one window');
+      assert.ok(reads[1].every((r) => r.fromDiskCache), `the second read is served from the HTTP cache: ${JSON.stringify(reads[1].map((r) => [r.status, r.fromDiskCache, r.headers['cache-control']]))}`);
     } finally {
       await signer?.stop();
       await s3.stop();
