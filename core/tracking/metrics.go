@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -409,10 +410,7 @@ func (r *Repo) readPoints(ctx context.Context, d *lance.Dataset, ids []SeriesID)
 			}
 			p.step = append(p.step, step[i:j]...)
 			p.val = append(p.val, val[i:j]...)
-			p.ts = slices.Grow(p.ts, j-i)
-			for _, t := range ts[i:j] {
-				p.ts = append(p.ts, int64(t))
-			}
+			p.ts = append(p.ts, unsafe.Slice((*int64)(unsafe.Pointer(unsafe.SliceData(ts[i:j]))), j-i)...) // arrow.Timestamp is an int64
 			if ep.NullN() == 0 {
 				p.epoch = append(p.epoch, ep.Int64Values()[i:j]...)
 			} else {
