@@ -6,6 +6,8 @@
 //             then the time per decoded point of warm reads (no added latency)
 //   scan      a 1M-row metrics-shaped table into an Arrow IPC stream: rows/s, and the longest main-thread
 //             stretch without a timer tick (a long task) during the scans
+//   decode    the series read with no I/O (tests/wasm/decodebench from a memory store): native Go against the
+//             same program built for js/wasm and run by Node (V8, as Chromium), alternating, best of each
 // Usage: node bench.mjs [DATA_DIR] (default out/wasm-bench, reused when present).
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -149,6 +151,17 @@ try {
     await new Promise((r) => setTimeout(r, 20));
     return { ms: best, bytes, longest: window.longest, longtask: window.longtask };
   }, tableURL);
+  // Decoding alone, no I/O: native and js/wasm (Node) alternating.
+  const dbin = join(root, 'bin/decodebench'), dwasm = join(root, 'bin/decodebench.wasm');
+  await run('go', ['build', '-o', dbin, './tests/wasm/decodebench'], { cwd: root });
+  await run('go', ['build', '-tags', 'kv0_readonly', '-o', dwasm, './tests/wasm/decodebench'], { cwd: root, env: { ...process.env, GOOS: 'js', GOARCH: 'wasm' } });
+  const goroot = (await run('go', ['env', 'GOROOT'])).stdout.trim();
+  const dargs = [join(dataDir, 'repo'), sid];
+  const best = (a, b) => (!a || b.read_ms < a.read_ms ? { ...b, convert_ms: Math.min(b.convert_ms, a?.convert_ms ?? Infinity) } : { ...a, convert_ms: Math.min(a.convert_ms, b.convert_ms) });
+  for (let i = 0; i < 3; i++) {
+    results.decode_native = best(results.decode_native, JSON.parse((await run(dbin, dargs)).stdout));
+    results.decode_wasm = best(results.decode_wasm, JSON.parse((await run('node', [join(goroot, 'lib/wasm/wasm_exec_node.js'), dwasm, ...dargs], { maxBuffer: 1 << 20 })).stdout));
+  }
 } finally {
   await ctx.close();
   await Promise.all([pageSrv.close(), dataSrv.close()]);
@@ -168,6 +181,8 @@ console.log(`
 | same: time | ${r.wasm_cold.ms.toFixed(0)} ms | ${r.native_cold.ms.toFixed(0)} ms | ${(r.wasm_cold.ms / r.native_cold.ms).toFixed(2)}× |
 | warm read (decoding), per point | ${(r.wasm_warm_ms * 1e6 / pts).toFixed(0)} ns | ${(r.native_warm_ms * 1e6 / pts).toFixed(0)} ns | ${(r.wasm_warm_ms / r.native_warm_ms).toFixed(2)}× |
 | same, load()'s default (a Web Worker) | ${(r.worker_warm_ms * 1e6 / pts).toFixed(0)} ns | | ${(r.worker_warm_ms / r.native_warm_ms).toFixed(2)}× |
+| decoding alone (no I/O, ReadMany from a memory store; wasm in Node), per point | ${(r.decode_wasm.read_ms * 1e6 / r.decode_wasm.points).toFixed(0)} ns | ${(r.decode_native.read_ms * 1e6 / r.decode_native.points).toFixed(0)} ns | ${(r.decode_wasm.read_ms / r.decode_native.read_ms).toFixed(2)}× |
+| same: the conversion to one Float64Array's bytes, per point | ${(r.decode_wasm.convert_ms * 1e6 / r.decode_wasm.points).toFixed(1)} ns | ${(r.decode_native.convert_ms * 1e6 / r.decode_native.points).toFixed(1)} ns | ${(r.decode_wasm.convert_ms / r.decode_native.convert_ms).toFixed(2)}× |
 | scan of 1M rows into Arrow IPC, module on the page thread | ${(1e6 / r.wasm_scan.ms * 1000 / 1e6).toFixed(2)} M rows/s | ${(r.native_scan.rows / r.native_scan.ms * 1000 / 1e6).toFixed(2)} M rows/s | ${(r.native_scan.ms / r.wasm_scan.ms).toFixed(2)}× |
 | same, load()'s default (a Web Worker) | ${(1e6 / r.worker_scan.ms * 1000 / 1e6).toFixed(2)} M rows/s | | ${(r.native_scan.ms / r.worker_scan.ms).toFixed(2)}× |
 | longest main-thread stretch during the scans, default (Worker) | ${r.worker_scan.longest.toFixed(0)} ms (longest long task: ${r.worker_scan.longtask.toFixed(0)} ms) | | |
