@@ -14,7 +14,7 @@ const n = Number(nArg);
 const sid = (await readFile(join(dataDir, 'sid'), 'utf8')).trim();
 const PAGE = `<!doctype html><script type="module">
 const { load } = await import('./kv0.mjs');
-window.kv0 = await load({ env: ${process.env.GOENV ?? '{}'} });
+window.kv0 = await load({ worker: ${process.env.WORKER === '1'}, env: ${process.env.GOENV ?? '{}'} }); // the page's thread unless WORKER=1 (the profile shows the page's thread)
 window.ready = true;
 </script>`;
 const pageSrv = await startServer({ root: resolve(moduleDir), files: { '/p.html': PAGE } });
@@ -60,7 +60,17 @@ try {
       if (!seen.has(f)) { seen.add(f); incl.set(f, (incl.get(f) ?? 0) + t); }
     }
   }
-  console.log(`${what}: ${ms.toFixed(1)} ms per call; profile ${(total / 1000).toFixed(0)} ms`);
+  // The longest run of consecutive samples in which the thread was busy
+  // (neither idle nor sampling the garbage of an empty stack): the longest
+  // task it ran, as the profiler saw it.
+  const idleIds = new Set(profile.nodes.filter((nd) => nd.callFrame.functionName === '(idle)').map((nd) => nd.id));
+  let run = 0, longestBusy = 0;
+  for (let i = 0; i < profile.samples.length; i++) {
+    const d = profile.timeDeltas[i + 1] ?? 0;
+    run = idleIds.has(profile.samples[i]) ? 0 : run + d;
+    longestBusy = Math.max(longestBusy, run);
+  }
+  console.log(`${what}: ${ms.toFixed(1)} ms per call; profile ${(total / 1000).toFixed(0)} ms; longest busy stretch of the page's thread ${(longestBusy / 1000).toFixed(1)} ms`);
   if (process.env.INCL) {
     for (const [name, t] of [...incl].sort((a, b) => b[1] - a[1]).slice(0, Number(process.env.INCL))) {
       console.log(`incl ${(100 * t / total).toFixed(1).padStart(5)}%  ${(t / 1000 / n).toFixed(2).padStart(7)} ms  ${name}`);
