@@ -262,7 +262,7 @@ function wrap(call) {
   return Object.freeze({ lance, openRepo });
 }
 
-// The worker side of load({ worker: true }): this file, started as a module
+// The worker side of load()'s Worker mode: this file, started as a module
 // Worker named kv0-worker, runs kv0.wasm and answers the page's calls.
 if (typeof WorkerGlobalScope !== 'undefined' && globalThis instanceof WorkerGlobalScope && globalThis.name === 'kv0-worker') {
   let callGo = null;
