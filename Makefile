@@ -18,7 +18,7 @@ FUZZTIME  ?= 60s
 APT_PACKAGES := protobuf-compiler nodejs npm
 PROTOC_GEN_GO_LITE_VERSION := v0.14.0
 
-.PHONY: all build run demo test vet unit wasm wasm-size test-wasm wasm-deps web web-deps test-web bench-wasm bench-web fuzz fuzz-short interop-deps azure-deps bench bench-lance bench-kv bench-tracking bench-s3 bench-api proto clean \
+.PHONY: all build run demo test vet unit wasm wasm-prof wasm-size test-wasm wasm-deps web web-deps test-web bench-wasm bench-web fuzz fuzz-short interop-deps azure-deps bench bench-lance bench-kv bench-tracking bench-s3 bench-api proto clean \
 	python python-deps python-test bench-python
 
 all: build
@@ -92,6 +92,13 @@ wasm:
 	cp $(WASM_EXEC) $(WASM_OUT)/wasm_exec.js
 	cp wasm/kv0.mjs wasm/kv0.d.ts wasm/package.json wasm/README.md $(WASM_OUT)/
 	gzip -9 -k -f $(WASM_OUT)/kv0.wasm
+
+# `make wasm-prof` writes out/wasm-prof: the module with its name section
+# (function names) for CPU profiles (tests/wasm/profile.mjs).
+wasm-prof: wasm
+	mkdir -p out/wasm-prof
+	GOOS=js GOARCH=wasm $(GO) build -tags $(WASM_TAGS) $(WASM_GCFLAGS) -trimpath -o out/wasm-prof/kv0.wasm ./wasm
+	cp $(WASM_OUT)/kv0.mjs $(WASM_OUT)/wasm_exec.js out/wasm-prof/
 
 # The size check of `make test`: raw, gzip -9 and brotli sizes of kv0.wasm;
 # fails above the hard limit (docs/benchmarks.md has the per-package table).

@@ -46,13 +46,14 @@ func (fetchTransport) Get(ctx context.Context, url string, header map[string][]s
 		}
 		return nil, err
 	}
+	// The headers as one array of [name, value] pairs (names are lower
+	// case), read by calls into JavaScript: no callback into Go per header.
 	hdr := map[string]string{}
-	each := js.FuncOf(func(this js.Value, args []js.Value) any {
-		hdr[args[1].String()] = args[0].String() // forEach(value, name); names are lower case
-		return nil
-	})
-	resp.Get("headers").Call("forEach", each)
-	each.Release()
+	pairs := global.Get("Array").Call("from", resp.Get("headers"))
+	for i, n := 0, pairs.Length(); i < n; i++ {
+		p := pairs.Index(i)
+		hdr[p.Index(0).String()] = p.Index(1).String()
+	}
 	n := int64(-1)
 	if v, ok := hdr["content-length"]; ok {
 		if x, err := strconv.ParseInt(v, 10, 64); err == nil && x >= 0 {

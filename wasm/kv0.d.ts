@@ -239,7 +239,11 @@ export interface LoadOptions {
   wasmURL?: string | URL;
   /** URL of wasm_exec.js (default: beside kv0.mjs). */
   wasmExecURL?: string | URL;
-  /** In a browser page: run the module in a dedicated Web Worker (same API), so decoding never blocks the page. */
+  /**
+   * In a browser page: run the module in a dedicated Web Worker (same API), so decoding never blocks the page.
+   * Default: true in a page whose origin serves kv0.mjs (falling back to the page's thread when the Worker
+   * cannot start), false elsewhere (Node, workers, a module from another origin).
+   */
   worker?: boolean;
   /** Environment variables of the Go program (for tests). */
   env?: Record<string, string>;

@@ -80,15 +80,34 @@ function checkLocation(location) {
 /**
  * Loads kv0.wasm and starts it. Options: wasmURL (default: kv0.wasm beside
  * this module), wasmExecURL (default: wasm_exec.js beside it), env (the Go
- * program's environment; the test suites use it), worker (in a browser: run
- * the module in a dedicated Web Worker, so decoding never blocks the page;
- * the API is the same).
+ * program's environment; the test suites use it), worker (in a browser
+ * page: run the module in a dedicated Web Worker, so decoding never blocks
+ * the page; the API is the same). In a page whose origin serves this module
+ * the worker is the default; worker: false keeps the module on the page's
+ * thread, and a Worker that cannot start (another origin, a CSP) falls back
+ * to it unless worker: true was asked for.
  */
 export async function load(options = {}) {
-  if (options.worker && typeof Worker === 'function' && typeof window !== 'undefined') {
-    return wrap(await startWorker(options));
+  const page = typeof Worker === 'function' && typeof window !== 'undefined';
+  const want = options.worker ?? (page && sameOrigin(here));
+  if (want && page) {
+    try {
+      return wrap(await startWorker(options));
+    } catch (err) {
+      if (options.worker) throw err;
+    }
   }
   return wrap(await start(options));
+}
+
+// sameOrigin reports whether url shares the page's origin (a module Worker
+// must).
+function sameOrigin(url) {
+  try {
+    return new URL(url).origin === globalThis.location?.origin;
+  } catch {
+    return false;
+  }
 }
 
 // start runs kv0.wasm in this thread and returns call(fn, ...args), which
@@ -148,7 +167,12 @@ async function startWorker(options) {
   };
   const { wasmURL, wasmExecURL, env } = options;
   const abs = (u, d) => new URL(u ?? d, here).href;
-  await call('__start', { wasmURL: abs(wasmURL, 'kv0.wasm'), wasmExecURL: abs(wasmExecURL, 'wasm_exec.js'), env });
+  try {
+    await call('__start', { wasmURL: abs(wasmURL, 'kv0.wasm'), wasmExecURL: abs(wasmExecURL, 'wasm_exec.js'), env });
+  } catch (err) {
+    worker.terminate();
+    throw err;
+  }
   return call;
 }
 
@@ -240,7 +264,7 @@ function wrap(call) {
   return Object.freeze({ lance, openRepo });
 }
 
-// The worker side of load({ worker: true }): this file, started as a module
+// The worker side of load()'s Worker mode: this file, started as a module
 // Worker named kv0-worker, runs kv0.wasm and answers the page's calls.
 if (typeof WorkerGlobalScope !== 'undefined' && globalThis instanceof WorkerGlobalScope && globalThis.name === 'kv0-worker') {
   let callGo = null;

@@ -5,7 +5,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"math"
@@ -14,6 +13,7 @@ import (
 	"sync"
 	"syscall/js"
 	"time"
+	"unsafe"
 
 	"github.com/kv0/kv0/core/inspect"
 	"github.com/kv0/kv0/core/tracking"
@@ -360,34 +360,32 @@ func repoRead(args []js.Value) js.Value {
 				total += 2 * m.Len()
 			}
 		}
-		buf := make([]byte, 8*total)
+		// The columns go into one []float64 that crosses as its bytes
+		// (wasm is little-endian): one copy to JavaScript, no per-value
+		// encoding.
+		buf := make([]float64, total)
 		off := 0
-		put := func(f float64) {
-			binary.LittleEndian.PutUint64(buf[off:], math.Float64bits(f))
-			off += 8
-		}
 		for i, m := range data {
-			for _, s := range m.Steps {
-				put(float64(s))
+			n := m.Len()
+			steps, vals, ts, eps := buf[off:off+n], buf[off+n:off+2*n], buf[off+2*n:off+3*n], buf[off+3*n:off+4*n]
+			off += 4 * n
+			for k, s := range m.Steps[:n] {
+				steps[k] = float64(s)
 			}
-			for _, v := range m.Values {
-				put(v)
+			copy(vals, m.Values[:n])
+			for k, t := range m.Timestamps[:n] {
+				ts[k] = float64(t.UnixMicro()) / 1000
 			}
-			for _, t := range m.Timestamps {
-				put(float64(t.UnixMicro()) / 1000)
-			}
-			for _, e := range m.Epochs {
+			for k, e := range m.Epochs[:n] {
 				if e == tracking.NoEpoch {
-					put(math.NaN())
+					eps[k] = math.NaN()
 				} else {
-					put(float64(e))
+					eps[k] = float64(e)
 				}
 			}
-			for _, v := range mins[i] {
-				put(v)
-			}
-			for _, v := range maxs[i] {
-				put(v)
+			if mins[i] != nil {
+				off += copy(buf[off:], mins[i][:n])
+				off += copy(buf[off:], maxs[i][:n])
 			}
 		}
 		mj, err := json.Marshal(metas)
@@ -396,7 +394,7 @@ func repoRead(args []js.Value) js.Value {
 		}
 		res := js.Global().Get("Object").New()
 		res.Set("meta", string(mj))
-		res.Set("data", bytesToJS(buf))
+		res.Set("data", bytesToJS(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(buf))), 8*len(buf))))
 		return res, nil
 	})
 }

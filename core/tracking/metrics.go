@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -409,10 +410,7 @@ func (r *Repo) readPoints(ctx context.Context, d *lance.Dataset, ids []SeriesID)
 			}
 			p.step = append(p.step, step[i:j]...)
 			p.val = append(p.val, val[i:j]...)
-			p.ts = slices.Grow(p.ts, j-i)
-			for _, t := range ts[i:j] {
-				p.ts = append(p.ts, int64(t))
-			}
+			p.ts = append(p.ts, unsafe.Slice((*int64)(unsafe.Pointer(unsafe.SliceData(ts[i:j]))), j-i)...) // arrow.Timestamp is an int64
 			if ep.NullN() == 0 {
 				p.epoch = append(p.epoch, ep.Int64Values()[i:j]...)
 			} else {
@@ -475,8 +473,24 @@ func (r *Repo) ReadMany(ctx context.Context, ids []SeriesID, opts ReadOptions) (
 		return nil, err
 	}
 	out := make([]MetricData, len(ids))
+	handed := make(map[SeriesID]bool, len(ids))
 	for i, id := range ids {
 		p := pts[id]
+		if opts.Steps == nil && opts.Time == nil && (opts.MaxPoints <= 0 || len(p.step) <= opts.MaxPoints) && !handed[id] {
+			// Every point is kept: hand the read's own columns over
+			// (once per id: a repeated id gets copies) instead of copying
+			// them through an index list.
+			handed[id] = true
+			m := MetricData{SeriesID: id, Steps: p.step, Epochs: p.epoch, Values: p.val, Timestamps: make([]time.Time, len(p.ts))}
+			for k, t := range p.ts {
+				m.Timestamps[k] = time.UnixMicro(t).UTC()
+			}
+			if m.Steps == nil {
+				m.Steps, m.Epochs, m.Values = []int64{}, []int64{}, []float64{}
+			}
+			out[i] = m
+			continue
+		}
 		lo, hi := 0, len(p.step)
 		if opts.Steps != nil {
 			lo = sort.Search(len(p.step), func(i int) bool { return p.step[i] >= opts.Steps.From })

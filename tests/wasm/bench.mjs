@@ -6,6 +6,8 @@
 //             then the time per decoded point of warm reads (no added latency)
 //   scan      a 1M-row metrics-shaped table into an Arrow IPC stream: rows/s, and the longest main-thread
 //             stretch without a timer tick (a long task) during the scans
+//   decode    the series read with no I/O (tests/wasm/decodebench from a memory store): native Go against the
+//             same program built for js/wasm and run by Node (V8, as Chromium), alternating, best of each
 // Usage: node bench.mjs [DATA_DIR] (default out/wasm-bench, reused when present).
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -34,11 +36,18 @@ const PAGE = `<!doctype html><meta charset="utf-8"><script type="module">
 // The longest gap between 5 ms timer ticks: how long the main thread was
 // busy at a stretch (a long task), measured where the observer is absent.
 window.longest = 0;
+// The Long Tasks API too, where the browser reports them (headless Chromium
+// may not): the longest task over 50 ms since the last reset.
+window.longtask = 0;
+try {
+  new PerformanceObserver((l) => { for (const e of l.getEntries()) window.longtask = Math.max(window.longtask, e.duration); }).observe({ type: 'longtask' });
+} catch { window.longtask = -1; }
 let last = performance.now();
 setInterval(() => { const now = performance.now(); window.longest = Math.max(window.longest, now - last - 5); last = now; }, 5);
 const t0 = performance.now();
 const { load } = await import('./kv0.mjs');
-window.kv0 = await load({ worker: new URLSearchParams(location.search).has('worker') });
+// ?thread: the module on the page's thread; else load()'s default (a Worker).
+window.kv0 = await load(new URLSearchParams(location.search).has('thread') ? { worker: false } : {});
 window.startup = performance.now() - t0;
 </script>`;
 const pageSrv = await startServer({ root: WASM_DIR, files: { '/bench.html': PAGE }, gzip: true, cacheControl: 'max-age=3600' });
@@ -53,7 +62,7 @@ try {
   const page = await ctx.newPage();
   const startup = async () => { await page.waitForFunction(() => window.startup !== undefined, null, { timeout: 60000 }); return page.evaluate(() => window.startup); };
   pageSrv.reset();
-  await page.goto(`${pageSrv.url}/bench.html`);
+  await page.goto(`${pageSrv.url}/bench.html?thread`);
   results.startup_cold_ms = await startup();
   results.startup_cold_bytes = pageSrv.bytes;
   const warm = [];
@@ -95,41 +104,64 @@ try {
   const s = await page.evaluate(async (u) => {
     let best = Infinity, bytes = 0;
     window.longest = 0;
+    window.longtask = Math.min(window.longtask, 0);
     for (let i = 0; i < 3; i++) {
       const t0 = performance.now();
       bytes = (await window.kv0.lance.scan(u)).length;
       best = Math.min(best, performance.now() - t0);
     }
     await new Promise((r) => setTimeout(r, 20)); // a last tick
-    return { ms: best, bytes, longest: window.longest };
+    return { ms: best, bytes, longest: window.longest, longtask: window.longtask };
   }, tableURL);
   results.wasm_scan = s;
   // The heartbeat's own check: a 120 ms busy loop must show.
   results.longtask_check_ms = await page.evaluate(async () => {
     window.longest = 0;
+    window.longtask = Math.min(window.longtask, 0);
     const t = performance.now();
     while (performance.now() - t < 120);
     await new Promise((r) => setTimeout(r, 20));
-    return window.longest;
+    return [window.longest, window.longtask];
   });
   results.native_scan = JSON.parse((await run(benchdata, ['scan', tableURL])).stdout);
 
   // The same scans with the module in a Web Worker: the page's thread only
   // receives the bytes.
   const wpage = await ctx.newPage();
-  await wpage.goto(`${pageSrv.url}/bench.html?worker`);
+  await wpage.goto(`${pageSrv.url}/bench.html`);
   await wpage.waitForFunction(() => window.startup !== undefined, null, { timeout: 60000 });
+  results.worker_warm_ms = await wpage.evaluate(async ([u, id]) => {
+    const repo = await window.kv0.openRepo(u);
+    await repo.read([id]);
+    const t0 = performance.now();
+    for (let i = 0; i < 5; i++) await repo.read([id]);
+    const ms = (performance.now() - t0) / 5;
+    await repo.close();
+    return ms;
+  }, [repoURL, sid]);
   results.worker_scan = await wpage.evaluate(async (u) => {
     let best = Infinity, bytes = 0;
     window.longest = 0;
+    window.longtask = Math.min(window.longtask, 0);
     for (let i = 0; i < 3; i++) {
       const t0 = performance.now();
       bytes = (await window.kv0.lance.scan(u)).length;
       best = Math.min(best, performance.now() - t0);
     }
     await new Promise((r) => setTimeout(r, 20));
-    return { ms: best, bytes, longest: window.longest };
+    return { ms: best, bytes, longest: window.longest, longtask: window.longtask };
   }, tableURL);
+  // Decoding alone, no I/O: native and js/wasm (Node) alternating.
+  const dbin = join(root, 'bin/decodebench'), dwasm = join(root, 'bin/decodebench.wasm');
+  await run('go', ['build', '-o', dbin, './tests/wasm/decodebench'], { cwd: root });
+  await run('go', ['build', '-tags', 'kv0_readonly', '-o', dwasm, './tests/wasm/decodebench'], { cwd: root, env: { ...process.env, GOOS: 'js', GOARCH: 'wasm' } });
+  const goroot = (await run('go', ['env', 'GOROOT'])).stdout.trim();
+  const dargs = [join(dataDir, 'repo'), sid];
+  const best = (a, b) => (!a || b.read_ms < a.read_ms ? { ...b, convert_ms: Math.min(b.convert_ms, a?.convert_ms ?? Infinity) } : { ...a, convert_ms: Math.min(a.convert_ms, b.convert_ms) });
+  for (let i = 0; i < 3; i++) {
+    results.decode_native = best(results.decode_native, JSON.parse((await run(dbin, dargs)).stdout));
+    results.decode_wasm = best(results.decode_wasm, JSON.parse((await run('node', [join(goroot, 'lib/wasm/wasm_exec_node.js'), dwasm, ...dargs], { maxBuffer: 1 << 20 })).stdout));
+  }
 } finally {
   await ctx.close();
   await Promise.all([pageSrv.close(), dataSrv.close()]);
@@ -148,8 +180,11 @@ console.log(`
 | same: bytes | ${r.wasm_cold.bytes} | ${r.native_cold.bytes} | ${(r.wasm_cold.bytes / r.native_cold.bytes).toFixed(2)}× |
 | same: time | ${r.wasm_cold.ms.toFixed(0)} ms | ${r.native_cold.ms.toFixed(0)} ms | ${(r.wasm_cold.ms / r.native_cold.ms).toFixed(2)}× |
 | warm read (decoding), per point | ${(r.wasm_warm_ms * 1e6 / pts).toFixed(0)} ns | ${(r.native_warm_ms * 1e6 / pts).toFixed(0)} ns | ${(r.wasm_warm_ms / r.native_warm_ms).toFixed(2)}× |
-| scan of 1M rows into Arrow IPC | ${(1e6 / r.wasm_scan.ms * 1000 / 1e6).toFixed(2)} M rows/s | ${(r.native_scan.rows / r.native_scan.ms * 1000 / 1e6).toFixed(2)} M rows/s | ${(r.native_scan.ms / r.wasm_scan.ms).toFixed(2)}× |
-| scan of 1M rows, module in a Web Worker | ${(1e6 / r.worker_scan.ms * 1000 / 1e6).toFixed(2)} M rows/s | | |
-| longest main-thread stretch during the scans, worker mode | ${r.worker_scan.longest.toFixed(0)} ms | | |
-| longest main-thread task during the scans | ${r.wasm_scan.longest.toFixed(0)} ms (check: a 120 ms busy loop showed as ${r.longtask_check_ms.toFixed(0)} ms) | | |
+| same, load()'s default (a Web Worker) | ${(r.worker_warm_ms * 1e6 / pts).toFixed(0)} ns | | ${(r.worker_warm_ms / r.native_warm_ms).toFixed(2)}× |
+| decoding alone (no I/O, ReadMany from a memory store; wasm in Node), per point | ${(r.decode_wasm.read_ms * 1e6 / r.decode_wasm.points).toFixed(0)} ns | ${(r.decode_native.read_ms * 1e6 / r.decode_native.points).toFixed(0)} ns | ${(r.decode_wasm.read_ms / r.decode_native.read_ms).toFixed(2)}× |
+| same: the conversion to one Float64Array's bytes, per point | ${(r.decode_wasm.convert_ms * 1e6 / r.decode_wasm.points).toFixed(1)} ns | ${(r.decode_native.convert_ms * 1e6 / r.decode_native.points).toFixed(1)} ns | ${(r.decode_wasm.convert_ms / r.decode_native.convert_ms).toFixed(2)}× |
+| scan of 1M rows into Arrow IPC, module on the page thread | ${(1e6 / r.wasm_scan.ms * 1000 / 1e6).toFixed(2)} M rows/s | ${(r.native_scan.rows / r.native_scan.ms * 1000 / 1e6).toFixed(2)} M rows/s | ${(r.native_scan.ms / r.wasm_scan.ms).toFixed(2)}× |
+| same, load()'s default (a Web Worker) | ${(1e6 / r.worker_scan.ms * 1000 / 1e6).toFixed(2)} M rows/s | | ${(r.native_scan.ms / r.worker_scan.ms).toFixed(2)}× |
+| longest main-thread stretch during the scans, default (Worker) | ${r.worker_scan.longest.toFixed(0)} ms (longest long task: ${r.worker_scan.longtask.toFixed(0)} ms) | | |
+| same, module on the page thread | ${r.wasm_scan.longest.toFixed(0)} ms (longest long task: ${r.wasm_scan.longtask.toFixed(0)} ms; check: a 120 ms busy loop showed as ${r.longtask_check_ms[0].toFixed(0)} ms, long task ${r.longtask_check_ms[1].toFixed(0)} ms) | | |
 `);

@@ -38,6 +38,15 @@ window.call = async (path, ...args) => {
 window.ready = load({ worker: new URLSearchParams(location.search).has('worker') }).then((m) => { window.kv0 = m; return true; });
 </script>`;
 
+// load() with no options: whether the module runs on the page's thread
+// shows in the page's globals (wasm_exec.js defines Go where it runs).
+const defaultPage = (moduleURL) => `<!doctype html><meta charset="utf-8"><script type="module">
+window.ready = import(${JSON.stringify(moduleURL)}).then(({ load }) => load()).then(async (m) => {
+  const cat = await m.lance.cat(new URLSearchParams(location.search).get('t'));
+  return { onPage: typeof globalThis.Go === 'function', cat };
+}, (e) => ({ code: e.code, message: String(e.message) }));
+</script>`;
+
 // Every call gets a deadline, so a hang fails the test instead of stalling it.
 async function inPage(page, fn, arg, ms = 30000) {
   let timer;
@@ -70,9 +79,10 @@ describe('browser', { skip: !haveChromium && 'no Chromium (set CI=true to make t
       for (let i = 0; i < Math.min(b.length / 2, 4000); i++) b[i] ^= 0xa5;
       await writeFile(p, b);
     }
-    pageSrv = await startServer({ root: WASM_DIR, files: { '/test.html': PAGE } });
+    pageSrv = await startServer({ root: WASM_DIR, files: { '/test.html': PAGE, '/default.html': defaultPage('./kv0.mjs') } });
     dataSrv = await startServer({
       root: d,
+      files: { '/default-xorigin.html': defaultPage(`${pageSrv.url}/kv0.mjs`) },
       faults: (path) => {
         for (const [prefix, f] of faults) if (path.startsWith(prefix)) return f;
         return undefined;
@@ -251,9 +261,53 @@ describe('browser', { skip: !haveChromium && 'no Chromium (set CI=true to make t
       const missing = await call(page, 'lance.info', at('nothing.lance'));
       assert.equal(missing.code, 'NotFound', JSON.stringify(missing));
       assert.deepEqual(await call(page, 'lance.cat', at('made/t.lance'), { limit: 2 }), { ok: await kv0(['lance', 'cat', join(data.dir, 'made/t.lance'), '--limit', '2']) });
+
+      // Stable signing windows: a second read through a new handle (whose
+      // URLs the sign server signs again) asks for the same URLs, and the
+      // HTTP cache answers them (the bucket marks data files immutable).
+      const cdp = await browser.newCDPSession(page);
+      await cdp.send('Network.enable');
+      const seen = [];
+      cdp.on('Network.responseReceived', (e) => seen.push(e.response));
+      const want = await kv0(['lance', 'cat', join(data.dir, 'made/t.lance')]);
+      const dataFile = (r) => /\/data\/made\/t\.lance\/data\/[^/]+\.lance$/.test(new URL(r.url).pathname);
+      const signedAt = (rs) => new Set(rs.map((r) => new URL(r.url).searchParams.get('X-Amz-Date')));
+      let reads;
+      for (let attempt = 0; attempt < 2; attempt++) {
+        reads = [];
+        for (let i = 0; i < 2; i++) {
+          seen.length = 0;
+          assert.deepEqual(await call(page, 'lance.cat', at('made/t.lance')), { ok: want });
+          reads.push(seen.filter(dataFile));
+          // Let the clock pass into the next second, so that a URL signed at
+          // the current time (not at its window's start) would differ.
+          if (i === 0) await new Promise((r) => setTimeout(r, 1005 - (Date.now() % 1000)));
+        }
+        // A window ending between the two reads changes every URL: read again.
+        if (signedAt([...reads[0], ...reads[1]]).size === 1) break;
+      }
+      await cdp.detach();
+      assert.ok(reads[0].length > 0, 'the reads fetch data files');
+      assert.deepEqual(reads[1].map((r) => r.url).sort(), reads[0].map((r) => r.url).sort(), 'the same presigned URLs in one window');
+      assert.ok(reads[1].every((r) => r.fromDiskCache), `the second read is served from the HTTP cache: ${JSON.stringify(reads[1].map((r) => [r.status, r.fromDiskCache, r.headers['cache-control']]))}`);
     } finally {
       await signer?.stop();
       await s3.stop();
+    }
+  });
+
+  it('load() decodes in a Worker by default, and on the page thread when the module comes from another origin', async () => {
+    const t = `${dataSrv.url}/made/t.lance`;
+    const want = await kv0(['lance', 'cat', t]);
+    for (const [at, onPage] of [[`${pageSrv.url}/default.html`, false], [`${dataSrv.url}/default-xorigin.html`, true]]) {
+      const p = await browser.newPage();
+      try {
+        await p.goto(`${at}?t=${encodeURIComponent(t)}`);
+        const got = await inPage(p, () => window.ready);
+        assert.deepEqual(got, { onPage, cat: want }, at);
+      } finally {
+        await p.close();
+      }
     }
   });
 

@@ -1,7 +1,11 @@
 // Command s3setup prepares the bucket of the wasm suites' signed mode: it
 // creates the bucket, sets the CORS rules a browser reader needs (see
 // docs/object-stores.md) for one origin, and uploads a local folder under a
-// prefix. Credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.
+// prefix, marking the objects Lance never rewrites (data files, version
+// manifests, deletion and transaction files) cacheable for a year, as
+// docs/object-stores.md advises, so a browser's HTTP cache serves them
+// again under the same presigned URL. Credentials come from
+// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.
 //
 //	s3setup -endpoint http://127.0.0.1:7070 -bucket B -origin http://127.0.0.1:PORT -dir DIR -prefix P
 package main
@@ -12,7 +16,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -84,9 +90,27 @@ func upload(ctx context.Context, client *awss3.Client, bucket, dir, prefix strin
 		if err != nil {
 			return err
 		}
-		if _, err := client.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(b)}); err != nil {
+		in := &awss3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(key), Body: bytes.NewReader(b)}
+		if immutable(key) {
+			in.CacheControl = aws.String("public, max-age=31536000, immutable")
+		}
+		if _, err := client.PutObject(ctx, in); err != nil {
 			return fmt.Errorf("put %s: %w", key, err)
 		}
 	}
 	return nil
+}
+
+// immutable reports whether key is an object Lance writes once and never
+// changes: a data, deletion or transaction file, or a version's manifest
+// (not latest_version_hint.json, which each commit rewrites).
+func immutable(key string) bool {
+	dir, name := path.Split(key)
+	switch path.Base(dir) {
+	case "data", "_deletions", "_transactions":
+		return true
+	case "_versions":
+		return strings.HasSuffix(name, ".manifest")
+	}
+	return false
 }
