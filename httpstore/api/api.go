@@ -91,8 +91,9 @@ type Handler struct {
 	followMu sync.Mutex
 	follow   map[string]followed // dataset key -> newest version seen
 
-	repoMu sync.Mutex
-	repo   *tracking.Repo
+	repoMu   sync.Mutex
+	repo     *tracking.Repo
+	repoOpts tracking.RepoOptions // how the repository is opened (tests set a clock)
 }
 
 // New returns the handler of the API over the datasets and repository
@@ -340,7 +341,9 @@ func (h *Handler) openRepo(ctx context.Context) (*tracking.Repo, error) {
 	if h.repo != nil {
 		return h.repo, nil
 	}
-	r, err := tracking.OpenRepo(ctx, h.st, h.root, tracking.RepoOptions{ReadOnly: true})
+	opts := h.repoOpts
+	opts.ReadOnly = true
+	r, err := tracking.OpenRepo(ctx, h.st, h.root, opts)
 	if err != nil {
 		if errors.Is(err, tracking.ErrNotFound) || errors.Is(err, lance.ErrNotFound) {
 			return nil, notFound("the root holds no tracking repository")

@@ -95,14 +95,30 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, route string, q
 	// landing in between makes newer than the ETag says (never older).
 	etag := "W/" + makeETag(route, q.v.Encode(), strconv.FormatUint(v.Runs, 10), strconv.FormatUint(v.Params, 10),
 		strconv.FormatUint(v.Series, 10), strconv.FormatUint(v.Metrics, 10))
+	if !keep {
+		// The answer also follows the clock (a running run whose heartbeat
+		// grew old reads as crashed at the same versions), so its tag
+		// covers what it says: a client revalidating a stale copy gets the
+		// new answer, not a 304.
+		if repoErr != nil {
+			return repoErr
+		}
+		b, err := build(ctx, repo)
+		if err != nil {
+			return err
+		}
+		if h.setCaching(w, r, validator{etag: "W/" + makeETag(route, q.v.Encode(), string(b))}) {
+			return nil
+		}
+		writeJSONBytes(w, r, http.StatusOK, b)
+		return nil
+	}
 	if h.setCaching(w, r, validator{etag: etag}) {
 		return nil
 	}
-	if keep {
-		if b := h.answers.get(etag); b != nil {
-			writeJSONBytes(w, r, http.StatusOK, b)
-			return nil
-		}
+	if b := h.answers.get(etag); b != nil {
+		writeJSONBytes(w, r, http.StatusOK, b)
+		return nil
 	}
 	if repoErr != nil {
 		return repoErr
@@ -113,7 +129,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, route string, q
 	}
 	// Kept only as the answer of exactly these versions: a commit that
 	// landed while it was built may show in it.
-	if keep && h.answers.max > 0 {
+	if h.answers.max > 0 {
 		if after, err := h.versions(ctx); err == nil && after == v {
 			h.answers.put(etag, b)
 		}
