@@ -117,7 +117,7 @@ function pump() {
   }
 }
 function scheduleRepaint() {
-  if (!repaint) repaint = requestAnimationFrame(() => { repaint = 0; table.paint(); });
+  if (!repaint) repaint = requestAnimationFrame(() => { repaint = 0; table.paint(true); });
 }
 
 // ---- the runs table ----------------------------------------------------------
@@ -625,7 +625,7 @@ async function appendPoints() {
     const pts = await source.read(group, { maxPoints: MAX_LIVE, fromStep: from });
     pts.forEach((d) => charts.append(d.series_id, d));
   }
-  if (state.mc.length) table.paint();
+  if (state.mc.length) table.paint(true);
 }
 const MAX_LIVE = 1000;
 
