@@ -13,6 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/kv0/kv0/core/lance"
 	"github.com/kv0/kv0/core/store"
 	"github.com/kv0/kv0/core/tracking"
 )
@@ -298,4 +303,93 @@ type noListStore struct{ store.Store }
 
 func (noListStore) List(ctx context.Context, opts store.ListOptions) ([]store.ObjectInfo, error) {
 	return nil, fmt.Errorf("listing %q: %w", opts.Prefix, store.ErrNotSupported)
+}
+
+// TestRecordsCorruptData: a record whose data is not JSON (written by
+// another tool into the table) is a 422 naming the table and the item,
+// never a body that is not JSON.
+func TestRecordsCorruptData(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	r, err := tracking.OpenRepo(ctx, f.st, "", tracking.RepoOptions{FlushInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.PutRecord("evals", f.runIDs[0], "good", 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h := New(f.st, "", Options{})
+	defer h.Close()
+	if w := get(t, h, "/api/v1/records/evals"); w.Code != 200 {
+		t.Fatalf("before: %d %s", w.Code, w.Body)
+	}
+	b := array.NewRecordBuilder(memory.DefaultAllocator, tracking.RecordsSchema)
+	defer b.Release()
+	b.Field(0).(*array.Uint64Builder).Append(uint64(time.Now().UnixNano()))
+	b.Field(1).(*array.StringBuilder).Append("evals")
+	b.Field(2).(*array.StringBuilder).Append(f.runIDs[0])
+	b.Field(3).(*array.StringBuilder).Append("bad-item")
+	b.Field(4).(*array.StringBuilder).Append("{not json")
+	b.Field(5).(*array.TimestampBuilder).Append(arrow.Timestamp(time.Now().UnixMicro()))
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	d, err := lance.Open(ctx, f.st, tracking.RecordsDir+"/evals.lance", lance.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Append(ctx, lance.Batches(rec), lance.WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w := get(t, h, "/api/v1/records/evals")
+	if w.Code != http.StatusUnprocessableEntity {
+		t.Fatalf("corrupt data: %d %s", w.Code, w.Body)
+	}
+	if e := errorOf(t, w); e.Error.Code != CodeCorrupt || !strings.Contains(e.Error.Message, `"evals"`) || !strings.Contains(e.Error.Message, `"bad-item"`) {
+		t.Errorf("corrupt data: %+v", e)
+	}
+}
+
+// FuzzRecordsRoute: any table segment and query is answered with JSON
+// (an array, or an error body with a 4xx status), never a panic or a 5xx.
+func FuzzRecordsRoute(f *testing.F) {
+	fx := newFixture(f)
+	ctx := context.Background()
+	r, err := tracking.OpenRepo(ctx, fx.st, "", tracking.RepoOptions{FlushInterval: -1})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := r.PutRecord("evals", fx.runIDs[0], "a", map[string]any{"x": 1}); err != nil {
+		f.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		f.Fatal(err)
+	}
+	h := New(fx.st, "", Options{})
+	for _, s := range []string{"evals", "evals?run=" + fx.runIDs[0], "..", "%2e%2e", "a%2Fb", "evals?run=", "evals/x", "", "%00", "é", "evals?run=a&run=b"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, tail string) {
+		target := "/api/v1/records/" + tail
+		req, err := http.NewRequest(http.MethodGet, target, nil)
+		if err != nil || req.URL.Path == "" {
+			return // not a request a client can send
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code >= 500 {
+			t.Fatalf("%q: %d %s", target, w.Code, w.Body)
+		}
+		var v any
+		if json.Unmarshal(w.Body.Bytes(), &v) != nil {
+			t.Fatalf("%q: %d, not JSON: %q", target, w.Code, w.Body)
+		}
+		if w.Code == 200 {
+			if _, ok := v.([]any); !ok {
+				t.Fatalf("%q: 200 with %s", target, w.Body)
+			}
+		}
+	})
 }

@@ -216,11 +216,13 @@ test('yRange: plain, robust and log', () => {
 });
 
 test('yRange robust equals a sort-and-cut model on random lines', () => {
-  forSeeds((r) => {
+  forSeeds((r, seed) => {
+    const big = seed % 10 === 0; // some lines long enough to cut many values, with many repeats
     const lines = Array.from({ length: 1 + Math.floor(r() * 5) }, () => {
-      const n = Math.floor(r() * 80);
+      const n = Math.floor(r() * (big ? 5000 : 80));
       const values = Array.from({ length: n }, () => {
         const u = r();
+        if (big && u < 0.5) return Math.floor(r() * 4); // repeats
         return u < 0.05 ? NaN : u < 0.08 ? (r() < 0.5 ? Infinity : -Infinity) : u < 0.12 ? (r() - 0.5) * 1e12 : r() * 10;
       });
       return { steps: values.map((_, i) => i), values };
@@ -525,7 +527,7 @@ test('alignByStep equals a model on random lines', () => {
 
 import { flattenParams, naturalCompare, recordsModel } from '../../web/src/views/run.js';
 import { compareModel } from '../../web/src/views/compare.js';
-import { axisScale, parallelModel, brushFilter } from '../../web/src/views/parallel.js';
+import { axisScale, parallelModel, brushFilter, rangeStep, categoryStep } from '../../web/src/views/parallel.js';
 import { fmtValue, paramAt, limiter } from '../../web/src/views/dom.js';
 
 test('flattenParams: dotted keys and nested trees give the same sorted rows', () => {
@@ -738,4 +740,44 @@ test('view helpers: fmtValue, paramAt, limiter', async () => {
   assert.equal(peak, 2);
   assert.deepEqual(res, [0, 2, 4, 'boom', 8, 10, 12]);
   assert.equal(order.length, 7);
+});
+
+test('keyboard brushes: categoryStep selects whole categories as a model says', () => {
+  forSeeds((r) => {
+    const n = 1 + Math.floor(r() * 6);
+    const cats = Array.from({ length: n }, (_, i) => `c${i}`);
+    const m = parallelModel(cats.map((c) => ({ run_id: c, values: { k: c } })), [{ key: 'k' }]);
+    let b = null;
+    let model = null; // [lo, hi] category indexes
+    for (let step = 0; step < 12; step++) {
+      const dir = r() < 0.5 ? 1 : -1;
+      const resize = r() < 0.3;
+      b = categoryStep(n, b, dir, resize);
+      if (!model) model = dir > 0 ? [0, 0] : [n - 1, n - 1];
+      else if (resize) {
+        if (dir > 0) { if (model[1] < n - 1) model[1]++; else if (model[0] > 0) model[0]--; } else if (model[1] > model[0]) model[1]--;
+      } else if (dir > 0 && model[1] < n - 1) model = [model[0] + 1, model[1] + 1];
+      else if (dir < 0 && model[0] > 0) model = [model[0] - 1, model[1] - 1];
+      assert.ok(b[0] >= 0 && b[1] <= 1 && b[0] < b[1]);
+      assert.deepEqual(brushFilter(m, { k: b }), cats.slice(model[0], model[1] + 1), `n=${n} step ${step}`);
+    }
+  });
+  assert.equal(categoryStep(0, null, 1, false), null);
+});
+
+test('keyboard brushes: rangeStep moves and resizes within the axis', () => {
+  assert.deepEqual(rangeStep(null, 1, false), [0.4, 0.6]);
+  const close2 = (a, b) => a.every((x, i) => Math.abs(x - b[i]) < 1e-12);
+  assert.ok(close2(rangeStep([0.4, 0.6], 1, false), [0.45, 0.65]));
+  assert.ok(close2(rangeStep([0.4, 0.6], -1, true), [0.45, 0.55]));
+  assert.ok(close2(rangeStep([0.4, 0.6], 1, true), [0.35, 0.65]));
+  assert.ok(close2(rangeStep([0.9, 1], 1, false), [0.9, 1]));
+  assert.ok(close2(rangeStep([0, 0.1], -1, false), [0, 0.1]));
+  forSeeds((r) => {
+    let b = null;
+    for (let i = 0; i < 40; i++) {
+      b = rangeStep(b, r() < 0.5 ? 1 : -1, r() < 0.4);
+      assert.ok(b[0] >= -1e-12 && b[1] <= 1 + 1e-12 && b[1] - b[0] >= 0.02 - 1e-12, String(b));
+    }
+  });
 });

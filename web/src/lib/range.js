@@ -15,9 +15,6 @@
  * @returns {[number, number]}
  */
 export function yRange(lines, { robust = false, log = false } = {}) {
-  let n = 0;
-  for (const l of lines) n += l.values.length;
-  const vals = new Float64Array(n);
   let k = 0;
   let lo = Infinity;
   let hi = -Infinity;
@@ -26,19 +23,27 @@ export function yRange(lines, { robust = false, log = false } = {}) {
     for (let i = 0; i < vs.length; i++) {
       const v = vs[i];
       if (!Number.isFinite(v) || (log && v <= 0)) continue;
-      vals[k++] = v;
+      k++;
       if (v < lo) lo = v;
       if (v > hi) hi = v;
     }
   }
   if (k === 0) return log ? [1, 10] : [0, 1];
-  if (robust) {
-    const cut = Math.floor(k * 0.05);
-    if (cut > 0) {
-      const s = vals.subarray(0, k).sort();
-      lo = s[cut];
-      hi = s[k - 1 - cut];
+  const cut = robust ? Math.floor(k * 0.05) : 0;
+  if (cut > 0) {
+    // The cut-th smallest and largest finite values, by selection (linear
+    // time: a zoomed panel may hold millions of points).
+    const vals = new Float64Array(k);
+    let j = 0;
+    for (const l of lines) {
+      const vs = l.values;
+      for (let i = 0; i < vs.length; i++) {
+        const v = vs[i];
+        if (Number.isFinite(v) && !(log && v <= 0)) vals[j++] = v;
+      }
     }
+    lo = select(vals, cut, 0, k - 1);
+    hi = select(vals, k - 1 - cut, cut, k - 1);
   }
   if (lo === hi) {
     if (log) return [lo / 2, hi * 2];
@@ -46,4 +51,37 @@ export function yRange(lines, { robust = false, log = false } = {}) {
     return [lo - d, hi + d];
   }
   return [lo, hi];
+}
+
+// select reorders a[from..to] so that a[n] holds the value a sorted copy
+// would hold there, everything before it no larger and everything after
+// it no smaller, and returns it (Hoare's quickselect, median-of-three
+// pivots; the values are finite).
+function select(a, n, from, to) {
+  let lo = from;
+  let hi = to;
+  while (hi > lo) {
+    const mid = (lo + hi) >>> 1;
+    const x = a[lo];
+    const y = a[mid];
+    const z = a[hi];
+    const pivot = x < y ? (y < z ? y : x < z ? z : x) : x < z ? x : y < z ? z : y;
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while (a[i] < pivot) i++;
+      while (a[j] > pivot) j--;
+      if (i <= j) {
+        const t = a[i];
+        a[i] = a[j];
+        a[j] = t;
+        i++;
+        j--;
+      }
+    }
+    if (n <= j) hi = j;
+    else if (n >= i) lo = i;
+    else return a[n];
+  }
+  return a[n];
 }

@@ -3,7 +3,8 @@
 // axis brushes a range; the runs inside every brush are handed to onBrush,
 // which filters the runs table. Keyboard: Tab to an axis, ArrowUp/ArrowDown
 // move its brush (one is made at the middle if there is none), Shift+Arrow
-// widens/narrows it, Escape or Delete clears it.
+// widens/narrows it (on an axis of categories: moves by one category,
+// Shift+↑ adds one, Shift+↓ drops one), Escape or Delete clears it.
 
 import { h, svg, fmtValue, errorText, limiter, paramAt, statNumber } from './dom.js';
 
@@ -134,6 +135,65 @@ export function brushFilter(model, brushes) {
   return model.lines.filter((l) => active.every(([i, lo, hi]) => l.pos[i] !== null && l.pos[i] >= lo && l.pos[i] <= hi)).map((l) => l.run_id);
 }
 
+/**
+ * rangeStep is the keyboard's move of a brush on a numeric axis: none
+ * yet: the middle fifth; else moved by 5 % up (dir 1) or down (-1), or
+ * with resize widened (up) or narrowed (down) by 5 % at each end; always
+ * within [0, 1].
+ */
+export function rangeStep(b, dir, resize) {
+  const step = 0.05;
+  if (!b) return [0.4, 0.6];
+  let lo = b[0];
+  let hi = b[1];
+  if (resize) {
+    const c = (lo + hi) / 2;
+    const w = Math.min(1, Math.max(0.02, hi - lo + 2 * dir * step));
+    lo = c - w / 2;
+    hi = c + w / 2;
+  } else {
+    lo += dir * step;
+    hi += dir * step;
+  }
+  const w = hi - lo;
+  if (lo < 0) [lo, hi] = [0, w];
+  if (hi > 1) [lo, hi] = [1 - w, 1];
+  return [lo, hi];
+}
+
+/**
+ * categoryStep is the keyboard's move of a brush on an axis of n
+ * categories: none yet: the lowest (dir 1) or the highest (-1) category;
+ * else the brushed run of categories moves by one, or with resize grows
+ * (up) or shrinks (down) by one at its top. The brush covers its
+ * categories' positions and half the gap to their neighbours.
+ */
+export function categoryStep(n, b, dir, resize) {
+  if (n === 0) return null;
+  const at = (i) => (n === 1 ? 0.5 : i / (n - 1));
+  const half = n === 1 ? 0.05 : 0.25 / (n - 1);
+  let lo;
+  let hi;
+  if (!b) lo = hi = dir > 0 ? 0 : n - 1;
+  else {
+    // The categories inside the brush (at least the nearest one).
+    lo = n === 1 ? 0 : Math.max(0, Math.ceil(b[0] * (n - 1) - 1e-9));
+    hi = n === 1 ? 0 : Math.min(n - 1, Math.floor(b[1] * (n - 1) + 1e-9));
+    if (hi < lo) lo = hi = Math.min(n - 1, Math.max(0, Math.round(((b[0] + b[1]) / 2) * (n - 1))));
+    if (resize) {
+      if (dir > 0) hi < n - 1 ? hi++ : lo > 0 && lo--;
+      else if (hi > lo) hi--;
+    } else if (dir > 0 && hi < n - 1) {
+      lo++;
+      hi++;
+    } else if (dir < 0 && lo > 0) {
+      lo--;
+      hi--;
+    }
+  }
+  return [Math.max(0, at(lo) - half), Math.min(1, at(hi) + half)];
+}
+
 // ---------------------------------------------------------------- the view
 
 const STAT = { last: 'last_value', min: 'min', max: 'max' };
@@ -250,9 +310,13 @@ export function renderParallel(el, ctx, { runs = [], params = [], metric = null,
 
   let lineEls = new Map();
   let brushEls = new Map();
+  let painted = null; // {rows, width} of the last paint
 
   function paint(rows) {
     const W = Math.max(320, el.clientWidth || 800);
+    painted = { rows, width: W };
+    const active = typeof document !== 'undefined' ? document.activeElement : null;
+    const focusedAxis = active && el.contains(active) ? active.getAttribute('data-axis') : null;
     const n = model.axes.length;
     const xOf = (i) => (n === 1 ? W / 2 : SIDE + (i * (W - 2 * SIDE)) / (n - 1));
     const root = svg('svg', { class: 'kv0v-pc', width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: 'group', 'aria-label': 'parallel coordinates of the runs' });
@@ -295,7 +359,17 @@ export function renderParallel(el, ctx, { runs = [], params = [], metric = null,
     frame.replaceChildren(root);
     for (const k of brushes.keys()) showBrush(k);
     shade();
+    // Keep the keyboard where it was across a redraw.
+    if (focusedAxis) root.querySelector(`[data-axis="${CSS.escape(focusedAxis)}"]`)?.focus();
   }
+
+  // Redraw when the container's width changes.
+  const resized = typeof ResizeObserver === 'function'
+    ? new ResizeObserver(() => {
+      if (!destroyed && painted && model && Math.abs(Math.max(320, el.clientWidth || 800) - painted.width) > 2) paint(painted.rows);
+    })
+    : null;
+  resized?.observe(el);
 
   function showBrush(key) {
     const r = brushEls.get(key);
@@ -361,24 +435,18 @@ export function renderParallel(el, ctx, { runs = [], params = [], metric = null,
     hit.addEventListener('pointerup', end);
     hit.addEventListener('pointercancel', end);
     g.addEventListener('keydown', (ev) => {
-      const step = 0.05;
-      let b = brushes.get(key);
+      const a = model.axes.find((x) => x.key === key);
+      const b = brushes.get(key);
+      let next;
       switch (ev.key) {
         case 'ArrowUp':
-        case 'ArrowDown': {
-          const dir = ev.key === 'ArrowUp' ? 1 : -1;
-          if (!b) b = [0.4, 0.6];
-          else if (ev.shiftKey) {
-            const w = Math.max(0.02, b[1] - b[0] + 2 * dir * step);
-            const c = (b[0] + b[1]) / 2;
-            b = [c - w / 2, c + w / 2];
-          } else b = [b[0] + dir * step, b[1] + dir * step];
-          const w = b[1] - b[0];
-          if (b[0] < 0) b = [0, Math.min(1, w)];
-          if (b[1] > 1) b = [Math.max(0, 1 - w), 1];
-          brushes.set(key, b);
+        case 'ArrowDown':
+          next = a.scale.kind === 'category'
+            ? categoryStep(a.scale.domain.length, b, ev.key === 'ArrowUp' ? 1 : -1, ev.shiftKey)
+            : rangeStep(b, ev.key === 'ArrowUp' ? 1 : -1, ev.shiftKey);
+          if (!next) return;
+          brushes.set(key, next);
           break;
-        }
         case 'Escape':
         case 'Delete':
         case 'Backspace':
@@ -404,6 +472,7 @@ export function renderParallel(el, ctx, { runs = [], params = [], metric = null,
     /** Removes the view; pending reads are dropped. */
     destroy() {
       destroyed = true;
+      resized?.disconnect();
       generation++;
       el.replaceChildren();
       el.classList.remove('kv0v-parallel');
