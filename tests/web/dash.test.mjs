@@ -198,6 +198,24 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     // Double-click resets the zoom and reads the whole series again.
     await over.dblclick();
     await page.waitForFunction(() => !new URLSearchParams(location.search).has('zoom') && window.kv0dash.charts()[0]?.runs[0]?.steps[0] === 0, null, { timeout: T });
+    // The y range holds the spike; the robust range ignores the tails.
+    const yMax = () => page.evaluate(() => document.querySelector('.panel[data-metric="train/loss"]').kv0plot.scales.y.max);
+    assert.ok(await yMax() >= 9.5);
+    await page.check('#robust');
+    await page.waitForFunction(() => document.querySelector('.panel[data-metric="train/loss"]').kv0plot.scales.y.max < 9, null, { timeout: T });
+    // On a wall-time axis a zoom re-reads the steps whose times are in view.
+    await page.selectOption('#x-axis', 'wall');
+    await page.waitForFunction(() => window.kv0dash.charts()[0]?.x === 'wall' && !document.querySelector('.panel.loading'), null, { timeout: T });
+    points.length = 0;
+    const box2 = await over.boundingBox();
+    await page.mouse.move(box2.x + box2.width * 0.6, box2.y + 30);
+    await page.mouse.down();
+    await page.mouse.move(box2.x + box2.width * 0.7, box2.y + 30, { steps: 4 });
+    await page.mouse.up();
+    await page.waitForFunction(() => new URLSearchParams(location.search).has('zoom') && !document.querySelector('.panel.loading'), null, { timeout: T });
+    assert.equal(points.length, 1);
+    const f = Number(points[0].searchParams.get('from_step')), t = Number(points[0].searchParams.get('to_step'));
+    assert.ok(f > 1500 && t < 2400 && f < t, `wall-time zoom reads steps ${f}..${t}`);
     await page.close();
   });
 
