@@ -59,6 +59,8 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
       for (let i = 0; i < Math.min(b.length, 4000); i++) b[i] ^= 0xa5;
       await writeFile(join(dataDir, f), b);
     }
+    // The built page copied to a static host (out/web holds the wasm module in wasm/).
+    await cp(WEB_DIR, join(tmp.dir, 'data/site'), { recursive: true });
     srv = await serve(repo);
     // Another origin for direct mode's fault cases: 403 under /denied/, no
     // CORS headers under /nocors/.
@@ -461,6 +463,20 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     } finally {
       await guarded.stop();
     }
+  });
+
+  it('on a static host: direct mode loads the module from ./wasm/ beside the page; without a source the page says what to add', async () => {
+    const page = await ctx.newPage();
+    await page.goto(`${faults.url}/site/index.html?repo=${faults.url}/good`);
+    await ready(page);
+    assert.match(await page.textContent('#source'), /^direct/);
+    assert.equal((await hook(page, 'runs')).length, cliRuns.length);
+    assert.ok(faults.log.some((r) => r.path === '/site/wasm/kv0.wasm'), 'the module came from the static host');
+    await page.goto(`${faults.url}/site/index.html`);
+    const code = await within(page.evaluate(() => window.kv0dash.ready.then(() => 'resolved', (e) => e.code)), T, 'ready rejecting');
+    assert.equal(code, 'NoSource');
+    assert.match(await page.locator('#errors .error').first().innerText(), /\?api=[\s\S]*\?repo=/);
+    await page.close();
   });
 
   const errorCases = [

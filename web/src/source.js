@@ -124,7 +124,7 @@ class APISource {
     try {
       return await res.json();
     } catch (e) {
-      throw sourceError('Network', `${url.origin}${url.pathname}: the answer was cut short or is not JSON (${e.message})`);
+      throw sourceError('Network', `${url.origin}${url.pathname}: the answer was cut short or is not JSON (${e.message})`, { notJSON: true, url: String(url) });
     }
   }
 
@@ -292,8 +292,9 @@ export async function openSource(params, opts = {}) {
         sessionStorage.setItem(tokenKey(where), src.token);
         continue;
       }
-      if (!params.get('api') && (e.code === 'NotFound' || e.code === 'Invalid')) {
-        throw sourceError('NoSource', `no data source: this page is not served by kv0 serve (${where} answered ${e.status ?? e.code}). Add ?api=URL of kv0 serve or the edge worker, ?repo=URL of a repository on a static host or bucket, or ?signer=URL&key=PREFIX of a kv0 sign-server`);
+      // No API beside the page: a 404, or a static host answering its page for every path.
+      if (!params.get('api') && (e.code === 'NotFound' || e.code === 'Invalid' || e.code === 'MethodNotAllowed' || e.notJSON)) {
+        throw sourceError('NoSource', `no data source: this page is not served by kv0 serve (${where} answered ${e.notJSON ? 'with something that is not JSON' : e.status ?? e.code}). Add ?api=URL of kv0 serve or the edge worker, ?repo=URL of a repository on a static host or bucket, or ?signer=URL&key=PREFIX of a kv0 sign-server`);
       }
       throw e;
     }
