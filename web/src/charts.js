@@ -419,13 +419,16 @@ export class ChartsView {
     const grid = dark ? '#ffffff14' : '#0000000f';
     const z = st.zoom;
     const timeX = st.x === 'wall';
+    const xpad = xs.length === 1 ? (timeX ? 60 : Math.max(1, Math.abs(xs[0]) * 0.05)) : 0;
     const opts = {
       ...this.size(p),
       legend: { show: false },
       cursor: { drag: { x: true, y: false, setScale: false }, points: { show: false } },
       select: { show: true },
       scales: {
-        x: { time: timeX, ...(z ? { range: () => [z[0], z[1]] } : { range: (u, lo, hi) => (lo === hi || lo === null ? [(lo ?? 0) - 1, (hi ?? 0) + 1] : [lo, hi]) }) },
+        // One x value (a validation metric logged once): a narrow range around it,
+        // not uPlot's padding from 0.
+        x: { time: timeX, ...(z ? { range: () => [z[0], z[1]] } : xs.length === 1 ? { range: () => [xs[0] - xpad, xs[0] + xpad] } : {}) },
         y: log ? { distr: 3, range: () => [ylo, yhi] } : { range: () => [ylo - pad, yhi + pad] },
       },
       axes: [
