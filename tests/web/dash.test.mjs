@@ -276,12 +276,13 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     direct.off('request', onDirect);
     assert.ok(bursts()[1] <= 3 && bursts()[2] <= 3, `quiet polls in direct mode: ${bursts()} requests`);
     // Mark the other panel's chart: appending must not redraw it.
-    await page.evaluate(() => { document.querySelector('.panel[data-metric="train/loss"]').kv0plot.kv0mark = 1; });
+    await page.evaluate(() => { for (const m of ['train/loss', 'live/loss']) document.querySelector(`.panel[data-metric="${m}"]`).kv0plot.kv0mark = 1; });
     await liveWriter.write(Array.from({ length: 50 }, (_, i) => ({ name: 'live/loss', step: 100 + i, value: 1 / (101 + i) })));
     for (const pg of [page, direct]) await pg.waitForFunction(() => window.kv0dash.charts().find((c) => c.metric === 'live/loss')?.runs[0].steps.at(-1) === 149, null, { timeout: 15000 });
     const after = (await hook(page, 'charts')).find((c) => c.metric === 'live/loss');
     assert.deepEqual(after.runs[0].steps, Array.from({ length: 150 }, (_, i) => i));
     assert.equal(await page.evaluate(() => document.querySelector('.panel[data-metric="train/loss"]').kv0plot.kv0mark), 1, 'the unchanged panel was not redrawn');
+    assert.equal(await page.evaluate(() => document.querySelector('.panel[data-metric="live/loss"]').kv0plot.kv0mark), 1, 'the live panel took the new points into its chart');
     const late = tracker(repo, ['--run', 'late', '--experiment', 'probe']);
     await late.write([{ name: 'live/loss', step: 0, value: 0.5 }]);
     await late.end();

@@ -428,8 +428,9 @@ export class ChartsView {
       scales: {
         // One x value (a validation metric logged once): a narrow range around it,
         // not uPlot's padding from 0.
-        x: { time: timeX, ...(z ? { range: () => [z[0], z[1]] } : xs.length === 1 ? { range: () => [xs[0] - xpad, xs[0] + xpad] } : {}) },
-        y: log ? { distr: 3, range: () => [ylo, yhi] } : { range: () => [ylo - pad, yhi + pad] },
+        // The ranges read p.xr and p.yr, so setData of the same structure takes new ones.
+        x: { time: timeX, range: (u, lo, hi) => p.xr ?? [lo, hi] },
+        y: log ? { distr: 3, range: () => p.yr } : { range: () => p.yr },
       },
       axes: [
         { stroke: axisColor, grid: { stroke: grid }, ticks: { stroke: grid }, ...(st.x === 'rel' ? { values: (u, vals) => vals.map(fmtRel) } : {}) },
@@ -448,6 +449,17 @@ export class ChartsView {
         setCursor: [(u) => this.tooltip(p, u)],
       },
     };
+    p.xr = z ? [z[0], z[1]] : xs.length === 1 ? [xs[0] - xpad, xs[0] + xpad] : null;
+    p.yr = log ? [ylo, yhi] : [ylo - pad, yhi + pad];
+    // The same series, bands and axes as drawn (new points of a live run):
+    // only the data changes, the chart stays.
+    const shape = JSON.stringify([series.map((x) => [x.label, x.stroke, x.width, x.points?.show]), bands, log, st.x, dark, opts.width]);
+    if (p.plot && p.shape === shape) {
+      p.plot.setData(data);
+      this.finish(p, lines);
+      return;
+    }
+    p.shape = shape;
     p.plot?.destroy();
     p.plotEl.replaceChildren();
     p.plot = new uPlot(opts, data, p.plotEl);
@@ -455,6 +467,11 @@ export class ChartsView {
     p.el.kv0plot = p.plot;
     p.plot.over.addEventListener('dblclick', () => this.app.onZoom(null));
     p.plot.over.addEventListener('mouseleave', () => { this.tip.hidden = true; });
+    this.finish(p, lines);
+  }
+
+  /** The legend, the panel's message and its drawn state. */
+  finish(p, lines) {
     p.legendEl.innerHTML = p.main.map((m) => (m.group !== undefined
       ? `<button class="legend-group" data-group="${esc(m.group)}" title="${m.run_id ? 'collapse the group' : 'expand the group into its runs'}"><i class="swatch" style="background:${m.color}"></i>${esc(m.label)}</button>`
       : `<span><i class="swatch" style="background:${m.color}"></i>${esc(m.label)}</span>`)).join('');
