@@ -5,7 +5,7 @@
 
 import 'uplot/dist/uPlot.min.css';
 import './style.css';
-import { openSource, describeError, parseParamFilter, sourceError } from './source.js';
+import { openSource, describeError, parseParamFilter } from './source.js';
 import { parseState, stateQuery } from './state.js';
 import { RunsTable, parseSummary, runDuration } from './table.js';
 import { ChartsView, panelMatcher, contextLabel } from './charts.js';
@@ -746,7 +746,6 @@ async function renderParallelView(el) {
 async function main() {
   bindControls();
   for (const b of document.querySelectorAll('#tabs [data-view]')) b.addEventListener('click', () => navigate({ view: b.dataset.view }));
-  $('#token-form').addEventListener('submit', () => {});
   try {
     source = await openSource(params, { token: askToken });
   } catch (e) {
@@ -793,4 +792,3 @@ window.kv0dash = {
 };
 
 main().catch((e) => { showError(e); rejectReady(e); });
-export { sourceError };
