@@ -321,6 +321,7 @@ function checkReady() {
   if (ps.some((p) => !p.seen)) return;
   if (ps.some((p) => p.visible && p.series.length && (p.reading || (!p.drawn && !p.error)))) return;
   readyDone = true;
+  performance.mark('kv0:ready');
   resolveReady(true);
 }
 
@@ -746,8 +747,10 @@ async function renderParallelView(el) {
 async function main() {
   bindControls();
   for (const b of document.querySelectorAll('#tabs [data-view]')) b.addEventListener('click', () => navigate({ view: b.dataset.view }));
+  performance.mark('kv0:start');
   try {
     source = await openSource(params, { token: askToken });
+    performance.mark('kv0:source');
   } catch (e) {
     showError(e, 'opening the source');
     $('#source').textContent = 'no source';
@@ -761,6 +764,7 @@ async function main() {
     // after the first draw (they cost a probe of every table).
     lastVersions = source.firstVersions ?? null;
     setRuns(await source.runs(runFilter()));
+    performance.mark('kv0:runs');
   } catch (e) {
     showError(e, 'listing runs');
     rejectReady(e);
