@@ -446,7 +446,12 @@ export class ChartsView {
           u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
           this.app.onZoom([lo, hi]);
         }],
-        setCursor: [(u) => this.tooltip(p, u)],
+        // The tooltip at most once a frame, and not while a drag selects a range.
+        setCursor: [(u) => {
+          if (u.cursor.event?.buttons) { this.tip.hidden = true; return; }
+          if (p.tipFrame) return;
+          p.tipFrame = requestAnimationFrame(() => { p.tipFrame = 0; this.tooltip(p, u); });
+        }],
       },
     };
     p.xr = z ? [z[0], z[1]] : xs.length === 1 ? [xs[0] - xpad, xs[0] + xpad] : null;
