@@ -42,7 +42,7 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     await kv0(['demo', repo, '--runs', '10', '--steps', '300']);
     // A finished run of known series, then a running one kept open.
     const w = tracker(repo, ['--run', 'known', '--experiment', 'probe']);
-    await w.write([{ params: { optimizer: { lr: 0.003 }, note: 'probe' } }, ...knownLoss(3000), ...knownSmooth()]);
+    await w.write([{ params: { optimizer: { lr: 0.003 }, note: 'probe' } }, ...knownLoss(3000, Math.floor(Date.now() / 1000)), ...knownSmooth()]);
     await w.end();
     liveWriter = tracker(repo, ['--run', 'live', '--experiment', 'probe']);
     await liveWriter.write(Array.from({ length: 100 }, (_, s) => ({ name: 'live/loss', step: s, value: 1 / (s + 1) })));
