@@ -397,7 +397,10 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     const first = cliRuns[0];
     await page.locator(`.rt-row[data-id="${first.run_id}"] .rt-check`).click();
     await page.waitForFunction((id) => window.kv0dash.runs().find((r) => r.run_id === id)?.selected, first.run_id);
+    // Its panels (loss, before train/loss) are laid out and drawn before the drag.
+    await page.waitForFunction(() => window.kv0dash.panels().some((p) => p.metric === 'loss' && p.drawn) && !document.querySelector('.panel.loading'), null, { timeout: T });
     const over = page.locator('.panel[data-metric="train/loss"] .u-over');
+    await over.scrollIntoViewIfNeeded();
     const box = await over.boundingBox();
     await page.mouse.move(box.x + box.width * 0.2, box.y + 40);
     await page.mouse.down();
@@ -410,7 +413,13 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     assert.equal(q.get('y'), 'log');
     assert.equal(q.get('robust'), '1');
     assert.deepEqual(q.get('sel').split(',').sort(), [known.run_id, first.run_id].sort());
-    const chartsBefore = await hook(page, 'charts');
+    const lossChart = async () => {
+      await page.locator('.panel[data-metric="train/loss"]').scrollIntoViewIfNeeded();
+      await page.waitForFunction(() => window.kv0dash.panels().find((p) => p.metric === 'train/loss')?.drawn && !document.querySelector('.panel.loading'), null, { timeout: T });
+      return (await hook(page, 'charts')).find((c) => c.metric === 'train/loss');
+    };
+    const chartsBefore = await lossChart();
+    assert.ok(chartsBefore.runs[0].steps[0] > 0 && chartsBefore.runs[0].steps.at(-1) < 2999, 'the zoomed range was read');
     await page.reload();
     await ready(page);
     assert.equal(page.url(), url);
@@ -419,7 +428,7 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     assert.ok(await page.isChecked('#y-log'));
     assert.ok(await page.isChecked('#robust'));
     assert.deepEqual((await hook(page, 'runs')).filter((r) => r.selected).map((r) => r.run_id).sort(), [known.run_id, first.run_id].sort());
-    assert.deepEqual(await hook(page, 'charts'), chartsBefore, 'the same zoomed points');
+    assert.deepEqual(await lossChart(), chartsBefore, 'the same zoomed points');
     await page.close();
   });
 
