@@ -374,7 +374,16 @@ export class ChartsView {
     const dark = this.app.dark();
     const lines = this.lines(p);
     const log = st.y === 'log';
-    const per = this.entries(p);
+    let per = this.entries(p);
+    // Many lines whose x values differ (each downsampled into its own
+    // buckets) make a union far longer than the panel is wide: then each
+    // line is put on a grid of one cell per pixel, keeping per cell its
+    // minimum and maximum and the band's extremes, so uPlot walks two
+    // columns a pixel, not 100k.
+    let total = 0;
+    for (const l of per) total += l.xs.length;
+    const width = this.size(p).width;
+    if (per.length > 1 && total > 8 * width) per = snapToGrid(per, width);
     // One x array: the union of every line's x values.
     let all = [];
     for (const l of per) for (const x of l.xs) if (Number.isFinite(x)) all.push(x);
@@ -546,6 +555,51 @@ export class ChartsView {
     g.drawImage(src, 0, 28 * devicePixelRatio);
     c.toBlob((b) => download(b, `${fileName(p)}.png`), 'image/png');
   }
+}
+
+/**
+ * Lines on a grid of `cells` cells across their x extent (see redraw): in
+ * each cell a line keeps its minimum and its maximum (in their order, at the
+ * cell's start and middle), so its extremes and spikes stay, and the cell's
+ * band is the extremes of the band values in it.
+ */
+export function snapToGrid(lines, cells) {
+  let lo = Infinity, hi = -Infinity;
+  for (const l of lines) for (const x of l.xs) if (Number.isFinite(x)) { if (x < lo) lo = x; if (x > hi) hi = x; }
+  if (!(hi > lo)) return lines;
+  const dx = (hi - lo) / cells;
+  return lines.map((l) => {
+    const n = l.xs.length;
+    const xs = [], ys = [], sm = l.sm ? [] : null, mins = l.lo ? [] : null, maxs = l.hi ? [] : null, steps = l.steps ? [] : null;
+    let i = 0;
+    while (i < n) {
+      if (!Number.isFinite(l.xs[i])) { i++; continue; }
+      const c = Math.round((l.xs[i] - lo) / dx);
+      // The cell's points: [i, j).
+      let j = i, imin = -1, imax = -1, blo = Infinity, bhi = -Infinity;
+      while (j < n && (!Number.isFinite(l.xs[j]) || Math.round((l.xs[j] - lo) / dx) === c)) {
+        const v = l.ys[j];
+        if (Number.isFinite(l.xs[j]) && Number.isFinite(v)) {
+          if (imin < 0 || v < l.ys[imin]) imin = j;
+          if (imax < 0 || v > l.ys[imax]) imax = j;
+        }
+        if (mins && l.lo[j] < blo) blo = l.lo[j];
+        if (maxs && l.hi[j] > bhi) bhi = l.hi[j];
+        j++;
+      }
+      const keep = imin < 0 ? [i] : imin === imax ? [imin] : [Math.min(imin, imax), Math.max(imin, imax)];
+      keep.forEach((k, q) => {
+        xs.push(lo + (c + q * 0.5) * dx);
+        ys.push(l.ys[k]);
+        if (sm) sm.push(l.sm[k]);
+        if (mins) mins.push(Number.isFinite(blo) ? blo : l.lo[k]);
+        if (maxs) maxs.push(Number.isFinite(bhi) ? bhi : l.hi[k]);
+        if (steps) steps.push(l.steps[k]);
+      });
+      i = j;
+    }
+    return { ...l, xs, ys, sm, lo: mins, hi: maxs, steps };
+  });
 }
 
 function fileName(p) {
