@@ -42,7 +42,7 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     await kv0(['demo', repo, '--runs', '10', '--steps', '300']);
     // A finished run of known series, then a running one kept open.
     const w = tracker(repo, ['--run', 'known', '--experiment', 'probe']);
-    await w.write([{ params: { optimizer: { lr: 0.003 }, note: 'probe' } }, ...knownLoss(3000), ...knownSmooth()]);
+    await w.write([{ params: { optimizer: { lr: 0.003 }, note: 'probe' } }, ...knownLoss(3000, Math.floor(Date.now() / 1000)), ...knownSmooth()]);
     await w.end();
     liveWriter = tracker(repo, ['--run', 'live', '--experiment', 'probe']);
     await liveWriter.write(Array.from({ length: 100 }, (_, s) => ({ name: 'live/loss', step: s, value: 1 / (s + 1) })));
@@ -59,6 +59,8 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
       for (let i = 0; i < Math.min(b.length, 4000); i++) b[i] ^= 0xa5;
       await writeFile(join(dataDir, f), b);
     }
+    // The built page copied to a static host (out/web holds the wasm module in wasm/).
+    await cp(WEB_DIR, join(tmp.dir, 'data/site'), { recursive: true });
     srv = await serve(repo);
     // Another origin for direct mode's fault cases: 403 under /denied/, no
     // CORS headers under /nocors/.
@@ -198,6 +200,30 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     // Double-click resets the zoom and reads the whole series again.
     await over.dblclick();
     await page.waitForFunction(() => !new URLSearchParams(location.search).has('zoom') && window.kv0dash.charts()[0]?.runs[0]?.steps[0] === 0, null, { timeout: T });
+    // The y range holds the spike; the robust range ignores the tails.
+    const yMax = () => page.evaluate(() => document.querySelector('.panel[data-metric="train/loss"]').kv0plot.scales.y.max);
+    assert.ok(await yMax() >= 9.5);
+    await page.check('#robust');
+    await page.waitForFunction(() => document.querySelector('.panel[data-metric="train/loss"]').kv0plot.scales.y.max < 9, null, { timeout: T });
+    // On a wall-time axis a zoom re-reads the steps whose times are in view.
+    await page.selectOption('#x-axis', 'wall');
+    await page.waitForFunction(() => window.kv0dash.charts()[0]?.x === 'wall' && !document.querySelector('.panel.loading'), null, { timeout: T });
+    points.length = 0;
+    const box2 = await over.boundingBox();
+    await page.mouse.move(box2.x + box2.width * 0.6, box2.y + 30);
+    await page.mouse.down();
+    await page.mouse.move(box2.x + box2.width * 0.7, box2.y + 30, { steps: 4 });
+    await page.mouse.up();
+    await page.waitForFunction(() => new URLSearchParams(location.search).has('zoom') && !document.querySelector('.panel.loading'), null, { timeout: T });
+    assert.equal(points.length, 1);
+    const f = Number(points[0].searchParams.get('from_step')), t = Number(points[0].searchParams.get('to_step'));
+    // Every point whose time is in view is in the steps read, and not the whole series.
+    const [z0, z1] = new URL(page.url()).searchParams.get('zoom').split(',').map(Number);
+    const id = statsOf.get(`${known.run_id} train/loss {"subset":"train"}`).series_id;
+    const [all] = await (await fetch(`${srv.url}/api/v1/series/points?ids=${id}&max_points=0`)).json();
+    const inView = all.steps.filter((st, i) => all.timestamps[i] / 1000 >= z0 && all.timestamps[i] / 1000 <= z1);
+    assert.ok(inView.length > 0, 'points in view');
+    assert.ok(f <= inView[0] && inView.at(-1) < t && (f > 0 || t < 3000), `wall-time zoom reads steps ${f}..${t} for ${inView[0]}..${inView.at(-1)}`);
     await page.close();
   });
 
@@ -256,12 +282,13 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     direct.off('request', onDirect);
     assert.ok(bursts()[1] <= 3 && bursts()[2] <= 3, `quiet polls in direct mode: ${bursts()} requests`);
     // Mark the other panel's chart: appending must not redraw it.
-    await page.evaluate(() => { document.querySelector('.panel[data-metric="train/loss"]').kv0plot.kv0mark = 1; });
+    await page.evaluate(() => { for (const m of ['train/loss', 'live/loss']) document.querySelector(`.panel[data-metric="${m}"]`).kv0plot.kv0mark = 1; });
     await liveWriter.write(Array.from({ length: 50 }, (_, i) => ({ name: 'live/loss', step: 100 + i, value: 1 / (101 + i) })));
     for (const pg of [page, direct]) await pg.waitForFunction(() => window.kv0dash.charts().find((c) => c.metric === 'live/loss')?.runs[0].steps.at(-1) === 149, null, { timeout: 15000 });
     const after = (await hook(page, 'charts')).find((c) => c.metric === 'live/loss');
     assert.deepEqual(after.runs[0].steps, Array.from({ length: 150 }, (_, i) => i));
     assert.equal(await page.evaluate(() => document.querySelector('.panel[data-metric="train/loss"]').kv0plot.kv0mark), 1, 'the unchanged panel was not redrawn');
+    assert.equal(await page.evaluate(() => document.querySelector('.panel[data-metric="live/loss"]').kv0plot.kv0mark), 1, 'the live panel took the new points into its chart');
     const late = tracker(repo, ['--run', 'late', '--experiment', 'probe']);
     await late.write([{ name: 'live/loss', step: 0, value: 0.5 }]);
     await late.end();
@@ -370,7 +397,10 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     const first = cliRuns[0];
     await page.locator(`.rt-row[data-id="${first.run_id}"] .rt-check`).click();
     await page.waitForFunction((id) => window.kv0dash.runs().find((r) => r.run_id === id)?.selected, first.run_id);
+    // Its panels (loss, before train/loss) are laid out and drawn before the drag.
+    await page.waitForFunction(() => window.kv0dash.panels().some((p) => p.metric === 'loss' && p.drawn) && !document.querySelector('.panel.loading'), null, { timeout: T });
     const over = page.locator('.panel[data-metric="train/loss"] .u-over');
+    await over.scrollIntoViewIfNeeded();
     const box = await over.boundingBox();
     await page.mouse.move(box.x + box.width * 0.2, box.y + 40);
     await page.mouse.down();
@@ -383,7 +413,13 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     assert.equal(q.get('y'), 'log');
     assert.equal(q.get('robust'), '1');
     assert.deepEqual(q.get('sel').split(',').sort(), [known.run_id, first.run_id].sort());
-    const chartsBefore = await hook(page, 'charts');
+    const lossChart = async () => {
+      await page.locator('.panel[data-metric="train/loss"]').scrollIntoViewIfNeeded();
+      await page.waitForFunction(() => window.kv0dash.panels().find((p) => p.metric === 'train/loss')?.drawn && !document.querySelector('.panel.loading'), null, { timeout: T });
+      return (await hook(page, 'charts')).find((c) => c.metric === 'train/loss');
+    };
+    const chartsBefore = await lossChart();
+    assert.ok(chartsBefore.runs[0].steps[0] > 0 && chartsBefore.runs[0].steps.at(-1) < 2999, 'the zoomed range was read');
     await page.reload();
     await ready(page);
     assert.equal(page.url(), url);
@@ -392,7 +428,7 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     assert.ok(await page.isChecked('#y-log'));
     assert.ok(await page.isChecked('#robust'));
     assert.deepEqual((await hook(page, 'runs')).filter((r) => r.selected).map((r) => r.run_id).sort(), [known.run_id, first.run_id].sort());
-    assert.deepEqual(await hook(page, 'charts'), chartsBefore, 'the same zoomed points');
+    assert.deepEqual(await lossChart(), chartsBefore, 'the same zoomed points');
     await page.close();
   });
 
@@ -434,7 +470,7 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
       await page.fill('#token-input', 'sesame-0123456789');
       await page.click('#token-dialog button');
       await ready(page);
-      assert.equal((await hook(page, 'runs')).length, cliRuns.length);
+      assert.deepEqual((await hook(page, 'runs')).map((r) => r.run_id), (await kv0json(['runs', repo])).map((r) => r.run_id));
       assert.ok(!page.url().includes('sesame'), 'the token is not in the URL');
       await page.reload();
       await ready(page);
@@ -443,6 +479,20 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     } finally {
       await guarded.stop();
     }
+  });
+
+  it('on a static host: direct mode loads the module from ./wasm/ beside the page; without a source the page says what to add', async () => {
+    const page = await ctx.newPage();
+    await page.goto(`${faults.url}/site/index.html?repo=${faults.url}/good`);
+    await ready(page);
+    assert.match(await page.textContent('#source'), /^direct/);
+    assert.equal((await hook(page, 'runs')).length, cliRuns.length);
+    assert.ok(faults.log.some((r) => r.path === '/site/wasm/kv0.wasm'), 'the module came from the static host');
+    await page.goto(`${faults.url}/site/index.html`);
+    const code = await within(page.evaluate(() => window.kv0dash.ready.then(() => 'resolved', (e) => e.code)), T, 'ready rejecting');
+    assert.equal(code, 'NoSource');
+    assert.match(await page.locator('#errors .error').first().innerText(), /\?api=[\s\S]*\?repo=/);
+    await page.close();
   });
 
   const errorCases = [

@@ -50,15 +50,20 @@ export function tracker(repo, args) {
   };
 }
 
-/** Steps 0..n-1 of a series with a known spike (max) and dip (min) and a NaN. */
-export function knownLoss(n) {
+/**
+ * Steps 0..n-1 of a series with a known spike (max) and dip (min) and a NaN,
+ * 10 ms apart from base (seconds since the epoch), so wall time is uniform.
+ */
+export function knownLoss(n, base = 0) {
   const out = [];
   for (let s = 0; s < n; s++) {
     let v = 2 * Math.exp(-s / 700) + 0.05 * Math.sin(s / 7);
     if (s === 1234) v = 9.5; // the maximum, in the middle of a bucket
     if (s === 2222) v = -3.25; // the minimum
     if (s === 500) v = NaN;
-    out.push({ name: 'train/loss', step: s, value: Number.isNaN(v) ? 'NaN' : v, context: { subset: 'train' } });
+    const p = { name: 'train/loss', step: s, value: Number.isNaN(v) ? 'NaN' : v, context: { subset: 'train' } };
+    if (base) p.timestamp = base + s / 100;
+    out.push(p);
   }
   return out;
 }

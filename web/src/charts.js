@@ -374,7 +374,16 @@ export class ChartsView {
     const dark = this.app.dark();
     const lines = this.lines(p);
     const log = st.y === 'log';
-    const per = this.entries(p);
+    let per = this.entries(p);
+    // Many lines whose x values differ (each downsampled into its own
+    // buckets) make a union far longer than the panel is wide: then each
+    // line is put on a grid of one cell per pixel, keeping per cell its
+    // minimum and maximum and the band's extremes, so uPlot walks two
+    // columns a pixel, not 100k.
+    let total = 0;
+    for (const l of per) total += l.xs.length;
+    const width = this.size(p).width;
+    if (per.length > 1 && total > 8 * width) per = snapToGrid(per, width);
     // One x array: the union of every line's x values.
     let all = [];
     for (const l of per) for (const x of l.xs) if (Number.isFinite(x)) all.push(x);
@@ -419,14 +428,18 @@ export class ChartsView {
     const grid = dark ? '#ffffff14' : '#0000000f';
     const z = st.zoom;
     const timeX = st.x === 'wall';
+    const xpad = xs.length === 1 ? (timeX ? 60 : Math.max(1, Math.abs(xs[0]) * 0.05)) : 0;
     const opts = {
       ...this.size(p),
       legend: { show: false },
       cursor: { drag: { x: true, y: false, setScale: false }, points: { show: false } },
       select: { show: true },
       scales: {
-        x: { time: timeX, ...(z ? { range: () => [z[0], z[1]] } : { range: (u, lo, hi) => (lo === hi || lo === null ? [(lo ?? 0) - 1, (hi ?? 0) + 1] : [lo, hi]) }) },
-        y: log ? { distr: 3, range: () => [ylo, yhi] } : { range: () => [ylo - pad, yhi + pad] },
+        // One x value (a validation metric logged once): a narrow range around it,
+        // not uPlot's padding from 0.
+        // The ranges read p.xr and p.yr, so setData of the same structure takes new ones.
+        x: { time: timeX, range: (u, lo, hi) => p.xr ?? [lo, hi] },
+        y: log ? { distr: 3, range: () => p.yr } : { range: () => p.yr },
       },
       axes: [
         { stroke: axisColor, grid: { stroke: grid }, ticks: { stroke: grid }, ...(st.x === 'rel' ? { values: (u, vals) => vals.map(fmtRel) } : {}) },
@@ -442,9 +455,25 @@ export class ChartsView {
           u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
           this.app.onZoom([lo, hi]);
         }],
-        setCursor: [(u) => this.tooltip(p, u)],
+        // The tooltip at most once a frame, and not while a drag selects a range.
+        setCursor: [(u) => {
+          if (u.cursor.event?.buttons) { this.tip.hidden = true; return; }
+          if (p.tipFrame) return;
+          p.tipFrame = requestAnimationFrame(() => { p.tipFrame = 0; this.tooltip(p, u); });
+        }],
       },
     };
+    p.xr = z ? [z[0], z[1]] : xs.length === 1 ? [xs[0] - xpad, xs[0] + xpad] : null;
+    p.yr = log ? [ylo, yhi] : [ylo - pad, yhi + pad];
+    // The same series, bands and axes as drawn (new points of a live run):
+    // only the data changes, the chart stays.
+    const shape = JSON.stringify([series.map((x) => [x.label, x.stroke, x.width, x.points?.show]), bands, log, st.x, dark, opts.width]);
+    if (p.plot && p.shape === shape) {
+      p.plot.setData(data);
+      this.finish(p, lines);
+      return;
+    }
+    p.shape = shape;
     p.plot?.destroy();
     p.plotEl.replaceChildren();
     p.plot = new uPlot(opts, data, p.plotEl);
@@ -452,6 +481,11 @@ export class ChartsView {
     p.el.kv0plot = p.plot;
     p.plot.over.addEventListener('dblclick', () => this.app.onZoom(null));
     p.plot.over.addEventListener('mouseleave', () => { this.tip.hidden = true; });
+    this.finish(p, lines);
+  }
+
+  /** The legend, the panel's message and its drawn state. */
+  finish(p, lines) {
     p.legendEl.innerHTML = p.main.map((m) => (m.group !== undefined
       ? `<button class="legend-group" data-group="${esc(m.group)}" title="${m.run_id ? 'collapse the group' : 'expand the group into its runs'}"><i class="swatch" style="background:${m.color}"></i>${esc(m.label)}</button>`
       : `<span><i class="swatch" style="background:${m.color}"></i>${esc(m.label)}</span>`)).join('');
@@ -521,6 +555,51 @@ export class ChartsView {
     g.drawImage(src, 0, 28 * devicePixelRatio);
     c.toBlob((b) => download(b, `${fileName(p)}.png`), 'image/png');
   }
+}
+
+/**
+ * Lines on a grid of `cells` cells across their x extent (see redraw): in
+ * each cell a line keeps its minimum and its maximum (in their order, at the
+ * cell's start and middle), so its extremes and spikes stay, and the cell's
+ * band is the extremes of the band values in it.
+ */
+export function snapToGrid(lines, cells) {
+  let lo = Infinity, hi = -Infinity;
+  for (const l of lines) for (const x of l.xs) if (Number.isFinite(x)) { if (x < lo) lo = x; if (x > hi) hi = x; }
+  if (!(hi > lo)) return lines;
+  const dx = (hi - lo) / cells;
+  return lines.map((l) => {
+    const n = l.xs.length;
+    const xs = [], ys = [], sm = l.sm ? [] : null, mins = l.lo ? [] : null, maxs = l.hi ? [] : null, steps = l.steps ? [] : null;
+    let i = 0;
+    while (i < n) {
+      if (!Number.isFinite(l.xs[i])) { i++; continue; }
+      const c = Math.round((l.xs[i] - lo) / dx);
+      // The cell's points: [i, j).
+      let j = i, imin = -1, imax = -1, blo = Infinity, bhi = -Infinity;
+      while (j < n && (!Number.isFinite(l.xs[j]) || Math.round((l.xs[j] - lo) / dx) === c)) {
+        const v = l.ys[j];
+        if (Number.isFinite(l.xs[j]) && Number.isFinite(v)) {
+          if (imin < 0 || v < l.ys[imin]) imin = j;
+          if (imax < 0 || v > l.ys[imax]) imax = j;
+        }
+        if (mins && l.lo[j] < blo) blo = l.lo[j];
+        if (maxs && l.hi[j] > bhi) bhi = l.hi[j];
+        j++;
+      }
+      const keep = imin < 0 ? [i] : imin === imax ? [imin] : [Math.min(imin, imax), Math.max(imin, imax)];
+      keep.forEach((k, q) => {
+        xs.push(lo + (c + q * 0.5) * dx);
+        ys.push(l.ys[k]);
+        if (sm) sm.push(l.sm[k]);
+        if (mins) mins.push(Number.isFinite(blo) ? blo : l.lo[k]);
+        if (maxs) maxs.push(Number.isFinite(bhi) ? bhi : l.hi[k]);
+        if (steps) steps.push(l.steps[k]);
+      });
+      i = j;
+    }
+    return { ...l, xs, ys, sm, lo: mins, hi: maxs, steps };
+  });
 }
 
 function fileName(p) {

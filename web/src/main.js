@@ -5,7 +5,7 @@
 
 import 'uplot/dist/uPlot.min.css';
 import './style.css';
-import { openSource, describeError, parseParamFilter, sourceError } from './source.js';
+import { openSource, describeError, parseParamFilter } from './source.js';
 import { parseState, stateQuery } from './state.js';
 import { RunsTable, parseSummary, runDuration } from './table.js';
 import { ChartsView, panelMatcher, contextLabel } from './charts.js';
@@ -117,7 +117,7 @@ function pump() {
   }
 }
 function scheduleRepaint() {
-  if (!repaint) repaint = requestAnimationFrame(() => { repaint = 0; table.paint(); });
+  if (!repaint) repaint = requestAnimationFrame(() => { repaint = 0; table.paint(true); });
 }
 
 // ---- the runs table ----------------------------------------------------------
@@ -321,6 +321,7 @@ function checkReady() {
   if (ps.some((p) => !p.seen)) return;
   if (ps.some((p) => p.visible && p.series.length && (p.reading || (!p.drawn && !p.error)))) return;
   readyDone = true;
+  performance.mark('kv0:ready');
   resolveReady(true);
 }
 
@@ -625,7 +626,7 @@ async function appendPoints() {
     const pts = await source.read(group, { maxPoints: MAX_LIVE, fromStep: from });
     pts.forEach((d) => charts.append(d.series_id, d));
   }
-  if (state.mc.length) table.paint();
+  if (state.mc.length) table.paint(true);
 }
 const MAX_LIVE = 1000;
 
@@ -746,9 +747,10 @@ async function renderParallelView(el) {
 async function main() {
   bindControls();
   for (const b of document.querySelectorAll('#tabs [data-view]')) b.addEventListener('click', () => navigate({ view: b.dataset.view }));
-  $('#token-form').addEventListener('submit', () => {});
+  performance.mark('kv0:start');
   try {
     source = await openSource(params, { token: askToken });
+    performance.mark('kv0:source');
   } catch (e) {
     showError(e, 'opening the source');
     $('#source').textContent = 'no source';
@@ -762,6 +764,7 @@ async function main() {
     // after the first draw (they cost a probe of every table).
     lastVersions = source.firstVersions ?? null;
     setRuns(await source.runs(runFilter()));
+    performance.mark('kv0:runs');
   } catch (e) {
     showError(e, 'listing runs');
     rejectReady(e);
@@ -793,4 +796,3 @@ window.kv0dash = {
 };
 
 main().catch((e) => { showError(e); rejectReady(e); });
-export { sourceError };

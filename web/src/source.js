@@ -94,6 +94,9 @@ export function parseParamFilter(text) {
 
 // ---- api mode -------------------------------------------------------------
 
+/** Series per points request in api mode. */
+const READ_CHUNK = 10;
+
 class APISource {
   constructor(base, token) {
     this.kind = 'api';
@@ -124,7 +127,7 @@ class APISource {
     try {
       return await res.json();
     } catch (e) {
-      throw sourceError('Network', `${url.origin}${url.pathname}: the answer was cut short or is not JSON (${e.message})`);
+      throw sourceError('Network', `${url.origin}${url.pathname}: the answer was cut short or is not JSON (${e.message})`, { notJSON: true, url: String(url) });
     }
   }
 
@@ -142,15 +145,17 @@ class APISource {
   async series(runId) { return normSeries(await this.get(`runs/${encodeURIComponent(runId)}/series`)); }
   async read(ids, { maxPoints = 1000, fromStep, toStep } = {}) {
     if (ids.length === 0) return [];
-    const out = [];
-    // The API takes at most 1000 ids per request.
-    for (let i = 0; i < ids.length; i += 1000) {
-      const q = [['ids', ids.slice(i, i + 1000).join(',')], ['max_points', String(maxPoints)]];
+    // Requests of at most READ_CHUNK series, in parallel: the server decodes
+    // each request on one goroutine, so a panel of many lines uses every core.
+    const chunks = [];
+    for (let i = 0; i < ids.length; i += READ_CHUNK) chunks.push(ids.slice(i, i + READ_CHUNK));
+    const answers = await Promise.all(chunks.map((part) => {
+      const q = [['ids', part.join(',')], ['max_points', String(maxPoints)]];
       if (fromStep !== undefined && fromStep !== null) q.push(['from_step', String(Math.max(0, Math.floor(fromStep)))]);
       if (toStep !== undefined && toStep !== null && Number.isFinite(toStep)) q.push(['to_step', String(Math.ceil(toStep))]);
-      out.push(...(await this.get('series/points', q)).map(normPoints));
-    }
-    return out;
+      return this.get('series/points', q);
+    }));
+    return answers.flat().map(normPoints);
   }
   async stats(ids) {
     if (ids.length === 0) return [];
@@ -292,8 +297,9 @@ export async function openSource(params, opts = {}) {
         sessionStorage.setItem(tokenKey(where), src.token);
         continue;
       }
-      if (!params.get('api') && (e.code === 'NotFound' || e.code === 'Invalid')) {
-        throw sourceError('NoSource', `no data source: this page is not served by kv0 serve (${where} answered ${e.status ?? e.code}). Add ?api=URL of kv0 serve or the edge worker, ?repo=URL of a repository on a static host or bucket, or ?signer=URL&key=PREFIX of a kv0 sign-server`);
+      // No API beside the page: a 404, or a static host answering its page for every path.
+      if (!params.get('api') && (e.code === 'NotFound' || e.code === 'Invalid' || e.code === 'MethodNotAllowed' || e.notJSON)) {
+        throw sourceError('NoSource', `no data source: this page is not served by kv0 serve (${where} answered ${e.notJSON ? 'with something that is not JSON' : e.status ?? e.code}). Add ?api=URL of kv0 serve or the edge worker, ?repo=URL of a repository on a static host or bucket, or ?signer=URL&key=PREFIX of a kv0 sign-server`);
       }
       throw e;
     }

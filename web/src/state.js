@@ -74,7 +74,7 @@ export function stateQuery(st, from) {
   if (st.x !== d.x) p.set('x', st.x);
   if (st.y !== d.y) p.set('y', st.y);
   if (st.robust) p.set('robust', '1');
-  if (st.zoom) p.set('zoom', st.zoom.map((v) => +v.toPrecision(12)).join(','));
+  if (st.zoom) p.set('zoom', st.zoom.map((v) => +v.toPrecision(15)).join(','));
   if (st.view !== d.view) p.set('view', st.view);
   if (st.run) p.set('run', st.run);
   if (st.group) p.set('group', st.group);

@@ -117,6 +117,7 @@ export class RunsTable {
     ];
     const tmpl = ['2.2em', '1.4em', '1.6em', 'minmax(10em,2fr)', 'minmax(8em,1.2fr)', '6.5em', 'minmax(6em,1fr)', '11.5em', '5.5em', ...this.cols.slice(6).map(() => 'minmax(6em,1fr)')].join(' ');
     this.el.style.setProperty('--rt-cols', tmpl);
+    this.gen = (this.gen ?? 0) + 1;
     this.paintHead();
   }
 
@@ -135,7 +136,7 @@ export class RunsTable {
     this.focus = Math.min(this.focus, Math.max(0, rows.length - 1));
     this.spacer.style.height = `${rows.length * ROW}px`;
     this.paintHead();
-    this.paint();
+    this.paint(true);
   }
 
   cell(r, c, now) {
@@ -152,27 +153,47 @@ export class RunsTable {
     }
   }
 
-  paint() {
+  /**
+   * Draws the rows in view. Rows already in the DOM for the same run and
+   * the same generation are kept, so a scroll builds only the rows that
+   * came into view; refresh() (new data for the cells) or setRows/
+   * setColumns start a new generation.
+   */
+  paint(refresh = false) {
+    if (refresh) this.gen = (this.gen ?? 0) + 1;
     const h = this.body.clientHeight || 400;
     const top = this.body.scrollTop;
     const start = Math.max(0, Math.floor(top / ROW) - OVERSCAN);
     const end = Math.min(this.rows.length, Math.ceil((top + h) / ROW) + OVERSCAN);
     const now = Date.now();
-    let html = '';
+    const gen = this.gen ?? 0;
+    const old = this.rendered ?? new Map();
+    const next = new Map();
     const want = [];
+    const frag = document.createDocumentFragment();
     for (let i = start; i < end; i++) {
       const r = this.rows[i];
       const id = r.run_id;
+      want.push(id);
       const sel = this.sel.has(id);
       const hid = this.hidden.has(id);
-      want.push(id);
-      html += `<div class="rt-row${sel ? ' sel' : ''}${hid ? ' hid' : ''}${i === this.focus ? ' focus' : ''}" role="row" aria-selected="${sel}" data-id="${esc(id)}" data-i="${i}" style="transform:translateY(${i * ROW}px)">` +
+      const key = `${gen}|${id}|${sel}|${hid}|${i === this.focus}`;
+      let el = old.get(i);
+      if (el && el.kv0key === key) { old.delete(i); next.set(i, el); continue; }
+      const tpl = document.createElement('template');
+      tpl.innerHTML = `<div class="rt-row${sel ? ' sel' : ''}${hid ? ' hid' : ''}${i === this.focus ? ' focus' : ''}" role="row" aria-selected="${sel}" data-id="${esc(id)}" data-i="${i}" style="transform:translateY(${i * ROW}px)">` +
         `<label class="rt-c"><input class="rt-check" type="checkbox" tabindex="-1" aria-label="select ${esc(r.name || id)}" ${sel ? 'checked' : ''}></label>` +
         `<span class="rt-c"><i class="swatch" style="background:${this.app.colorOf(id)}"></i></span>` +
         `<button class="rt-c rt-eye" tabindex="-1" title="${hid ? 'show in charts' : 'hide from charts'}" aria-label="${hid ? 'show' : 'hide'} ${esc(r.name || id)}">${hid ? '◌' : '●'}</button>` +
         this.cols.map((c) => this.cell(r, c, now)).join('') + '</div>';
+      el = tpl.content.firstChild;
+      el.kv0key = key;
+      next.set(i, el);
+      frag.appendChild(el);
     }
-    this.rowsEl.innerHTML = html;
+    for (const el of old.values()) el.remove();
+    this.rendered = next;
+    if (frag.childNodes.length) this.rowsEl.appendChild(frag);
     if (this.cols.length > 6) this.app.want(want);
   }
 }
