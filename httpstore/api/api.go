@@ -67,6 +67,12 @@ type Options struct {
 	LatestMaxAge time.Duration
 	// Logf receives recovered panics and failed streams (default: none).
 	Logf func(format string, args ...any)
+	// MaxOpenFiles bounds the opened data files kept across requests
+	// (their footers and column metadata; default 512).
+	MaxOpenFiles int
+	// MaxVersions bounds the opened dataset versions (manifests) kept
+	// across requests (default 128).
+	MaxVersions int
 }
 
 // Handler is kv0's HTTP read API over one store root. It is safe for
@@ -96,7 +102,13 @@ func New(st store.Store, root string, opts Options) *Handler {
 	if opts.LatestMaxAge <= 0 {
 		opts.LatestMaxAge = time.Second
 	}
-	return &Handler{st: st, root: root, opts: opts, files: lance.NewFileCache(512), datasets: newDatasetCache(128),
+	if opts.MaxOpenFiles <= 0 {
+		opts.MaxOpenFiles = 512
+	}
+	if opts.MaxVersions <= 0 {
+		opts.MaxVersions = 128
+	}
+	return &Handler{st: st, root: root, opts: opts, files: lance.NewFileCache(opts.MaxOpenFiles), datasets: newDatasetCache(opts.MaxVersions),
 		follow: map[string]followed{}}
 }
 

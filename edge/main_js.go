@@ -1,0 +1,90 @@
+//go:build js && wasm
+
+// Command edge is kv0's Cloudflare worker: the HTTP read API of `kv0
+// serve` (httpstore/api, the same handler) over the root named by the
+// worker's configuration, beside the dashboard's static files. One Go
+// instance runs per isolate (edge/worker.mjs starts it on the first
+// request and hands it every request after), so its caches of opened
+// files and versions live across requests. docs/edge.md has the
+// configuration and the deployment.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"syscall/js"
+
+	"github.com/syumai/workers/cloudflare"
+
+	"github.com/kv0/kv0/core/store"
+	"github.com/kv0/kv0/edge/glue"
+	"github.com/kv0/kv0/edge/r2store"
+	"github.com/kv0/kv0/httpstore"
+	"github.com/kv0/kv0/httpstore/api"
+)
+
+// Per-isolate cache bounds, inside the isolate's 128 MB: an opened data
+// file keeps its footer and column metadata, a version its manifest.
+const (
+	maxOpenFiles = 256
+	maxVersions  = 64
+)
+
+func main() {
+	cfg := config{
+		Origin: cloudflare.Getenv("KV0_ORIGIN"),
+		Prefix: cloudflare.Getenv("KV0_PREFIX"),
+		Token:  cloudflare.Getenv("KV0_TOKEN"),
+		Bucket: cloudflare.GetBinding("KV0_BUCKET").Truthy(),
+	}
+	h, err := newHandler(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "kv0 edge:", err)
+		h = misconfigured(err.Error())
+	}
+	glue.Serve(js.Global().Get("context").Get("binding"), h)
+	select {} // the instance lives as long as the isolate
+}
+
+func newHandler(cfg config) (http.Handler, error) {
+	src, err := cfg.source()
+	if err != nil {
+		return nil, err
+	}
+	var st store.Store
+	root := ""
+	switch src {
+	case fromOrigin:
+		st, err = httpstore.OpenStatic(cfg.Origin, httpstore.Options{Transport: glue.Transport{}, MaxConcurrency: glue.MaxConnections})
+		if err != nil {
+			return nil, err
+		}
+	case fromBucket:
+		st, root = r2store.New(r2store.Binding{}), cfg.root()
+	}
+	return api.New(st, root, api.Options{
+		Token:        cfg.Token,
+		Files:        true,
+		MaxOpenFiles: maxOpenFiles,
+		MaxVersions:  maxVersions,
+		Logf:         func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) },
+	}), nil
+}
+
+// misconfigured answers every route with the API's error body naming what
+// is missing.
+func misconfigured(msg string) http.Handler {
+	m, _ := json.Marshal(msg)
+	body := []byte(`{"error":{"code":"StoreFailed","message":` + string(m) + "}}\n")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		w.Header().Set("Cache-Control", "no-store")
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		w.WriteHeader(http.StatusBadGateway)
+		_, _ = w.Write(body)
+	})
+}
