@@ -6,6 +6,7 @@
 #   make fuzz    every fuzz target for FUZZTIME (default 60s)
 #   make proto   regenerate the protobuf code from core/internal/lancepb/proto
 #   make python  the Python package in out/python (PYTHONPATH=out/python, or pip install ./out/python)
+#   make web     the dashboard in out/web (web/README.md), with the wasm module in out/web/wasm
 
 GO        ?= go
 BIN       := bin
@@ -15,7 +16,7 @@ FUZZTIME  ?= 60s
 APT_PACKAGES := protobuf-compiler nodejs npm
 PROTOC_GEN_GO_LITE_VERSION := v0.14.0
 
-.PHONY: all build run test vet unit wasm wasm-size test-wasm wasm-deps bench-wasm fuzz fuzz-short interop-deps azure-deps bench bench-lance bench-kv bench-tracking bench-s3 bench-api proto clean \
+.PHONY: all build run test vet unit wasm wasm-size test-wasm wasm-deps web web-deps test-web bench-wasm fuzz fuzz-short interop-deps azure-deps bench bench-lance bench-kv bench-tracking bench-s3 bench-api proto clean \
 	python python-deps python-test bench-python
 
 all: build
@@ -39,7 +40,7 @@ run: build
 # with CI=true their absence is an error, never a skip. The wasm size check
 # comes last, so a binary over the limit fails the run after every suite
 # has reported.
-test: interop-deps azure-deps vet unit wasm test-wasm fuzz-short python-test wasm-size
+test: interop-deps azure-deps vet unit wasm test-wasm test-web fuzz-short python-test wasm-size
 
 vet:
 	$(GO) vet ./...
@@ -87,6 +88,23 @@ wasm-deps: build
 
 test-wasm: wasm wasm-deps
 	cd tests/wasm && KV0=$(CURDIR)/$(KV0) WASM_DIR=$(CURDIR)/$(WASM_OUT) node --test --test-concurrency=1 *.test.mjs
+
+# The dashboard (web/README.md): esbuild bundles web/src into out/web
+# (index.html, app.js, app.css) and copies the wasm module into
+# out/web/wasm, so the folder deploys to any static host as it is.
+WEB_OUT := out/web
+web-deps: interop-deps
+	cd web && { [ -x node_modules/.bin/esbuild ] && [ -d node_modules/uplot ] || npm ci --no-audit --no-fund; }
+
+web: wasm web-deps
+	OUT=$(CURDIR)/$(WEB_OUT) WASM=$(CURDIR)/$(WASM_OUT) node web/build.mjs
+
+# The dashboard's browser suite (tests/web/README.md) in Debian's Chromium,
+# installed as for the wasm suites (wasm-deps); with CI=true a missing
+# Chromium or node is an error. Screenshots go to out/web-screens.
+test-web: web wasm-deps
+	cd tests/web && { [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund; }
+	cd tests/web && KV0=$(CURDIR)/$(KV0) WEB_DIR=$(CURDIR)/$(WEB_OUT) SCREENS=$(CURDIR)/out/web-screens node --test --test-concurrency=1 *.test.mjs
 
 fuzz-short:
 	bash tests/fuzz.sh 3s

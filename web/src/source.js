@@ -1,0 +1,327 @@
+// The dashboard's data sources: one interface over kv0's HTTP API (api mode)
+// and the WebAssembly reader (direct mode). Both answer the shapes of
+// docs/http-api.md (the CLI's --json, 64-bit ids as decimal strings), with
+// one normalisation: the arrays of read() are Float64Arrays, non-finite
+// values as NaN/±Infinity and a missing epoch as NaN, and the numbers of
+// stats() are numbers (the API's "NaN"/"Infinity" strings become numbers).
+//
+//   const src = await openSource(new URLSearchParams(location.search));
+//   const runs = await src.runs({ experiment: 'resnet' });
+//
+// Every failure is an Error with a `code` (NotFound, Forbidden, Network,
+// Corrupt, Unsupported, Invalid, Closed, and Unauthorized for the API's
+// 401) and a message naming the URL; describeError() turns it into words
+// that say what to fix.
+
+/** The sessionStorage key of a token for `where` (a signer or API URL). */
+export const tokenKey = (where) => `kv0.token:${where}`;
+
+/** An Error with a code, as the wasm module rejects with. */
+export function sourceError(code, message, extra = {}) {
+  const e = new Error(message);
+  e.name = 'Kv0Error';
+  e.code = code;
+  Object.assign(e, extra);
+  return e;
+}
+
+const codeOfStatus = { 400: 'Invalid', 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 422: 'Corrupt', 501: 'Unsupported', 502: 'Network' };
+
+function num(v) {
+  if (typeof v === 'number') return v;
+  if (v === null || v === undefined) return NaN;
+  if (v === 'NaN') return NaN;
+  if (v === 'Infinity') return Infinity;
+  if (v === '-Infinity') return -Infinity;
+  return Number(v);
+}
+
+function f64(a) {
+  if (!a) return undefined;
+  if (a instanceof Float64Array) return a;
+  const out = new Float64Array(a.length);
+  for (let i = 0; i < a.length; i++) out[i] = num(a[i]);
+  return out;
+}
+
+const statNumbers = ['last_value', 'min', 'max'];
+function normStats(s) {
+  if (!s) return null;
+  const o = { ...s };
+  for (const k of statNumbers) if (k in o) o[k] = num(o[k]);
+  return o;
+}
+
+function normPoints(p) {
+  const o = {
+    series_id: String(p.series_id ?? p.seriesId),
+    steps: f64(p.steps),
+    values: f64(p.values),
+    timestamps: f64(p.timestamps),
+    epochs: f64(p.epochs),
+  };
+  if (p.mins) o.mins = f64(p.mins);
+  if (p.maxs) o.maxs = f64(p.maxs);
+  return o;
+}
+
+function normSeries(list) {
+  return list.map((s) => (s.stats ? { ...s, series_id: String(s.series_id), stats: normStats(s.stats) } : { ...s, series_id: String(s.series_id) }));
+}
+
+/** A parameter comparison as the API's `param=` text: optimizer.lr<0.01, note="a<b". */
+export function paramText({ key, op, value }) {
+  const v = typeof value === 'string' ? JSON.stringify(value) : String(value);
+  return `${key}${op}${v}`;
+}
+
+/**
+ * Parses "optimizer.lr<0.01" (the CLI's --param) into {key, op, value}:
+ * a JSON number is a number, true/false a boolean, a quoted text a string,
+ * any other text the text as written.
+ */
+export function parseParamFilter(text) {
+  const m = /^\s*([^<>=!\s]+)\s*(==|!=|<=|>=|=|<|>)\s*(.*?)\s*$/.exec(text);
+  if (!m) throw sourceError('Invalid', `param: "${text}" is not KEY OP VALUE (OP one of = != < <= > >=)`);
+  const op = m[2] === '==' ? '=' : m[2];
+  let value = m[3];
+  if (value === '') throw sourceError('Invalid', `param: "${text}" has no value`);
+  if (/^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/.test(value)) value = Number(value);
+  else if (value === 'true' || value === 'false') value = value === 'true';
+  else if (/^".*"$/.test(value)) value = JSON.parse(value);
+  return { key: m[1], op, value };
+}
+
+// ---- api mode -------------------------------------------------------------
+
+class APISource {
+  constructor(base, token) {
+    this.kind = 'api';
+    this.where = base; // ends with /api/v1/
+    this.token = token;
+    this.requests = 0;
+  }
+
+  async get(path, query) {
+    const url = new URL(path, this.where);
+    if (query) for (const [k, v] of query) url.searchParams.append(k, v);
+    const headers = {};
+    if (this.token) headers.Authorization = `Bearer ${this.token}`;
+    let res;
+    this.requests++;
+    try {
+      res = await fetch(url, { headers });
+    } catch (e) {
+      throw sourceError('Network', `${url.origin}${url.pathname}: no answer (${e.message}): the server is down, the address is wrong, or it sends no CORS headers for this page's origin`, { url: String(url) });
+    }
+    if (!res.ok) {
+      let body = null;
+      try { body = await res.json(); } catch { /* not JSON */ }
+      const code = body?.error?.code ?? codeOfStatus[res.status] ?? (res.status >= 500 ? 'Network' : 'Invalid');
+      const msg = body?.error?.message ?? `HTTP ${res.status}`;
+      throw sourceError(code === 'StoreFailed' ? 'Network' : code, `${url.origin}${url.pathname}: ${res.status}: ${msg}`, { status: res.status, url: String(url) });
+    }
+    try {
+      return await res.json();
+    } catch (e) {
+      throw sourceError('Network', `${url.origin}${url.pathname}: the answer was cut short or is not JSON (${e.message})`);
+    }
+  }
+
+  runs(filter = {}) {
+    const q = [];
+    if (filter.experiment) q.push(['experiment', filter.experiment]);
+    if (filter.status) q.push(['status', filter.status]);
+    for (const t of filter.tags ?? []) q.push(['tag', t]);
+    if (filter.archived !== undefined && filter.archived !== null) q.push(['archived', String(filter.archived)]);
+    for (const p of filter.params ?? []) q.push(['param', paramText(p)]);
+    return this.get('runs', q);
+  }
+  run(id) { return this.get(`runs/${encodeURIComponent(id)}`); }
+  params(id) { return this.get(`runs/${encodeURIComponent(id)}/params`); }
+  async series(runId) { return normSeries(await this.get(`runs/${encodeURIComponent(runId)}/series`)); }
+  async read(ids, { maxPoints = 1000, fromStep, toStep } = {}) {
+    if (ids.length === 0) return [];
+    const out = [];
+    // The API takes at most 1000 ids per request.
+    for (let i = 0; i < ids.length; i += 1000) {
+      const q = [['ids', ids.slice(i, i + 1000).join(',')], ['max_points', String(maxPoints)]];
+      if (fromStep !== undefined && fromStep !== null) q.push(['from_step', String(Math.max(0, Math.floor(fromStep)))]);
+      if (toStep !== undefined && toStep !== null && Number.isFinite(toStep)) q.push(['to_step', String(Math.ceil(toStep))]);
+      out.push(...(await this.get('series/points', q)).map(normPoints));
+    }
+    return out;
+  }
+  async stats(ids) {
+    if (ids.length === 0) return [];
+    const out = [];
+    for (let i = 0; i < ids.length; i += 1000) out.push(...(await this.get('stats', [['ids', ids.slice(i, i + 1000).join(',')]])).map(normStats));
+    return out;
+  }
+  versions() { return this.get('versions'); }
+  async recordTables() { return this.get('records'); }
+  async records(table, { run } = {}) { return this.get(`records/${encodeURIComponent(table)}`, run ? [['run', run]] : []); }
+  close() {}
+}
+
+// ---- direct mode ----------------------------------------------------------
+
+class DirectSource {
+  constructor(repo, where) {
+    this.kind = 'direct';
+    this.where = where;
+    this.repo = repo;
+  }
+  runs(filter = {}) {
+    const f = {};
+    if (filter.experiment) f.experiment = filter.experiment;
+    if (filter.status) f.status = filter.status;
+    if (filter.tags?.length) f.tags = filter.tags;
+    if (filter.archived !== undefined && filter.archived !== null) f.archived = filter.archived;
+    if (filter.params?.length) f.params = filter.params;
+    return this.repo.runs(f);
+  }
+  run(id) { return this.repo.run(id); }
+  params(id) { return this.repo.params(id); }
+  async series(runId) { return normSeries(await this.repo.series(runId)); }
+  async read(ids, { maxPoints = 1000, fromStep, toStep } = {}) {
+    if (ids.length === 0) return [];
+    const o = {};
+    if (maxPoints) o.maxPoints = maxPoints;
+    const hasFrom = fromStep !== undefined && fromStep !== null;
+    const hasTo = toStep !== undefined && toStep !== null && Number.isFinite(toStep);
+    if (hasFrom || hasTo) o.steps = [hasFrom ? Math.max(0, Math.floor(fromStep)) : 0, hasTo ? Math.ceil(toStep) : Number.MAX_SAFE_INTEGER];
+    return (await this.repo.read(ids, o)).map(normPoints);
+  }
+  async stats(ids) { return ids.length ? (await this.repo.stats(ids)).map(normStats) : []; }
+  versions() { return this.repo.versions(); }
+  async recordTables() {
+    if (!this.repo.recordTables) throw sourceError('Unsupported', 'this build of the wasm module reads no records tables');
+    return this.repo.recordTables();
+  }
+  async records(table, opts = {}) {
+    if (!this.repo.records) throw sourceError('Unsupported', 'this build of the wasm module reads no records tables');
+    return this.repo.records(table, opts);
+  }
+  watch(onChange, opts) { return this.repo.watch(onChange, opts); }
+  close() { return this.repo.close(); }
+}
+
+let modulePromise = null;
+/** Loads the wasm module from `base` (a folder URL holding kv0.mjs, kv0.wasm, wasm_exec.js). */
+export function loadModule(base) {
+  if (!modulePromise) {
+    const url = new URL('kv0.mjs', base).href;
+    modulePromise = import(/* @vite-ignore */ url).catch((e) => {
+      modulePromise = null;
+      throw sourceError('Network', `${url}: the wasm module did not load (${e.message}): build it with make wasm, or point ?wasm= at the folder holding kv0.mjs`);
+    }).then((m) => m.load({ worker: true }));
+  }
+  return modulePromise;
+}
+
+/**
+ * Where the page finds the wasm module: ?wasm=URL (a folder), else ./wasm/
+ * beside the page (kv0 serve serves it at /wasm/, and `make web` copies it
+ * into out/web/wasm/ for static hosts).
+ */
+export function wasmBase(params, pageURL = location.href) {
+  const w = params.get('wasm');
+  const base = new URL(w || './wasm/', pageURL);
+  if (!base.pathname.endsWith('/')) base.pathname += '/';
+  return base.href;
+}
+
+/**
+ * Opens the source the URL names:
+ *   ?api=https://host/      kv0 serve or the edge worker (…/api/v1/ is appended unless given)
+ *   ?repo=https://host/repo the wasm module in static mode
+ *   ?signer=https://sign&key=prefix/repo  the wasm module in signed mode; the token comes from
+ *                           opts.token(where) (asked for and kept in sessionStorage by the page)
+ *   none                    the API beside the page (served by kv0 serve or the worker)
+ * opts.token(where, reason) -> Promise<string> asks for a token (api 401, signer).
+ */
+export async function openSource(params, opts = {}) {
+  const page = opts.pageURL ?? location.href;
+  const askToken = opts.token ?? (async () => { throw sourceError('Unauthorized', 'a token is needed'); });
+  if (params.get('repo') || params.get('signer')) {
+    const kv0 = await loadModule(wasmBase(params, page));
+    let location, where;
+    if (params.get('signer')) {
+      const signer = new URL(params.get('signer'), page).href;
+      const key = params.get('key') ?? '';
+      where = `${signer} ${key}`;
+      let token = sessionStorage.getItem(tokenKey(signer));
+      if (!token) {
+        token = await askToken(signer, 'signer');
+        sessionStorage.setItem(tokenKey(signer), token);
+      }
+      location = { signer: { url: signer, token }, key };
+    } else {
+      location = where = new URL(params.get('repo'), page).href.replace(/\/+$/, '');
+    }
+    try {
+      const repo = await kv0.openRepo(location);
+      const src = new DirectSource(repo, where);
+      await src.versions();
+      return src;
+    } catch (e) {
+      if (params.get('signer') && e.code === 'Forbidden') sessionStorage.removeItem(tokenKey(new URL(params.get('signer'), page).href));
+      throw e;
+    }
+  }
+  let base;
+  if (params.get('api')) {
+    base = new URL(params.get('api'), page);
+    if (!/\/api\/v1\/?$/.test(base.pathname)) base.pathname = base.pathname.replace(/\/?$/, '/api/v1/');
+  } else {
+    base = new URL('./api/v1/', page);
+  }
+  if (!base.pathname.endsWith('/')) base.pathname += '/';
+  const where = base.href;
+  const src = new APISource(where, sessionStorage.getItem(tokenKey(where)) || undefined);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await src.versions();
+      return src;
+    } catch (e) {
+      if (e.code === 'Unauthorized' && attempt < 3) {
+        sessionStorage.removeItem(tokenKey(where));
+        src.token = await askToken(where, src.token ? 'wrong' : 'api');
+        sessionStorage.setItem(tokenKey(where), src.token);
+        continue;
+      }
+      if (!params.get('api') && (e.code === 'NotFound' || e.code === 'Invalid')) {
+        throw sourceError('NoSource', `no data source: this page is not served by kv0 serve (${where} answered ${e.status ?? e.code}). Add ?api=URL of kv0 serve or the edge worker, ?repo=URL of a repository on a static host or bucket, or ?signer=URL&key=PREFIX of a kv0 sign-server`);
+      }
+      throw e;
+    }
+  }
+}
+
+/** Words that say what went wrong and what to fix, for an error of a source. */
+export function describeError(e, src) {
+  const m = e?.message ?? String(e);
+  switch (e?.code) {
+    case 'Network':
+      return { title: 'The data could not be reached', fix: `${m}. Check that the server is running and the address is right; when the data is on another origin, its server or bucket must send CORS headers (Access-Control-Allow-Origin for this page's origin, exposing Content-Range and ETag; see docs/object-stores.md).` };
+    case 'Forbidden':
+      return { title: 'Access was refused (403)', fix: `${m}. A presigned URL may have expired: reload to get fresh signatures from the signer; otherwise check the bucket's policy or the signer's token.` };
+    case 'Unauthorized':
+      return { title: 'A token is needed (401)', fix: `${m}. Enter the server's token (kv0 serve --token-file); it is kept in this tab's sessionStorage only.` };
+    case 'NotFound':
+      return { title: 'Not found (404)', fix: `${m}. Check that the URL points at the repository's folder (the one holding runs.lance, series.lance and metrics.lance), and that the run or series still exists.` };
+    case 'Corrupt':
+      return { title: 'The repository holds corrupt data', fix: `${m}. The named file does not decode: restore it from a copy or re-run the writer; other runs may still read.` };
+    case 'Unsupported':
+      return { title: 'Unsupported data', fix: `${m}. This kv0 does not read that format; upgrade kv0 or rewrite the dataset (kv0 optimize).` };
+    case 'Invalid':
+      return { title: 'A bad argument', fix: `${m}. Fix the filter or the URL parameter named.` };
+    case 'NoSource':
+      return { title: 'No data source', fix: m };
+    case 'Closed':
+      return { title: 'The repository handle was closed', fix: `${m}. Reload the page.` };
+    default:
+      return { title: 'Something failed', fix: m };
+  }
+}
