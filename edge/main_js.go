@@ -55,7 +55,6 @@ func newHandler(cfg config) (http.Handler, error) {
 		return nil, err
 	}
 	var st store.Store
-	root := ""
 	switch src {
 	case fromOrigin:
 		st, err = httpstore.OpenStatic(cfg.Origin, httpstore.Options{Transport: glue.Transport{}, MaxConcurrency: glue.MaxConnections})
@@ -63,9 +62,14 @@ func newHandler(cfg config) (http.Handler, error) {
 			return nil, err
 		}
 	case fromBucket:
-		st, root = r2store.New(r2store.Binding{}), cfg.root()
+		// The store is rooted at the prefix, so keys (and the messages
+		// naming them) read as they do under kv0 serve ROOT.
+		st, err = r2store.New(r2store.Binding{}, cfg.root())
+		if err != nil {
+			return nil, err
+		}
 	}
-	return api.New(st, root, api.Options{
+	return api.New(st, "", api.Options{
 		Token:        cfg.Token,
 		Files:        true,
 		MaxOpenFiles: maxOpenFiles,

@@ -12,38 +12,37 @@
 import "./wasm_exec.js";
 import wasm from "./kv0edge.wasm";
 
-let instance; // Promise of the Go side's binding {handle}, once started
+let instance; // Promise of the running Go program {go, binding}, once started
 
 function startGo(env) {
   if (instance) return instance;
-  instance = new Promise((resolve, reject) => {
+  const started = new Promise((resolve, reject) => {
     const go = new Go();
-    const binding = { ready: () => resolve(binding) };
-    let inst;
-    try {
-      inst = new WebAssembly.Instance(wasm, go.importObject);
-    } catch (e) {
-      reject(e);
-      return;
-    }
+    go.exit = (code) => (go.exitCode = code);
+    const binding = { ready: () => resolve({ go, binding }) };
+    const inst = new WebAssembly.Instance(wasm, go.importObject);
     // syumai/workers' wasm_exec.js makes this object the Go side's
     // globalThis.context (its env is read once: vars and bindings are the
     // same for every request of an isolate).
     go.run(inst, { env, ctx: undefined, binding }).then(
-      () => {
-        instance = undefined; // the program ended: start anew next time
-        reject(new Error("the Go program exited"));
-      },
-      (e) => {
-        instance = undefined;
-        reject(e);
-      },
+      () => reject(new Error(`the Go program exited (exit code ${go.exitCode})`)),
+      reject,
     );
   });
-  instance.catch(() => {
-    instance = undefined;
+  instance = started;
+  started.catch(() => {
+    if (instance === started) instance = undefined;
   });
-  return instance;
+  return started;
+}
+
+// The running program, started anew when the last one has exited (a
+// crash answers its requests with an error; the next request works).
+async function running(env) {
+  const r = await startGo(env);
+  if (!r.go.exited) return r.binding;
+  instance = undefined;
+  return (await startGo(env)).binding;
 }
 
 // The operations Go asks a gate for. Results are plain values, a reader
@@ -98,6 +97,9 @@ function newGate(env, ctx) {
   let open = true;
   let finished;
   ctx.waitUntil(new Promise((r) => (finished = r)));
+  // The request may wait on Go while Go runs on another request's events;
+  // a pending timer of its own tells the runtime it has not hung.
+  const alive = setInterval(() => {}, 5000);
   (async () => {
     for (;;) {
       while (queue.length) {
@@ -119,6 +121,7 @@ function newGate(env, ctx) {
       await new Promise((r) => (wake = r));
       wake = null;
     }
+    clearInterval(alive);
     finished();
   })();
   return {
@@ -225,7 +228,7 @@ async function handle(request, env, ctx) {
     const hit = await cache.match(cacheKey(url));
     if (hit) return fromCache(hit, request, env.KV0_TOKEN);
   }
-  const go = await startGo(env);
+  const go = await running(env);
   const gate = newGate(env, ctx);
   const headers = [];
   request.headers.forEach((v, k) => headers.push(k, v));

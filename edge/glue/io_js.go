@@ -35,31 +35,31 @@ func Do(ctx context.Context, drop func(js.Value), op string, args ...any) (js.Va
 // release once the connection is done (for one with a body, when the body
 // is read or closed: see NewBody).
 func Connect(ctx context.Context, op string, args ...any) (v js.Value, g *Gate, release func(), err error) {
-	g = GateOf(ctx)
-	if g == nil {
+	gate := GateOf(ctx)
+	if gate == nil {
 		return js.Undefined(), nil, nil, fmt.Errorf("%s: %w", op, ErrNoRequest)
 	}
-	if err := g.Limit.Acquire(ctx); err != nil {
+	if err := gate.Limit.Acquire(ctx); err != nil {
 		return js.Undefined(), nil, nil, err
 	}
 	var once sync.Once
-	release = func() { once.Do(g.Limit.Release) }
+	free := func() { once.Do(gate.Limit.Release) }
 	// A late answer's body must still be cancelled, or its connection
 	// stays open until the request ends.
 	drop := func(v js.Value) {
 		if r := readerOf(v); r.Truthy() {
-			_, _ = g.Call(context.Background(), nil, "cancel", r)
+			_, _ = gate.Call(context.Background(), nil, "cancel", r)
 		}
-		release()
+		free()
 	}
-	v, err = g.Call(ctx, drop, op, args...)
+	v, err = gate.Call(ctx, drop, op, args...)
 	if err != nil {
 		if ctx.Err() == nil {
-			release()
+			free()
 		}
 		return js.Undefined(), nil, nil, err
 	}
-	return v, g, release, nil
+	return v, gate, free, nil
 }
 
 func readerOf(v js.Value) js.Value {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/kv0/kv0/core/store"
 )
@@ -36,15 +37,28 @@ type Bucket interface {
 // pageLimit is the largest page R2's list returns.
 const pageLimit = 1000
 
-// Store is the read-only store over a Bucket.
+// Store is the read-only store over a Bucket, rooted at a key prefix:
+// its key K is the bucket's key prefix/K, and nothing outside the prefix
+// can be named.
 type Store struct {
-	b Bucket
+	b      Bucket
+	prefix string // "" or "a/b/"
 }
 
 var _ store.Store = (*Store)(nil)
 
-// New returns the store over b.
-func New(b Bucket) *Store { return &Store{b: b} }
+// New returns the store over the keys of b under prefix (a clean slash
+// path, or "" for the whole bucket).
+func New(b Bucket, prefix string) (*Store, error) {
+	prefix = strings.Trim(prefix, "/")
+	if prefix == "" {
+		return &Store{b: b}, nil
+	}
+	if err := store.ValidateKey(prefix); err != nil {
+		return nil, fmt.Errorf("r2 prefix %q: %w", prefix, err)
+	}
+	return &Store{b: b, prefix: prefix + "/"}, nil
+}
 
 // ReadAt implements store.Store with one ranged get, whose body is read
 // straight into p.
@@ -55,14 +69,14 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) err
 	if done, err := store.CheckRead(ctx, s, "r2", key, p, off); done {
 		return err
 	}
-	body, size, err := s.b.Get(ctx, key, off, int64(len(p)))
+	body, size, err := s.b.Get(ctx, s.prefix+key, off, int64(len(p)))
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) || ctx.Err() != nil {
 			return err
 		}
 		// R2 refuses a range that starts past the end: tell that apart
 		// from a failing binding by the object's size.
-		if n, herr := s.b.Head(ctx, key); herr == nil && off+int64(len(p)) > n {
+		if n, herr := s.b.Head(ctx, s.prefix+key); herr == nil && off+int64(len(p)) > n {
 			return fmt.Errorf("r2 read %s [%d, %d) of %d bytes: %w", key, off, off+int64(len(p)), n, store.ErrShortObject)
 		}
 		return err
@@ -88,7 +102,7 @@ func (s *Store) Stat(ctx context.Context, key string) (store.ObjectInfo, error) 
 	if err := ctx.Err(); err != nil {
 		return store.ObjectInfo{}, err
 	}
-	n, err := s.b.Head(ctx, key)
+	n, err := s.b.Head(ctx, s.prefix+key)
 	if err != nil {
 		return store.ObjectInfo{}, err
 	}
@@ -103,6 +117,10 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) ([]store.Objec
 	}
 	var out []store.ObjectInfo
 	cursor := ""
+	prefix, after := s.prefix+opts.Prefix, ""
+	if opts.StartAfter != "" {
+		after = s.prefix + opts.StartAfter
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -111,16 +129,19 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) ([]store.Objec
 		if opts.Limit > 0 {
 			limit = min(limit, opts.Limit-len(out))
 		}
-		page, next, err := s.b.List(ctx, opts.Prefix, opts.StartAfter, cursor, limit)
+		page, next, err := s.b.List(ctx, prefix, after, cursor, limit)
 		if err != nil {
 			return nil, err
 		}
 		for _, o := range page {
 			// The binding is asked for these bounds; hold it to them, as
 			// callers rely on sorted, bounded listings.
-			if o.Key <= opts.StartAfter || len(o.Key) < len(opts.Prefix) || o.Key[:len(opts.Prefix)] != opts.Prefix ||
-				(len(out) > 0 && o.Key <= out[len(out)-1].Key) {
-				return nil, fmt.Errorf("r2 list %q: the binding answered %q out of order or out of bounds: %w", opts.Prefix, o.Key, ErrBucket)
+			if o.Key <= after || !strings.HasPrefix(o.Key, prefix) {
+				return nil, fmt.Errorf("r2 list %q: the binding answered %q out of bounds: %w", prefix, o.Key, ErrBucket)
+			}
+			o.Key = o.Key[len(s.prefix):]
+			if len(out) > 0 && o.Key <= out[len(out)-1].Key {
+				return nil, fmt.Errorf("r2 list %q: the binding answered %q out of order: %w", prefix, o.Key, ErrBucket)
 			}
 			out = append(out, o)
 		}

@@ -89,16 +89,39 @@ func (b *fakeBucket) List(ctx context.Context, prefix, startAfter, cursor string
 	return page, next, nil
 }
 
+func mustNew(t *testing.T, b Bucket, prefix string) *Store {
+	t.Helper()
+	s, err := New(b, prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestConformance runs the store suite over the whole bucket and over a
+// prefix, with keys beside the prefix that must stay invisible.
 func TestConformance(t *testing.T) {
-	var cur *fakeBucket
-	storetest.Run(t, func(t *testing.T) store.Store {
-		cur = &fakeBucket{objects: map[string][]byte{}, pageSize: 3}
-		return New(cur)
-	}, storetest.Options{ReadOnly: true, Seed: func(t *testing.T, objects map[string][]byte) {
-		for k, v := range objects {
-			cur.objects[k] = bytes.Clone(v)
+	for _, prefix := range []string{"", "repos/main"} {
+		t.Run("prefix="+prefix, func(t *testing.T) {
+			var cur *fakeBucket
+			storetest.Run(t, func(t *testing.T) store.Store {
+				cur = &fakeBucket{objects: map[string][]byte{}, pageSize: 3}
+				if prefix != "" {
+					cur.objects = map[string][]byte{"repos/mainx/a": {1}, "repos/a": {2}, "zz": {3}}
+				}
+				return mustNew(t, cur, prefix)
+			}, storetest.Options{ReadOnly: true, Seed: func(t *testing.T, objects map[string][]byte) {
+				for k, v := range objects {
+					cur.objects[store.Join(prefix, k)] = bytes.Clone(v)
+				}
+			}})
+		})
+	}
+	for _, bad := range []string{"a/../b", "a\\b", "a//b"} {
+		if _, err := New(&fakeBucket{}, bad); !errors.Is(err, store.ErrInvalidKey) {
+			t.Errorf("New(prefix %q): %v, want ErrInvalidKey", bad, err)
 		}
-	}})
+	}
 }
 
 // TestFailures: a body cut short and a failing binding are ErrBucket-like
@@ -107,7 +130,7 @@ func TestConformance(t *testing.T) {
 func TestFailures(t *testing.T) {
 	ctx := context.Background()
 	b := &fakeBucket{objects: map[string][]byte{"t/a": []byte("0123456789")}, pageSize: 2}
-	s := New(b)
+	s := mustNew(t, b, "")
 	b.cut = 4
 	err := s.ReadAt(ctx, "t/a", make([]byte, 8), 1)
 	if !errors.Is(err, ErrBucket) || errors.Is(err, store.ErrShortObject) {
@@ -143,7 +166,7 @@ func (b *badOrder) List(ctx context.Context, prefix, startAfter, cursor string, 
 }
 
 func TestListOrderChecked(t *testing.T) {
-	_, err := New(&badOrder{}).List(context.Background(), store.ListOptions{Prefix: "p/"})
+	_, err := mustNew(t, &badOrder{}, "").List(context.Background(), store.ListOptions{Prefix: "p/"})
 	if !errors.Is(err, ErrBucket) {
 		t.Fatalf("out-of-order listing: %v, want ErrBucket", err)
 	}
@@ -160,7 +183,7 @@ func TestListPagesModel(t *testing.T) {
 		all = append(all, k)
 	}
 	sort.Strings(all)
-	s := New(b)
+	s := mustNew(t, b, "")
 	for _, prefix := range []string{"", "d0/", "d1/", "d2/k", "zz/"} {
 		for _, after := range []string{"", "d0/k5", "d1/k", "d2/k999"} {
 			for _, limit := range []int{0, 1, 4, 5, 100} {
