@@ -129,7 +129,7 @@ export async function startServe(root, extra = []) {
  * for each of vars and local state in persist (a local R2 bucket filled by
  * fillR2): { url, stop, log }.
  */
-export async function startWorker({ vars = {}, persist }) {
+export async function startWorker({ vars = {}, persist, probePath = '/healthz' }) {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const args = ['dev', '--local', '--config', join(EDGE_DIR, 'wrangler.toml'), '--ip', '127.0.0.1', '--port', String(port),
@@ -141,13 +141,30 @@ export async function startWorker({ vars = {}, persist }) {
     env: { WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false', CI: 'true', NO_COLOR: '1' },
     probe: async () => {
       try {
-        return (await fetch(`${url}/healthz`)).status === 200;
+        return (await fetch(`${url}${probePath}`)).status === 200;
       } catch {
         return false;
       }
     },
   });
-  return { url, stop: c.stop, log: c.log };
+  return { url, stop: c.stop, log: c.log, pgid: c.child.pid };
+}
+
+/**
+ * The dependent round trips of a set of request spans ({start, end}):
+ * the longest chain of requests each sent after the previous one ended.
+ */
+export function roundTrips(spans) {
+  const s = [...spans].sort((a, b) => a.start - b.start);
+  const depth = [];
+  let most = 0;
+  for (let i = 0; i < s.length; i++) {
+    let d = 1;
+    for (let j = 0; j < i; j++) if (s[j].end <= s[i].start) d = Math.max(d, depth[j] + 1);
+    depth.push(d);
+    most = Math.max(most, d);
+  }
+  return most;
 }
 
 /**
@@ -180,12 +197,17 @@ export async function fillR2(persist, dir, prefix, extra = {}) {
  * each request's path and the peak of requests in flight.
  */
 export async function startOrigin(root, { latencyMs = 0 } = {}) {
-  const state = { fault: () => undefined, paths: [], inflight: 0, peak: 0, latencyMs };
+  const state = { fault: () => undefined, paths: [], spans: [], inflight: 0, peak: 0, latencyMs };
   const srv = createServer(async (req, res) => {
     state.inflight++;
     state.peak = Math.max(state.peak, state.inflight);
-    res.on('close', () => state.inflight--);
     const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    const span = { path, start: performance.now(), end: Infinity };
+    state.spans.push(span);
+    res.on('close', () => {
+      state.inflight--;
+      span.end = performance.now();
+    });
     state.paths.push(path);
     if (state.latencyMs) await new Promise((r) => setTimeout(r, state.latencyMs));
     const f = state.fault(path);
