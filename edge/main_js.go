@@ -31,6 +31,8 @@ import (
 const (
 	maxOpenFiles = 256
 	maxVersions  = 64
+	maxAnswer    = 2 << 20  // the largest answer kept (answers.go)
+	maxAnswers   = 24 << 20 // all kept answers
 )
 
 func main() {
@@ -69,13 +71,15 @@ func newHandler(cfg config) (http.Handler, error) {
 			return nil, err
 		}
 	}
-	return api.New(st, "", api.Options{
+	// Answers about the latest versions are kept per isolate and
+	// revalidated against the handler (answers.go).
+	return newAnswerCache(api.New(st, "", api.Options{
 		Token:        cfg.Token,
 		Files:        true,
 		MaxOpenFiles: maxOpenFiles,
 		MaxVersions:  maxVersions,
 		Logf:         func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) },
-	}), nil
+	}), maxAnswer, maxAnswers), nil
 }
 
 // misconfigured answers every route with the API's error body naming what

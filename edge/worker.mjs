@@ -225,7 +225,9 @@ async function handle(request, env, ctx) {
   const cacheable = api && (request.method === "GET" || request.method === "HEAD") && authorized(request, env.KV0_TOKEN);
   const cache = cacheable && typeof caches !== "undefined" ? caches.default : null;
   if (cache) {
-    const hit = await cache.match(cacheKey(url));
+    // The Cache API is an optimisation: where it fails (a runtime without
+    // one configured), every request goes to Go.
+    const hit = await cache.match(cacheKey(url)).catch(() => undefined);
     if (hit) return fromCache(hit, request, env.KV0_TOKEN);
   }
   const go = await running(env);

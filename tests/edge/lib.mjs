@@ -3,7 +3,7 @@
 // as the reference, a static origin with faults and added latency, a
 // local R2 bucket filled through miniflare, and `wrangler dev --local`.
 import { execFile, spawn } from 'node:child_process';
-import { cp, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { cp, mkdtemp, open, readdir, readFile, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -221,27 +221,38 @@ export async function startOrigin(root, { latencyMs = 0 } = {}) {
       res.writeHead(403);
       return res.end();
     }
-    let data;
+    let fh, size;
     try {
-      if (!(await stat(file)).isFile()) throw new Error('not a file');
-      data = await readFile(file);
+      fh = await open(file, 'r');
+      const st = await fh.stat();
+      if (!st.isFile()) throw new Error('not a file');
+      size = st.size;
     } catch {
+      await fh?.close();
       res.writeHead(404, { 'content-type': 'text/plain' });
       return res.end('not found\n');
     }
     let status = 200;
     const headers = { 'content-type': 'application/octet-stream', 'accept-ranges': 'bytes' };
+    let a = 0, b = size - 1;
     const m = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
     if (m) {
-      const a = Number(m[1]);
-      const b = m[2] === '' ? data.length - 1 : Math.min(Number(m[2]), data.length - 1);
-      if (a >= data.length) {
-        res.writeHead(416, { 'content-range': `bytes */${data.length}` });
+      a = Number(m[1]);
+      b = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+      if (a >= size) {
+        await fh.close();
+        res.writeHead(416, { 'content-range': `bytes */${size}` });
         return res.end();
       }
-      headers['content-range'] = `bytes ${a}-${b}/${data.length}`;
-      data = data.subarray(a, b + 1);
+      headers['content-range'] = `bytes ${a}-${b}/${size}`;
       status = 206;
+    }
+    // Only the range is read (data files are hundreds of MB).
+    const data = Buffer.alloc(Math.max(b - a + 1, 0));
+    try {
+      if (data.length) await fh.read(data, 0, data.length, a);
+    } finally {
+      await fh.close();
     }
     headers['content-length'] = String(data.length);
     res.writeHead(status, headers);
