@@ -44,6 +44,7 @@ test: interop-deps azure-deps vet unit wasm test-wasm test-web test-edge fuzz-sh
 
 vet:
 	$(GO) vet ./...
+	GOOS=js GOARCH=wasm $(GO) vet ./edge/...
 
 unit:
 	$(GO) test -count=1 -timeout 40m ./...
@@ -129,7 +130,7 @@ edge-deps: interop-deps wasm-deps
 # KV0_ORIGIN and via a local R2 bucket (tests/edge/README.md).
 test-edge: build edge edge-deps
 	cd tests/edge && KV0=$(CURDIR)/$(KV0) EDGE_DIR=$(CURDIR)/$(EDGE_OUT) WRANGLER=$(CURDIR)/edge/node_modules/.bin/wrangler \
-		NODE_PATH=$(CURDIR)/edge/node_modules node --test --test-concurrency=1 *.test.mjs
+		node --test --test-concurrency=1 *.test.mjs
 
 # Size and speed of the worker in workerd beside kv0 serve (docs/benchmarks.md).
 bench-edge: build edge edge-deps
