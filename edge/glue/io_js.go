@@ -3,6 +3,7 @@
 package glue
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -67,6 +68,18 @@ func readerOf(v js.Value) js.Value {
 		return js.Undefined()
 	}
 	return v.Get("reader")
+}
+
+// Bytes copies a body read whole in JavaScript (an operation's "bytes")
+// into Go, or reports that the answer carries a stream instead.
+func Bytes(v js.Value) ([]byte, bool) {
+	b := v.Get("bytes")
+	if !b.Truthy() {
+		return nil, false
+	}
+	p := make([]byte, b.Get("byteLength").Int())
+	js.CopyBytesToGo(p, b)
+	return p, true
 }
 
 // Body reads a JavaScript ReadableStream's reader through its gate, one
@@ -192,10 +205,15 @@ func (Transport) Get(ctx context.Context, url string, header map[string][]string
 	if hdr["content-encoding"] != "" {
 		want = -1 // fetch decodes the body: the length is the encoded one
 	}
-	return &httpstore.Response{
-		Status:        v.Get("status").Int(),
-		Header:        hdr,
-		ContentLength: n,
-		Body:          NewBody(ctx, g, v.Get("reader"), want, release),
-	}, nil
+	resp := &httpstore.Response{Status: v.Get("status").Int(), Header: hdr, ContentLength: n}
+	if b, ok := Bytes(v); ok {
+		release()
+		if want >= 0 && int64(len(b)) != want {
+			return nil, fmt.Errorf("fetch %s: %d of %d bytes", url, len(b), want)
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(b))
+		return resp, nil
+	}
+	resp.Body = NewBody(ctx, g, v.Get("reader"), want, release)
+	return resp, nil
 }
