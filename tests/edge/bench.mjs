@@ -3,12 +3,13 @@
 // (docs/benchmarks.md, "Edge worker"). Usage: node bench.mjs DATA_DIR
 // (make bench-edge). DATA_DIR keeps the 10 runs × 10 series × 100k points
 // repository (tests/wasm/benchdata) and the local R2 state between runs.
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { connect } from 'node:net';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { EDGE_DIR, fillR2, REPO, roundTrips, startOrigin, startServe, startWorker, stopAll, WRANGLER } from './lib.mjs';
+import { EDGE_DIR, fillR2, freePort, REPO, roundTrips, startOrigin, startServe, startWorker, stopAll, WRANGLER } from './lib.mjs';
 
 const run = promisify(execFile);
 const dataDir = process.argv[2] ?? join(REPO, 'out/edge-bench');
@@ -70,6 +71,48 @@ async function cpuPerRequest(w, path) {
   return Math.round(((await workerdCPU(w.pgid)) - c0) / CPU_N * 1e5) / 100; // ms
 }
 
+// The worker in workerd alone (no wrangler, no inspector, no proxy worker),
+// KV0_ORIGIN only (workerd has no R2 of its own): { url, pid, stop }.
+async function bareWorkerd(originURL) {
+  const dir = join(dataDir, 'workerd');
+  await mkdir(dir, { recursive: true });
+  for (const f of ['worker.mjs', 'wasm_exec.js', 'kv0edge.wasm']) await writeFile(join(dir, f), await readFile(join(EDGE_DIR, f)));
+  const port = await freePort();
+  await writeFile(join(dir, 'config.capnp'), `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [(name = "main", worker = .w), (name = "internet", network = (allow = ["public", "private", "local"]))],
+  sockets = [(name = "http", address = "127.0.0.1:${port}", http = (), service = "main")],
+);
+const w :Workerd.Worker = (
+  modules = [
+    (name = "worker.mjs", esModule = embed "worker.mjs"),
+    (name = "wasm_exec.js", esModule = embed "wasm_exec.js"),
+    (name = "kv0edge.wasm", wasm = embed "kv0edge.wasm"),
+  ],
+  compatibilityDate = "2026-04-01",
+  bindings = [(name = "KV0_ORIGIN", text = "${originURL}")],
+  globalOutbound = "internet",
+);
+`);
+  const child = spawn(join(REPO, 'edge/node_modules/.bin/workerd'), ['serve', 'config.capnp'], { cwd: dir, stdio: 'ignore' });
+  const deadline = Date.now() + 60_000;
+  for (;;) { // listening, without a request (which would start Go)
+    const up = await new Promise((r) => {
+      const s = connect(port, '127.0.0.1', () => (s.end(), r(true)));
+      s.on('error', () => r(false));
+    });
+    if (up) break;
+    if (Date.now() > deadline) throw new Error('workerd did not listen');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return { url: `http://127.0.0.1:${port}`, pid: child.pid, stop: () => child.kill('SIGKILL') };
+}
+
+async function pidCPU(pid) {
+  const f = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
+}
+
 const results = { series_id: sid };
 const origin = await startOrigin(dataDir);
 try {
@@ -90,6 +133,25 @@ try {
     results.start = { first_healthz_ms: first, warm_healthz_ms: await warm(`${w.url}/healthz`) };
     results.cpu_healthz_ms = await cpuPerRequest(w, '/healthz');
     await w.stop();
+  }
+
+  // workerd alone: a fresh isolate's first request, the CPU of warm ones.
+  {
+    const b = await bareWorkerd(`${origin.url}/repo`);
+    try {
+      const first = (await timed(`${b.url}/healthz`)).ms;
+      await timed(b.url + series);
+      await timed(b.url + series);
+      let c0 = await pidCPU(b.pid);
+      for (let i = 0; i < CPU_N; i++) await timed(b.url + series);
+      const seriesCPU = ((await pidCPU(b.pid)) - c0) / CPU_N * 1000;
+      c0 = await pidCPU(b.pid);
+      for (let i = 0; i < CPU_N; i++) await timed(`${b.url}/healthz`);
+      const healthCPU = ((await pidCPU(b.pid)) - c0) / CPU_N * 1000;
+      results.workerd = { first_healthz_ms: first, cpu_warm_series_ms: Math.round(seriesCPU * 100) / 100, cpu_healthz_ms: Math.round(healthCPU * 100) / 100, warm_series_ms: await warm(b.url + series) };
+    } finally {
+      b.stop();
+    }
   }
 
   // One 1,000-point series: cold isolate (its first request), warm isolate.
@@ -144,5 +206,6 @@ console.log(`
 
 ratios (worker / kv0 serve on disk): origin cold ${ratio(r.worker_origin.cold_ms, r.serve_disk.cold_ms)}, warm ${ratio(r.worker_origin.warm_ms, r.serve_disk.warm_ms)}; R2 cold ${ratio(r.worker_r2.cold_ms, r.serve_disk.cold_ms)}, warm ${ratio(r.worker_r2.warm_ms, r.serve_disk.warm_ms)}
 upload ${r.upload.raw} / gzip ${r.upload.gzip}; first request of a fresh isolate ${r.start.first_healthz_ms} ms (warm ${r.start.warm_healthz_ms} ms)
-workerd CPU per warm request: series ${r.cpu_warm_series_ms} ms, /healthz ${r.cpu_healthz_ms} ms
+workerd CPU per warm request (under wrangler): series ${r.cpu_warm_series_ms} ms, /healthz ${r.cpu_healthz_ms} ms
+workerd alone: first request ${r.workerd.first_healthz_ms} ms; CPU per warm request: series ${r.workerd.cpu_warm_series_ms} ms, /healthz ${r.workerd.cpu_healthz_ms} ms; warm series ${r.workerd.warm_series_ms} ms
 50 ms per origin request: worker ${r.latency50_worker.round_trips} round trips (${r.latency50_worker.origin_requests} requests, ${r.latency50_worker.cold_ms} ms), kv0 serve ${r.latency50_serve.round_trips} (${r.latency50_serve.origin_requests} requests, ${r.latency50_serve.cold_ms} ms), browser 1`);
