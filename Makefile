@@ -18,7 +18,7 @@ FUZZTIME  ?= 60s
 APT_PACKAGES := protobuf-compiler nodejs npm
 PROTOC_GEN_GO_LITE_VERSION := v0.14.0
 
-.PHONY: all build run demo test vet unit wasm wasm-prof wasm-size test-wasm wasm-deps web web-deps test-web bench-wasm bench-web fuzz fuzz-short interop-deps azure-deps bench bench-lance bench-kv bench-tracking bench-s3 bench-api proto clean \
+.PHONY: all build run demo test vet unit wasm wasm-prof wasm-size test-wasm wasm-deps web web-deps test-web edge edge-deps test-edge bench-edge bench-wasm bench-web fuzz fuzz-short interop-deps azure-deps bench bench-lance bench-kv bench-tracking bench-s3 bench-api proto clean \
 	python python-deps python-test bench-python
 
 all: build
@@ -61,10 +61,11 @@ run: build web wasm
 # with CI=true their absence is an error, never a skip. The wasm size check
 # comes last, so a binary over the limit fails the run after every suite
 # has reported.
-test: interop-deps azure-deps vet unit wasm test-wasm test-web fuzz-short python-test wasm-size
+test: interop-deps azure-deps vet unit wasm test-wasm test-web test-edge fuzz-short python-test wasm-size
 
 vet:
 	$(GO) vet ./...
+	GOOS=js GOARCH=wasm $(GO) vet ./edge/...
 
 unit:
 	$(GO) test -tags $(NATIVE_TAGS) -count=1 -timeout 40m ./...
@@ -133,6 +134,36 @@ web: wasm web-deps
 test-web: web wasm-deps
 	cd tests/web && { [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund; }
 	cd tests/web && KV0=$(CURDIR)/$(KV0) WEB_DIR=$(CURDIR)/$(WEB_OUT) SCREENS=$(CURDIR)/out/web-screens node --test --test-concurrency=1 *.test.mjs
+
+# The edge worker (docs/edge.md): edge/ built for js/wasm with the wasm
+# module's size levers, syumai/workers' wasm_exec.js (from its
+# workers-assets-gen), the glue edge/worker.mjs, the dashboard (out/web)
+# as its static assets and out/edge/wrangler.toml, so that
+# `wrangler deploy --config out/edge/wrangler.toml` deploys it.
+EDGE_OUT := out/edge
+edge: web
+	rm -rf $(EDGE_OUT) && mkdir -p $(EDGE_OUT)
+	GOOS=js GOARCH=wasm $(GO) build -tags $(WASM_TAGS) $(WASM_GCFLAGS) -trimpath -ldflags='-s -w' -o $(EDGE_OUT)/kv0edge.wasm ./edge
+	$(GO) run github.com/syumai/workers/cmd/workers-assets-gen -mode=go -o $(EDGE_OUT)/.gen
+	cp $(EDGE_OUT)/.gen/wasm_exec.js $(EDGE_OUT)/wasm_exec.js && rm -rf $(EDGE_OUT)/.gen
+	cp edge/worker.mjs edge/wrangler.toml $(EDGE_OUT)/
+	cp -r $(WEB_OUT) $(EDGE_OUT)/web
+
+# wrangler 4.86.0 (workerd inside) and playwright-core from
+# edge/package-lock.json; node and Chromium as for the other suites.
+edge-deps: interop-deps wasm-deps
+	cd edge && { [ -x node_modules/.bin/wrangler ] && [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund; }
+
+# The worker under `wrangler dev --local` against kv0 serve's answers, via
+# KV0_ORIGIN and via a local R2 bucket (tests/edge/README.md).
+test-edge: build edge edge-deps
+	cd tests/edge && KV0=$(CURDIR)/$(KV0) EDGE_DIR=$(CURDIR)/$(EDGE_OUT) WRANGLER=$(CURDIR)/edge/node_modules/.bin/wrangler \
+		node --test --test-concurrency=1 *.test.mjs
+
+# Size and speed of the worker in workerd beside kv0 serve (docs/benchmarks.md).
+bench-edge: build edge edge-deps
+	cd tests/edge && KV0=$(CURDIR)/$(KV0) EDGE_DIR=$(CURDIR)/$(EDGE_OUT) WRANGLER=$(CURDIR)/edge/node_modules/.bin/wrangler \
+		node bench.mjs $(CURDIR)/out/edge-bench
 
 fuzz-short:
 	bash tests/fuzz.sh 3s

@@ -74,6 +74,12 @@ type Options struct {
 	// without reading it again; a new version of any table makes new
 	// keys. 0 means DefaultAnswerCache; a negative value keeps none.
 	AnswerCache int64
+	// MaxOpenFiles bounds the opened data files kept across requests
+	// (their footers and column metadata; default 512).
+	MaxOpenFiles int
+	// MaxVersions bounds the opened dataset versions (manifests) kept
+	// across requests (default 128).
+	MaxVersions int
 }
 
 // Handler is kv0's HTTP read API over one store root. It is safe for
@@ -108,8 +114,15 @@ func New(st store.Store, root string, opts Options) *Handler {
 	if opts.AnswerCache == 0 {
 		opts.AnswerCache = DefaultAnswerCache
 	}
-	return &Handler{st: st, root: root, opts: opts, files: lance.NewFileCache(512), datasets: newDatasetCache(128),
-		answers: newAnswerCache(max(opts.AnswerCache, 0)), follow: map[string]followed{}}
+	if opts.MaxOpenFiles <= 0 {
+		opts.MaxOpenFiles = 512
+	}
+	if opts.MaxVersions <= 0 {
+		opts.MaxVersions = 128
+	}
+	return &Handler{st: st, root: root, opts: opts, files: lance.NewFileCache(opts.MaxOpenFiles),
+		datasets: newDatasetCache(opts.MaxVersions), answers: newAnswerCache(max(opts.AnswerCache, 0)),
+		follow: map[string]followed{}}
 }
 
 // Close releases the tracking repository handle, if one was opened.

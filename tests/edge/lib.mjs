@@ -1,0 +1,295 @@
+// Shared pieces of the edge worker's suite and benchmark: the data (a
+// tracking repository and Lance datasets written by the CLI), kv0 serve
+// as the reference, a static origin with faults and added latency, a
+// local R2 bucket filled through miniflare, and `wrangler dev --local`.
+import { execFile, spawn } from 'node:child_process';
+import { cp, mkdtemp, open, readdir, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join, relative, resolve, sep } from 'node:path';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const here = import.meta.dirname;
+export const REPO = resolve(here, '../..');
+export const KV0 = process.env.KV0 ?? join(REPO, 'bin/kv0');
+export const EDGE_DIR = process.env.EDGE_DIR ?? join(REPO, 'out/edge');
+export const WRANGLER = process.env.WRANGLER ?? join(REPO, 'edge/node_modules/.bin/wrangler');
+export const SAMPLES = '/work/shared/fixtures/lance-samples';
+/** Packages installed from edge/package-lock.json (miniflare, playwright-core). */
+export const edgeRequire = createRequire(join(REPO, 'edge/package.json'));
+
+/** Runs the kv0 CLI and resolves to its stdout. */
+export async function kv0(args) {
+  const { stdout } = await run(KV0, args, { maxBuffer: 1 << 28, encoding: 'utf8' });
+  return stdout;
+}
+
+/** Every file under dir, as slash-separated paths relative to it. */
+export async function walk(dir) {
+  const out = [];
+  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile()) out.push(relative(dir, join(e.parentPath, e.name)).split(sep).join('/'));
+  }
+  return out.sort();
+}
+
+/** A free TCP port on the loopback interface. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+/**
+ * Starts a long-running child and resolves once `ready(url)` answers or
+ * rejects when the child exits first. The child gets its own process group,
+ * so stop() ends it and what it started (wrangler's workerd).
+ */
+const children = new Set();
+function killChildren() {
+  for (const c of children) {
+    try {
+      process.kill(-c.pid, 'SIGKILL');
+    } catch {}
+  }
+}
+process.on('exit', killChildren);
+for (const sig of ['SIGINT', 'SIGTERM']) {
+  process.on(sig, () => {
+    killChildren();
+    process.exit(1);
+  });
+}
+
+/** Stops every child still running (for after hooks whose set-up failed half-way). */
+export async function stopAll() {
+  await Promise.all([...children].map((c) => c.stopper()));
+}
+
+async function startChild(cmd, args, { env = {}, cwd, probe, what, timeoutMs = 90_000 }) {
+  const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  child.on('exit', () => children.delete(child));
+  let log = '';
+  child.stdout.on('data', (d) => (log += d));
+  child.stderr.on('data', (d) => (log += d));
+  let exited = null;
+  const exit = new Promise((r) => child.on('exit', (code, sig) => r((exited = `${what} exited (${code ?? sig})\n${log}`))));
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (exited) throw new Error(exited);
+    if (Date.now() > deadline) {
+      children.delete(child);
+      process.kill(-child.pid, 'SIGKILL');
+      throw new Error(`${what} did not become ready in ${timeoutMs} ms\n${log}`);
+    }
+    if (await probe(() => log)) break;
+    await Promise.race([exit, new Promise((r) => setTimeout(r, 100))]);
+  }
+  const stop = async () => {
+      if (exited) return;
+      try {
+        process.kill(-child.pid, 'SIGTERM');
+      } catch {}
+      const t = setTimeout(() => {
+        try {
+          process.kill(-child.pid, 'SIGKILL');
+        } catch {}
+      }, 3000);
+      await exit;
+      clearTimeout(t);
+  };
+  child.stopper = stop;
+  return { child, log: () => log, stop };
+}
+
+/** kv0 serve ROOT on a free port: { url, stop }. */
+export async function startServe(root, extra = []) {
+  let url;
+  const c = await startChild(KV0, ['serve', root, '--listen', '127.0.0.1:0', ...extra], {
+    what: 'kv0 serve',
+    probe: async (log) => {
+      const m = /at (http:\/\/127\.0\.0\.1:\d+)\//.exec(log());
+      if (m) url = m[1];
+      return Boolean(url);
+    },
+  });
+  return { url, stop: c.stop };
+}
+
+/**
+ * `wrangler dev --local` of out/edge on a free port, with --var NAME:VALUE
+ * for each of vars and local state in persist (a local R2 bucket filled by
+ * fillR2): { url, stop, log }.
+ */
+export async function startWorker({ vars = {}, persist, probePath = '/healthz' }) {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const args = ['dev', '--local', '--config', join(EDGE_DIR, 'wrangler.toml'), '--ip', '127.0.0.1', '--port', String(port),
+    '--inspector-port', String(await freePort()),
+    '--persist-to', persist, '--show-interactive-dev-session=false', '--log-level', 'log'];
+  for (const [k, v] of Object.entries(vars)) args.push('--var', `${k}:${v}`);
+  const c = await startChild(WRANGLER, args, {
+    what: 'wrangler dev',
+    env: { WRANGLER_SEND_METRICS: 'false', CLOUDFLARE_CF_FETCH_ENABLED: 'false', CI: 'true', NO_COLOR: '1' },
+    probe: async () => {
+      try {
+        return (await fetch(`${url}${probePath}`)).status === 200;
+      } catch {
+        return false;
+      }
+    },
+  });
+  return { url, stop: c.stop, log: c.log, pgid: c.child.pid };
+}
+
+/**
+ * The dependent round trips of a set of request spans ({start, end}):
+ * the longest chain of requests each sent after the previous one ended.
+ */
+export function roundTrips(spans) {
+  const s = [...spans].sort((a, b) => a.start - b.start);
+  const depth = [];
+  let most = 0;
+  for (let i = 0; i < s.length; i++) {
+    let d = 1;
+    for (let j = 0; j < i; j++) if (s[j].end <= s[i].start) d = Math.max(d, depth[j] + 1);
+    depth.push(d);
+    most = Math.max(most, d);
+  }
+  return most;
+}
+
+/**
+ * Writes every file under dir into the local R2 bucket of the worker's
+ * binding (bucket "kv0", as out/edge/wrangler.toml names it) kept in
+ * persist, under prefix; extra maps more keys to bytes.
+ */
+export async function fillR2(persist, dir, prefix, extra = {}) {
+  const { Miniflare } = edgeRequire('miniflare');
+  const mf = new Miniflare({
+    modules: true,
+    script: 'export default { fetch() { return new Response(null, { status: 204 }); } }',
+    r2Buckets: { KV0_BUCKET: 'kv0' },
+    r2Persist: join(persist, 'v3', 'r2'),
+  });
+  try {
+    const bucket = await mf.getR2Bucket('KV0_BUCKET');
+    for (const f of await walk(dir)) await bucket.put(prefix ? `${prefix}/${f}` : f, new Uint8Array(await readFile(join(dir, f))));
+    for (const [k, v] of Object.entries(extra)) await bucket.put(k, v);
+  } finally {
+    await mf.dispose();
+  }
+}
+
+/**
+ * A static origin over root (GET with one Range, no listing, like a
+ * bucket's public URL). fault(path) may return 500, 404, 'drop' (close the
+ * connection without an answer) or 'cut' (send half the body of a longer
+ * Content-Length, then close). latencyMs delays every answer. It records
+ * each request's path and the peak of requests in flight.
+ */
+export async function startOrigin(root, { latencyMs = 0 } = {}) {
+  const state = { fault: () => undefined, paths: [], spans: [], inflight: 0, peak: 0, latencyMs };
+  const srv = createServer(async (req, res) => {
+    state.inflight++;
+    state.peak = Math.max(state.peak, state.inflight);
+    const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    const span = { path, start: performance.now(), end: Infinity };
+    state.spans.push(span);
+    res.on('close', () => {
+      state.inflight--;
+      span.end = performance.now();
+    });
+    state.paths.push(path);
+    if (state.latencyMs) await new Promise((r) => setTimeout(r, state.latencyMs));
+    const f = state.fault(path);
+    if (f === 'drop') return req.socket.destroy();
+    if (typeof f === 'number') {
+      res.writeHead(f, { 'content-type': 'text/plain' });
+      return res.end(`fault ${f}\n`);
+    }
+    const file = resolve(root, '.' + path);
+    if (!file.startsWith(root + sep)) {
+      res.writeHead(403);
+      return res.end();
+    }
+    let fh, size;
+    try {
+      fh = await open(file, 'r');
+      const st = await fh.stat();
+      if (!st.isFile()) throw new Error('not a file');
+      size = st.size;
+    } catch {
+      await fh?.close();
+      res.writeHead(404, { 'content-type': 'text/plain' });
+      return res.end('not found\n');
+    }
+    let status = 200;
+    const headers = { 'content-type': 'application/octet-stream', 'accept-ranges': 'bytes' };
+    let a = 0, b = size - 1;
+    const m = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
+    if (m) {
+      a = Number(m[1]);
+      b = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+      if (a >= size) {
+        await fh.close();
+        res.writeHead(416, { 'content-range': `bytes */${size}` });
+        return res.end();
+      }
+      headers['content-range'] = `bytes ${a}-${b}/${size}`;
+      status = 206;
+    }
+    // Only the range is read (data files are hundreds of MB).
+    const data = Buffer.alloc(Math.max(b - a + 1, 0));
+    try {
+      if (data.length) await fh.read(data, 0, data.length, a);
+    } finally {
+      await fh.close();
+    }
+    headers['content-length'] = String(data.length);
+    res.writeHead(status, headers);
+    if (f === 'cut' && data.length > 1) {
+      res.write(data.subarray(0, data.length >> 1));
+      return setTimeout(() => req.socket.destroy(), 20);
+    }
+    res.end(data);
+  });
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${srv.address().port}`,
+    state,
+    close: () => new Promise((r) => {
+      srv.closeAllConnections();
+      srv.close(r);
+    }),
+  };
+}
+
+/**
+ * The test data in a fresh folder base: the root base/root holds a
+ * tracking repository (kv0 demo, small) with a tagged metrics version, the
+ * lance 8 samples under fixtures/ and copies of one sample under fault/
+ * for the fault tests; base/secret.lance lies outside the root.
+ */
+export async function buildData({ runs = 2, steps = 3000 } = {}) {
+  const base = await mkdtemp(join(tmpdir(), 'kv0-edge-'));
+  const dir = join(base, 'root');
+  await cp(join(SAMPLES, 'default', 'kv.lance'), join(base, 'secret.lance'), { recursive: true });
+  await kv0(['demo', dir, '--runs', String(runs), '--steps', String(steps)]);
+  await kv0(['lance', 'tag', 'create', join(dir, 'metrics.lance'), 'first', '--version', '2']);
+  for (const s of ['default', 'v2_0', 'legacy', 'bigdel']) {
+    await cp(join(SAMPLES, s), join(dir, 'fixtures', s), { recursive: true });
+  }
+  for (const f of ['a', 'b', 'c', 'd', 'e']) {
+    await cp(join(SAMPLES, 'default', 'kv.lance'), join(dir, 'fault', `${f}.lance`), { recursive: true });
+  }
+  return { base, root: dir, cleanup: () => rm(base, { recursive: true, force: true }) };
+}
