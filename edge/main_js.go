@@ -16,6 +16,7 @@ import (
 	"os"
 	"strconv"
 	"syscall/js"
+	"time"
 
 	"github.com/syumai/workers/cloudflare"
 
@@ -78,6 +79,7 @@ func newHandler(cfg config) (http.Handler, error) {
 		Files:        true,
 		MaxOpenFiles: maxOpenFiles,
 		MaxVersions:  maxVersions,
+		VersionTTL:   time.Second, // the answers' max-age: see api.Options.VersionTTL
 		Logf:         func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) },
 	}), maxAnswer, maxAnswers), nil
 }

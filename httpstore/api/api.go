@@ -74,6 +74,14 @@ type Options struct {
 	// without reading it again; a new version of any table makes new
 	// keys. 0 means DefaultAnswerCache; a negative value keeps none.
 	AnswerCache int64
+	// VersionTTL, when positive, is how long a table's latest version, once
+	// confirmed, is taken as still the latest without asking the store
+	// again: answers about the latest versions may then be that much older
+	// than the newest commit (they already carry max-age LatestMaxAge).
+	// 0 (the default, kv0 serve's) confirms the versions on every request;
+	// the edge worker sets it to LatestMaxAge, because each confirmation
+	// costs it a dozen requests across the JavaScript boundary.
+	VersionTTL time.Duration
 	// MaxOpenFiles bounds the opened data files kept across requests
 	// (their footers and column metadata; default 512).
 	MaxOpenFiles int
@@ -100,6 +108,14 @@ type Handler struct {
 	repoMu   sync.Mutex
 	repo     *tracking.Repo
 	repoOpts tracking.RepoOptions // how the repository is opened (tests set a clock)
+	now      func() time.Time     // nil: time.Now (tests set a clock)
+}
+
+func (h *Handler) clock() time.Time {
+	if h.now != nil {
+		return h.now()
+	}
+	return time.Now()
 }
 
 // New returns the handler of the API over the datasets and repository

@@ -190,8 +190,9 @@ const listEvery = time.Second
 
 // followed is the newest version of a dataset the handler has seen.
 type followed struct {
-	d      *lance.Dataset
-	listed time.Time
+	d       *lance.Dataset
+	listed  time.Time
+	checked time.Time // when d was last confirmed the latest version
 }
 
 // latest returns the newest version of the dataset at key (ErrNotFound,
@@ -200,16 +201,26 @@ func (h *Handler) latest(ctx context.Context, key string) (uint64, error) {
 	h.followMu.Lock()
 	prev := h.follow[key]
 	h.followMu.Unlock()
-	if prev.d != nil && time.Since(prev.listed) < listEvery {
+	now := h.clock()
+	if prev.d != nil && h.opts.VersionTTL > 0 && now.Sub(prev.checked) < h.opts.VersionTTL {
+		return prev.d.Version(), nil // confirmed moments ago (Options.VersionTTL)
+	}
+	if prev.d != nil && now.Sub(prev.listed) < listEvery {
 		same, err := prev.d.IsLatest(ctx)
 		if err != nil {
 			return 0, err
 		}
 		if same {
+			h.followMu.Lock()
+			if cur, ok := h.follow[key]; ok && cur.d == prev.d {
+				cur.checked = now
+				h.follow[key] = cur
+			}
+			h.followMu.Unlock()
 			return prev.d.Version(), nil
 		}
 	}
-	listed := time.Now()
+	listed := now
 	v, err := lance.LatestVersion(ctx, h.st, key)
 	if err != nil {
 		h.followMu.Lock()
@@ -229,7 +240,7 @@ func (h *Handler) latest(ctx context.Context, key string) (uint64, error) {
 		if len(h.follow) >= 1024 {
 			clear(h.follow) // bounded: followers are cheap to rebuild
 		}
-		h.follow[key] = followed{d: d, listed: listed}
+		h.follow[key] = followed{d: d, listed: listed, checked: listed}
 	}
 	h.followMu.Unlock()
 	return v, nil
