@@ -470,6 +470,9 @@ func (r *Repo) ReadMany(ctx context.Context, ids []SeriesID, opts ReadOptions) (
 	if err != nil {
 		return nil, err
 	}
+	if opts.MaxPoints > 0 {
+		return r.readSampled(ctx, d, ids, opts) // readsampled.go
+	}
 	pts, err := r.readPoints(ctx, d, ids)
 	if err != nil {
 		return nil, err
