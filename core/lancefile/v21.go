@@ -113,6 +113,9 @@ func (lr *leafReader) load(ctx context.Context) error {
 	if err != nil {
 		return lr.f.pageErr(lr.info.col, idx, err)
 	}
+	if pg.copied {
+		p.recycle()
+	}
 	lr.page, lr.pageNo = pg, idx
 	return nil
 }
