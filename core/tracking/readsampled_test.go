@@ -245,3 +245,47 @@ func modelRead(id SeriesID, pts map[int64]refPoint, deleted bool, opts ReadOptio
 	}
 	return m
 }
+
+// segOfLen is an ordered segment of n points with NaNs and a gap.
+func segOfLen(n int) pointSeg {
+	rng := rand.New(rand.NewPCG(1, 2))
+	s := pointSeg{step: make([]int64, n), val: randomSeries(rng, n), ts64: make([]int64, n), epv: make([]int64, n)}
+	for i := range n {
+		s.step[i] = int64(i + i/1000)
+		s.ts64[i] = 1_700_000_000_000_000 + int64(i)
+		s.epv[i] = int64(i / 100)
+	}
+	return s
+}
+
+// TestSampleSeriesAllocs checks that choosing and copying out the points
+// of a downsampled series costs a fixed number of allocations (the chosen
+// indexes, the buckets and the four output columns in three slices),
+// however long the series.
+func TestSampleSeriesAllocs(t *testing.T) {
+	for _, n := range []int{10_000, 100_000} {
+		p := segOfLen(n)
+		if j := joinSegs([]pointSeg{p}); !p.ordered() || &j.step[0] != &p.step[0] {
+			t.Fatal("the segment is not used as it is")
+		}
+		allocs := testing.AllocsPerRun(20, func() {
+			m := sampleSeries(7, joinSegs([]pointSeg{p}), ReadOptions{MaxPoints: 1000})
+			if m.Len() == 0 || m.Len() > 1000 {
+				t.Fatal(m.Len())
+			}
+		})
+		if allocs > 6 {
+			t.Errorf("%d points: %v allocations per downsampled series, want at most 6", n, allocs)
+		}
+	}
+}
+
+// BenchmarkSampleSeries is the in-memory part of a downsampled read of
+// 100k points to 1,000: no copy of the series, only of what is kept.
+func BenchmarkSampleSeries(b *testing.B) {
+	p := segOfLen(100_000)
+	b.ReportAllocs()
+	for b.Loop() {
+		sampleSeries(7, joinSegs([]pointSeg{p}), ReadOptions{MaxPoints: 1000})
+	}
+}
