@@ -99,17 +99,15 @@ func (r *Repo) readSegments(ctx context.Context, d *lance.Dataset, ids []SeriesI
 	p := planMetrics(d)
 	holding := p.holding(want)
 	type ranged struct {
-		rec     arrow.RecordBatch
-		series  []sidRange // with the sid column absent: rows of each series in rec
-		unknown bool       // no series index: scanned below
+		recs    []arrow.RecordBatch // the rows read, cut at page ends
+		series  []sidRange          // with the sid column absent: rows of each series in recs
+		unknown bool                // no series index: scanned below
 	}
 	reads := make([]ranged, len(holding))
 	release := func() []arrow.RecordBatch {
 		var l []arrow.RecordBatch
 		for _, rd := range reads {
-			if rd.rec != nil {
-				l = append(l, rd.rec)
-			}
+			l = append(l, rd.recs...)
 		}
 		return l
 	}
@@ -141,14 +139,21 @@ func (r *Repo) readSegments(ctx context.Context, d *lance.Dataset, ids []SeriesI
 				}
 			}
 		}
-		rec, err := d.ReadRanges(ctx, f.ID, rows, cols)
+		// Batches cut at page ends are slices of the decoded pages: a series
+		// within one page (Optimize starts a page at each series) is one
+		// segment, never copied.
+		recs, err := d.ReadRangesChunks(ctx, f.ID, rows, cols)
+		reads[i].recs = recs
 		if err != nil {
 			return err
 		}
-		reads[i].rec = rec
 		if reads[i].series != nil {
-			if n := reads[i].series[len(reads[i].series)-1].hi; rec.NumRows() != int64(n) {
-				return fmt.Errorf("metrics fragment %d (%s): series index gives %d rows, read %d", f.ID, fragKey(f), n, rec.NumRows())
+			var read int64
+			for _, rec := range recs {
+				read += rec.NumRows()
+			}
+			if n := reads[i].series[len(reads[i].series)-1].hi; read != int64(n) {
+				return fmt.Errorf("metrics fragment %d (%s): series index gives %d rows, read %d", f.ID, fragKey(f), n, read)
 			}
 		}
 		return nil
@@ -158,36 +163,46 @@ func (r *Repo) readSegments(ctx context.Context, d *lance.Dataset, ids []SeriesI
 		return nil, nil, err
 	}
 	for _, rd := range reads {
-		if rd.rec == nil {
-			continue
-		}
-		step, ep := col[*array.Int64](rd.rec, "step"), col[*array.Int64](rd.rec, "epoch")
-		ts, val := col[*array.Timestamp](rd.rec, "timestamp"), col[*array.Float64](rd.rec, "value")
-		if step == nil || ep == nil || ts == nil || val == nil {
-			releaseRecs(release())
-			return nil, nil, fmt.Errorf("metrics: a range read lacks a point column")
-		}
-		if rd.series != nil {
-			for _, s := range rd.series {
-				id := SeriesID(s.sid)
-				if _, ok := out[id]; ok && s.hi > s.lo {
-					out[id] = append(out[id], segOf(step, ep, ts, val, int(s.lo), int(s.hi)))
+		var at uint32 // rows of rd.recs before rec
+		series := rd.series
+		for _, rec := range rd.recs {
+			step, ep := col[*array.Int64](rec, "step"), col[*array.Int64](rec, "epoch")
+			ts, val := col[*array.Timestamp](rec, "timestamp"), col[*array.Float64](rec, "value")
+			if step == nil || ep == nil || ts == nil || val == nil {
+				releaseRecs(release())
+				return nil, nil, fmt.Errorf("metrics: a range read lacks a point column")
+			}
+			if rd.series != nil {
+				end := at + uint32(rec.NumRows())
+				for len(series) > 0 && series[0].lo < end {
+					s := series[0]
+					lo, hi := max(s.lo, at), min(s.hi, end)
+					if id := SeriesID(s.sid); hi > lo {
+						if _, ok := out[id]; ok {
+							out[id] = append(out[id], segOf(step, ep, ts, val, int(lo-at), int(hi-at)))
+						}
+					}
+					if s.hi > end {
+						break // continues in the next batch
+					}
+					series = series[1:]
 				}
+				at = end
+				continue
 			}
-			continue
-		}
-		sid := col[*array.Uint64](rd.rec, "series_id").Uint64Values()
-		for i := 0; i < len(sid); {
-			j := i + 1
-			for j < len(sid) && sid[j] == sid[i] {
-				j++
-			}
-			if id := SeriesID(sid[i]); sid[i] != 0 {
-				if _, ok := out[id]; ok {
-					out[id] = append(out[id], segOf(step, ep, ts, val, i, j))
+			sid := col[*array.Uint64](rec, "series_id").Uint64Values()
+			for i := 0; i < len(sid); {
+				j := i + 1
+				for j < len(sid) && sid[j] == sid[i] {
+					j++
 				}
+				if id := SeriesID(sid[i]); sid[i] != 0 {
+					if _, ok := out[id]; ok {
+						out[id] = append(out[id], segOf(step, ep, ts, val, i, j))
+					}
+				}
+				i = j
 			}
-			i = j
 		}
 	}
 	recs := release()

@@ -289,3 +289,51 @@ func BenchmarkSampleSeries(b *testing.B) {
 		sampleSeries(7, joinSegs([]pointSeg{p}), ReadOptions{MaxPoints: 1000})
 	}
 }
+
+// TestReadSampledLongSeries reads series longer than a page (their rows
+// come back in several batches) after Optimize, next to short ones, and
+// compares them with the reference.
+func TestReadSampledLongSeries(t *testing.T) {
+	ctx := context.Background()
+	r := openTest(t, store.NewMemory(), RepoOptions{FlushInterval: -1})
+	run, err := r.StartRun(ctx, RunSpec{Name: "long"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := randomSeries(rand.New(rand.NewPCG(3, 4)), 300_000)
+	lens := map[string]int{"a": 10, "b": 300_000, "c": 1, "d": 140_000}
+	for s := range 300_000 {
+		for _, name := range []string{"a", "b", "c", "d"} {
+			if s < lens[name] {
+				if err := run.Track(vals[(s*7+len(name))%len(vals)], name); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	if _, err := r.Optimize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var ids []SeriesID
+	for _, name := range []string{"d", "a", "b", "c"} {
+		ids = append(ids, seriesID(run.ID(), name, "{}"))
+	}
+	for _, opts := range []ReadOptions{{}, {Steps: &StepRange{From: 100_000, To: 200_000}}} {
+		full, err := r.ReadMany(ctx, ids, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mp := range []int{1, 7, 1000} {
+			opts.MaxPoints = mp
+			got, err := r.ReadMany(ctx, ids, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range ids {
+				if want := sampledRef(full[i], mp); !sameData(got[i], want) {
+					t.Fatalf("series %d with %+v: %d points, want %d", i, opts, got[i].Len(), want.Len())
+				}
+			}
+		}
+	}
+}
