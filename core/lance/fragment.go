@@ -198,6 +198,17 @@ func (fr *fragReader) next(ctx context.Context, n int) ([]arrow.Array, error) {
 }
 
 // skip moves past n physical rows.
+// pageRows returns how many of the next rows (at most n) every part can
+// return without copying (lancefile.Reader.PageRows).
+func (fr *fragReader) pageRows(n int) int {
+	for _, p := range fr.parts {
+		if k := p.r.PageRows(); k > 0 && k < n {
+			n = k
+		}
+	}
+	return n
+}
+
 func (fr *fragReader) skip(ctx context.Context, n int) error {
 	for _, p := range fr.parts {
 		if err := p.r.Skip(ctx, n); err != nil {

@@ -2,6 +2,7 @@ package lancefile
 
 import (
 	"context"
+	"math/bits"
 	"sort"
 	"sync"
 )
@@ -11,6 +12,7 @@ type page struct {
 	col, index int
 	info       *pageInfo
 	bufs       [][]byte
+	spans      [][]byte // the buffers bufs point into
 }
 
 // readPage fetches every buffer of one page. Buffers of a page are usually
@@ -19,10 +21,66 @@ type page struct {
 func (f *File) readPage(ctx context.Context, col, index int) (*page, error) {
 	info := &f.columns[col].pages[index]
 	p := &page{col: col, index: index, info: info, bufs: make([][]byte, len(info.bufs))}
-	if err := f.readRanges(ctx, info.bufs, p.bufs); err != nil {
+	spans, err := f.readSpans(ctx, info.bufs, p.bufs, true)
+	if err != nil {
 		return nil, f.pageErr(col, index, err)
 	}
+	p.spans = spans
 	return p, nil
+}
+
+// recycle hands the page's buffers back for later page reads. Only a
+// decoder that copied everything it needs out of them may call it (the
+// 2.1 mini-block decoder does); the page must not be used afterwards.
+func (p *page) recycle() {
+	for _, b := range p.spans {
+		putSpan(b)
+	}
+	p.spans, p.bufs = nil, nil
+}
+
+// Page reads land in buffers recycled across pages and reads (a sync.Pool
+// per size class), so a steady read neither allocates nor zeroes memory
+// for the bytes it fetches. Classes are a quarter of a power of two apart,
+// so a buffer wastes less than a quarter of itself; spans below
+// minPooledSpan are plain allocations.
+const (
+	minPooledSpan = 32 << 10
+	maxSpanExp    = 31
+)
+
+var spanPools [4 * (maxSpanExp + 1)]sync.Pool
+
+// spanClass returns the pool index and the capacity of the buffers that
+// hold n bytes, or -1 for sizes not pooled.
+func spanClass(n int) (int, int) {
+	if n < minPooledSpan || n > 1<<maxSpanExp {
+		return -1, n
+	}
+	e := bits.Len(uint(n - 1)) // 2^(e-1) < n <= 2^e
+	step := 1 << (e - 3)
+	k := (n + step - 1) / step // 5..8 eighths of 2^e
+	return 4*e + k - 5, k * step
+}
+
+// getSpan returns a buffer of length n whose contents are undefined.
+func getSpan(n int) []byte {
+	c, size := spanClass(n)
+	if c < 0 {
+		return make([]byte, n)
+	}
+	if b, ok := spanPools[c].Get().(*[]byte); ok {
+		return (*b)[:n]
+	}
+	return make([]byte, n, size)
+}
+
+// putSpan recycles a buffer from getSpan.
+func putSpan(b []byte) {
+	if c, size := spanClass(cap(b)); c >= 0 && size == cap(b) {
+		b = b[:0]
+		spanPools[c].Put(&b)
+	}
 }
 
 // coalesceGap is the largest hole between two buffers that readRanges reads
@@ -32,6 +90,13 @@ const coalesceGap = 64 << 10
 // readRanges reads each range into out[i]. Nearby ranges share a request;
 // separate requests run concurrently.
 func (f *File) readRanges(ctx context.Context, ranges []bufRange, out [][]byte) error {
+	_, err := f.readSpans(ctx, ranges, out, false)
+	return err
+}
+
+// readSpans is readRanges, also returning the buffers that out's slices
+// point into; with pooled set they come from getSpan (see page.recycle).
+func (f *File) readSpans(ctx context.Context, ranges []bufRange, out [][]byte, pooled bool) ([][]byte, error) {
 	type span struct {
 		off, end uint64
 		members  []int
@@ -50,8 +115,16 @@ func (f *File) readRanges(ctx context.Context, ranges []bufRange, out [][]byte) 
 		}
 		spans = append(spans, span{off: r.off, end: r.off + r.size, members: []int{i}})
 	}
-	read := func(s span) error {
-		buf := make([]byte, s.end-s.off)
+	bufs := make([][]byte, len(spans))
+	read := func(k int) error {
+		s := spans[k]
+		var buf []byte
+		if pooled {
+			buf = getSpan(int(s.end - s.off))
+		} else {
+			buf = make([]byte, s.end-s.off)
+		}
+		bufs[k] = buf
 		if f.whole != nil && s.end <= uint64(len(f.whole)) {
 			copy(buf, f.whole[s.off:s.end]) // a copy: decoders own their buffers
 		} else if err := f.st.ReadAt(ctx, f.key, buf, int64(s.off)); err != nil {
@@ -64,7 +137,7 @@ func (f *File) readRanges(ctx context.Context, ranges []bufRange, out [][]byte) 
 		return nil
 	}
 	if len(spans) == 1 {
-		return read(spans[0])
+		return bufs, read(0)
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(spans))
@@ -72,16 +145,16 @@ func (f *File) readRanges(ctx context.Context, ranges []bufRange, out [][]byte) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = read(spans[i])
+			errs[i] = read(i)
 		}()
 	}
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return bufs, nil
 }
 
 // pageStream yields the pages of one column in order, reading ahead up to a

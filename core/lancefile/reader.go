@@ -111,6 +111,30 @@ func (r *Reader) Next(ctx context.Context, n int) ([]arrow.Array, error) {
 	return out, nil
 }
 
+// pageRower is a fieldDecoder that knows where its current pages end.
+type pageRower interface {
+	// pageRows returns how many of the next rows lie in the pages it holds
+	// or will read next, every column's page at once; 0 when unknown.
+	pageRows() int
+}
+
+// PageRows returns how many of the next rows (at most Rows()) Next can
+// return as slices of decoded pages, copying nothing: the rows up to the
+// nearest end of a page of any of the reader's columns. A read that is to
+// be cheap asks for at most that many rows. It returns Rows() when the
+// file's layout does not tell (2.0 files).
+func (r *Reader) PageRows() int {
+	n := r.left
+	for _, d := range r.decoders {
+		if pr, ok := d.(pageRower); ok {
+			if k := pr.pageRows(); k > 0 && uint64(k) < n {
+				n = uint64(k)
+			}
+		}
+	}
+	return int(n)
+}
+
 // Skip moves past min(n, Rows()) rows without decoding what it can avoid.
 func (r *Reader) Skip(ctx context.Context, n int) error {
 	if uint64(n) > r.left {

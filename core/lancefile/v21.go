@@ -113,6 +113,9 @@ func (lr *leafReader) load(ctx context.Context) error {
 	if err != nil {
 		return lr.f.pageErr(lr.info.col, idx, err)
 	}
+	if pg.copied {
+		p.recycle()
+	}
 	lr.page, lr.pageNo = pg, idx
 	return nil
 }
@@ -174,6 +177,33 @@ func (lr *leafReader) skip(ctx context.Context, n int) error {
 		}
 	}
 	return nil
+}
+
+// pageRows is the rows left in the current page of the leaf, or in the
+// next page when it has none; 0 at the end of the column.
+func (lr *leafReader) pageRows() int {
+	if lr.page != nil && lr.page.rowsLeft() > 0 {
+		return lr.page.rowsLeft()
+	}
+	if info := lr.stream.peekInfo(); info != nil {
+		return int(info.rows)
+	}
+	return 0
+}
+
+var _ pageRower = (*decoder21)(nil)
+
+func (d *decoder21) pageRows() int {
+	n := 0
+	for _, lr := range d.leaves {
+		if lr.stream == nil {
+			continue
+		}
+		if k := lr.pageRows(); k > 0 && (n == 0 || k < n) {
+			n = k
+		}
+	}
+	return n
 }
 
 func (d *decoder21) skip(ctx context.Context, n int) error {

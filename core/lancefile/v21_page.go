@@ -17,6 +17,9 @@ type leafPage struct {
 	// constDef is the level of every entry when def is nil.
 	constDef uint16
 	vals     vals
+	// copied is set when nothing of the page refers to the buffers it was
+	// decoded from, which may then be recycled.
+	copied bool
 
 	row, lev, val int // cursor: rows, entries and values consumed
 }
@@ -31,6 +34,9 @@ func decodePage21(li *leafInfo, enc []byte, bufs [][]byte, rows uint64) (*leafPa
 	switch l := pl.GetLayout().(type) {
 	case *enc21pb.PageLayout_MiniBlockLayout:
 		pg, err = decodeMiniBlockPage(li, l.MiniBlockLayout, bufs, rows)
+		if err == nil {
+			pg.copied = true // levels, values and dictionary are all copied out
+		}
 	case *enc21pb.PageLayout_FullZipLayout:
 		pg, err = decodeFullZipPage(li, l.FullZipLayout, bufs, rows)
 	case *enc21pb.PageLayout_AllNullLayout:

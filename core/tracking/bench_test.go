@@ -70,7 +70,8 @@ func BenchmarkTrackDisk(b *testing.B) {
 }
 
 // BenchmarkReadManyOptimized reads one 100k-point series of ten after
-// Optimize, from a local folder.
+// Optimize, from a local folder, whole and downsampled to 1,000 points,
+// then all ten downsampled in one call.
 func BenchmarkReadManyOptimized(b *testing.B) {
 	ctx := context.Background()
 	st, err := fsstore.Open(b.TempDir())
@@ -102,6 +103,22 @@ func BenchmarkReadManyOptimized(b *testing.B) {
 			}
 		})
 	}
+	// All ten series in one read, as a chart of several lines asks.
+	ids := make([]SeriesID, 10)
+	for m := range ids {
+		ids[m] = seriesID(run.ID(), fmt.Sprintf("m%d", m), "{}")
+	}
+	b.Run("series=10/maxPoints=1000", func(b *testing.B) {
+		n := 0
+		for b.Loop() {
+			n++
+			out, err := r.ReadMany(ctx, ids, ReadOptions{MaxPoints: 1000})
+			if err != nil || out[9].Len() == 0 {
+				b.Fatal(err)
+			}
+		}
+		reportRate(b, n*1_000_000)
+	})
 }
 
 // BenchmarkSeriesStats reads the statistics of 1,000 series (50 runs × 20

@@ -172,3 +172,24 @@ func TestReadManyDownsampleNonFinite(t *testing.T) {
 		t.Fatalf("full read: %d points, buckets %v, %v", md[0].Len(), md[0].Buckets, err)
 	}
 }
+
+// BenchmarkDownsample chooses 1,000 of 100k values: a monotone series and
+// one of random values with NaN and ±Inf.
+func BenchmarkDownsample(b *testing.B) {
+	for _, kind := range []string{"monotone", "random"} {
+		vals := make([]float64, 100_000)
+		if kind == "random" {
+			vals = randomSeries(rand.New(rand.NewPCG(1, 2)), len(vals))
+		} else {
+			for i := range vals {
+				vals[i] = float64(i)
+			}
+		}
+		b.Run(kind, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				downsample(vals, 1000)
+			}
+		})
+	}
+}

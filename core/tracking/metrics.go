@@ -468,6 +468,9 @@ func (r *Repo) ReadMany(ctx context.Context, ids []SeriesID, opts ReadOptions) (
 	if err != nil {
 		return nil, err
 	}
+	if opts.MaxPoints > 0 {
+		return r.readSampled(ctx, d, ids, opts) // readsampled.go
+	}
 	pts, err := r.readPoints(ctx, d, ids)
 	if err != nil {
 		return nil, err
@@ -580,18 +583,30 @@ func downsample(values []float64, maxPoints int) ([]int, []bucketSpan) {
 		if lo >= hi {
 			continue // never: inner > buckets
 		}
+		// v-v is 0 exactly when v is finite (NaN for NaN and ±Inf).
 		mi, ma, nonFinite := -1, -1, 0
-		for i := lo; i < hi; i++ {
-			v := values[i]
-			if math.IsNaN(v) || math.IsInf(v, 0) {
-				nonFinite++
-				continue
+		i := lo
+		for ; i < hi; i++ {
+			if v := values[i]; v-v == 0 {
+				mi, ma = i, i
+				break
 			}
-			if mi < 0 || v < values[mi] {
-				mi = i
-			}
-			if ma < 0 || v > values[ma] {
-				ma = i
+			nonFinite++
+		}
+		if mi >= 0 {
+			vmin, vmax := values[mi], values[mi]
+			for i++; i < hi; i++ {
+				v := values[i]
+				if v-v != 0 {
+					nonFinite++
+					continue
+				}
+				if v < vmin {
+					vmin, mi = v, i
+				}
+				if v > vmax {
+					vmax, ma = v, i
+				}
 			}
 		}
 		spans = append(spans, bucketSpan{from: lo, to: hi, nonFinite: nonFinite})
