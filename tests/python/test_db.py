@@ -167,6 +167,27 @@ def test_iterators_backward(db):
     assert list(it) == keys[2000:]
 
 
+def test_iterator_turns_at_a_fetch_boundary(db):
+    # Entries come from the engine in chunks (16, then 64, 256, ...): after
+    # a walk has used up every fetched entry, the current entry is the next
+    # one the engine holds, and turning round must start from it, in both
+    # directions and at every boundary.
+    keys = sorted(_fill(db, 400))
+    for n in (16, 16 + 64, 16 + 64 + 256):
+        it = db.iterkeys()
+        it.seek_to_first()
+        assert [it.next() for _ in range(n)] == keys[:n]
+        r = reversed(it)
+        assert r.next() == keys[n], f"turning back after {n}"
+        assert r.next() == keys[n - 1]
+        it = db.iterkeys()
+        it.seek_to_last()
+        r = reversed(it)
+        assert [r.next() for _ in range(n)] == keys[::-1][:n]
+        assert it.next() == keys[-1 - n], f"turning forward after {n}"
+        assert it.next() == keys[-n]
+
+
 def test_iterator_sees_writes_and_survives_close(tmp_path):
     db = kv0.DB(str(tmp_path / "db"))
     db.put(b"a", b"1")

@@ -600,7 +600,13 @@ class BaseIterator:
             self._fetch(op, key, direction)
         elif direction != self._dir:
             if self._i >= len(self._buf):
-                return None  # off the end: stays invalid, as in RocksDB
+                if not self._more:
+                    return None  # off the end: stays invalid, as in RocksDB
+                # The current entry is the next one the engine holds: fetch
+                # it before turning round from it.
+                self._fetch(_SEEK_NONE, b"", self._dir)
+                if self._i >= len(self._buf):
+                    return None
             key = self._buf[self._i]
             if not self._keys_only:
                 key = key[0]
