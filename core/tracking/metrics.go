@@ -513,20 +513,7 @@ func (r *Repo) ReadMany(ctx context.Context, ids []SeriesID, opts ReadOptions) (
 			keep = append(keep, j)
 		}
 		if opts.MaxPoints > 0 && len(keep) > opts.MaxPoints {
-			vals := make([]float64, len(keep))
-			for k, j := range keep {
-				vals[k] = p.val[j]
-			}
-			sel, spans := downsample(vals, opts.MaxPoints)
-			buckets = make([]Bucket, len(spans))
-			for k, sp := range spans {
-				buckets[k] = Bucket{FirstStep: p.step[keep[sp.from]], LastStep: p.step[keep[sp.to-1]],
-					Points: sp.to - sp.from, NonFinite: sp.nonFinite}
-			}
-			for k, s := range sel {
-				keep[k] = keep[s]
-			}
-			keep = keep[:len(sel)]
+			keep, buckets = downsampleKept(p.step, p.val, keep, opts.MaxPoints)
 		}
 		m := MetricData{SeriesID: id, Steps: make([]int64, len(keep)), Epochs: make([]int64, len(keep)),
 			Timestamps: make([]time.Time, len(keep)), Values: make([]float64, len(keep)), Buckets: buckets}
@@ -632,3 +619,23 @@ func (p *rawPoints) exact() delta {
 }
 
 var deltaCols = []string{"series_id", "step", "stats"}
+
+// downsampleKept downsamples the points at the indices keep (of step and
+// val, in step order) to about maxPoints, as downsample does: it returns
+// the indices chosen (keep's own array, reused) and the buckets.
+func downsampleKept(step []int64, val []float64, keep []int, maxPoints int) ([]int, []Bucket) {
+	vals := make([]float64, len(keep))
+	for k, j := range keep {
+		vals[k] = val[j]
+	}
+	sel, spans := downsample(vals, maxPoints)
+	buckets := make([]Bucket, len(spans))
+	for k, sp := range spans {
+		buckets[k] = Bucket{FirstStep: step[keep[sp.from]], LastStep: step[keep[sp.to-1]],
+			Points: sp.to - sp.from, NonFinite: sp.nonFinite}
+	}
+	for k, s := range sel {
+		keep[k] = keep[s]
+	}
+	return keep[:len(sel)], buckets
+}

@@ -341,20 +341,7 @@ func sampleSeries(id SeriesID, p pointSeg, opts ReadOptions) MetricData {
 			}
 		}
 		if len(keep) > opts.MaxPoints {
-			vals := make([]float64, len(keep))
-			for k, j := range keep {
-				vals[k] = p.val[j]
-			}
-			sel, spans := downsample(vals, opts.MaxPoints)
-			buckets = make([]Bucket, len(spans))
-			for k, sp := range spans {
-				buckets[k] = Bucket{FirstStep: p.step[keep[sp.from]], LastStep: p.step[keep[sp.to-1]],
-					Points: sp.to - sp.from, NonFinite: sp.nonFinite}
-			}
-			for k, s := range sel {
-				keep[k] = keep[s]
-			}
-			keep = keep[:len(sel)]
+			keep, buckets = downsampleKept(p.step, p.val, keep, opts.MaxPoints)
 		}
 	}
 	n := len(keep)
