@@ -47,24 +47,52 @@ async function running(env) {
 
 const SMALL = 64 << 10; // bodies up to this size are read whole in JavaScript
 
+// An origin that stops answering must not hold a request forever (a fetch
+// has no deadline of its own): its headers, a small body, and each chunk of
+// a streamed one must come within this long (ms; the KV0_ORIGIN_TIMEOUT_MS
+// var sets another), or the read fails (the API then answers 502).
+const ORIGIN_TIMEOUT = 30_000;
+
+// within resolves as p does, or rejects naming what when ms pass first.
+function within(p, ms, what) {
+  let t;
+  const late = new Promise((_, reject) => {
+    t = setTimeout(() => reject(new Error(`${what}: no answer in ${ms / 1000} s`)), ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(t));
+}
+
+// fetchOnce is one GET of the origin, under signal (which also bounds a
+// small body read whole).
+async function fetchOnce(url, headers, signal) {
+  const r = await fetch(url, { method: "GET", headers, redirect: "follow", signal });
+  const h = [];
+  r.headers.forEach((v, k) => h.push(k, v));
+  // A small body (a manifest, a hint, a page) comes back whole with the
+  // answer: one hop into Go instead of one per chunk.
+  const n = Number(r.headers.get("content-length"));
+  if (r.body && !r.headers.has("content-encoding") && Number.isInteger(n) && n <= SMALL) {
+    return { status: r.status, headers: h, bytes: new Uint8Array(await r.arrayBuffer()), reader: null };
+  }
+  return { status: r.status, headers: h, reader: r.body ? r.body.getReader() : null };
+}
+
 // The operations Go asks a gate for. Results are plain values, a reader
 // or null; a thrown error becomes the Go call's error.
 function operations(env) {
+  const limit = Number(env.KV0_ORIGIN_TIMEOUT_MS) > 0 ? Number(env.KV0_ORIGIN_TIMEOUT_MS) : ORIGIN_TIMEOUT;
   return {
     async fetch(url, headers) {
-      const r = await fetch(url, { method: "GET", headers, redirect: "follow" });
-      const h = [];
-      r.headers.forEach((v, k) => h.push(k, v));
-      // A small body (a manifest, a hint, a page) comes back whole with
-      // the answer: one hop into Go instead of one per chunk.
-      const n = Number(r.headers.get("content-length"));
-      if (r.body && !r.headers.has("content-encoding") && Number.isInteger(n) && n <= SMALL) {
-        return { status: r.status, headers: h, bytes: new Uint8Array(await r.arrayBuffer()), reader: null };
+      const ac = new AbortController();
+      const t = setTimeout(() => ac.abort(new Error(`${url}: no answer in ${limit / 1000} s`)), limit);
+      try {
+        return await fetchOnce(url, headers, ac.signal);
+      } finally {
+        clearTimeout(t); // a streamed body goes on: read() bounds each chunk
       }
-      return { status: r.status, headers: h, reader: r.body ? r.body.getReader() : null };
     },
     async read(reader) {
-      const { done, value } = await reader.read();
+      const { done, value } = await within(reader.read(), limit, "reading a body");
       return done ? null : value;
     },
     async cancel(reader) {

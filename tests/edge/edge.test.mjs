@@ -67,7 +67,7 @@ before(async () => {
   [serve, serveHTTP, serveTok] = await Promise.all([startServe(root), startServe(`${origin.url}/root`),
     startServe(root, ['--token-file', tokFile])]);
   // One wrangler at a time: each starts its own workerd and state.
-  viaOrigin = await startWorker({ vars: { KV0_ORIGIN: `${origin.url}/root` }, persist: join(persist, 'origin') });
+  viaOrigin = await startWorker({ vars: { KV0_ORIGIN: `${origin.url}/root`, KV0_ORIGIN_TIMEOUT_MS: '2000' }, persist: join(persist, 'origin') });
   viaR2 = await startWorker({ vars: { KV0_PREFIX: 'repo', KV0_TOKEN: TOKEN }, persist: join(persist, 'r2') });
 
   // Every route, with the data's own ids and parameters.
@@ -187,6 +187,7 @@ describe('via KV0_ORIGIN', () => {
       ['b', 404, 404, 'NotFound'],
       ['c', 'drop', 502, 'StoreFailed'],
       ['d', 'cut', 502, 'StoreFailed'],
+      ['f', 'hang', 502, 'StoreFailed'], // the worker's deadline (KV0_ORIGIN_TIMEOUT_MS, 2 s here)
     ];
     for (const [name, fault, status, code] of cases) {
       const p = `/api/v1/datasets/fault/${name}.lance/rows?limit=7`;

@@ -191,7 +191,7 @@ export async function fillR2(persist, dir, prefix, extra = {}) {
 
 /**
  * A static origin over root (GET with one Range, no listing, like a
- * bucket's public URL). fault(path) may return 500, 404, 'drop' (close the
+ * bucket's public URL). fault(path) may return 500, 404, 'hang' (never answer), 'drop' (close the
  * connection without an answer) or 'cut' (send half the body of a longer
  * Content-Length, then close). latencyMs delays every answer. It records
  * each request's path and the peak of requests in flight.
@@ -212,6 +212,11 @@ export async function startOrigin(root, { latencyMs = 0 } = {}) {
     if (state.latencyMs) await new Promise((r) => setTimeout(r, state.latencyMs));
     const f = state.fault(path);
     if (f === 'drop') return req.socket.destroy();
+    if (f === 'hang') {
+      // Never answer; the socket goes after a while so nothing leaks.
+      setTimeout(() => req.socket.destroy(), 20_000).unref();
+      return;
+    }
     if (typeof f === 'number') {
       res.writeHead(f, { 'content-type': 'text/plain' });
       return res.end(`fault ${f}\n`);
@@ -288,7 +293,7 @@ export async function buildData({ runs = 2, steps = 3000 } = {}) {
   for (const s of ['default', 'v2_0', 'legacy', 'bigdel']) {
     await cp(join(SAMPLES, s), join(dir, 'fixtures', s), { recursive: true });
   }
-  for (const f of ['a', 'b', 'c', 'd', 'e']) {
+  for (const f of ['a', 'b', 'c', 'd', 'e', 'f']) {
     await cp(join(SAMPLES, 'default', 'kv.lance'), join(dir, 'fault', `${f}.lance`), { recursive: true });
   }
   return { base, root: dir, cleanup: () => rm(base, { recursive: true, force: true }) };
