@@ -65,10 +65,30 @@ func isNotFound(err error) bool {
 // from the open repository; q has been checked. Only answers that follow
 // from the tables alone may be kept: points and statistics, not runs,
 // whose status also follows the clock (a running run whose heartbeat is
-// old enough reads as crashed).
+// old enough reads as crashed); answers not kept are built for every
+// request and tagged by their content instead of the versions.
 func (h *Handler) answer(w http.ResponseWriter, r *http.Request, route string, q query, keep bool,
 	build func(ctx context.Context, repo *tracking.Repo) ([]byte, error)) error {
 	ctx := r.Context()
+	if !keep {
+		// The answer also follows the clock (a running run whose heartbeat
+		// grew old reads as crashed at the same versions), so its tag
+		// covers what it says, and the versions are not read for it: a
+		// client revalidating a stale copy gets the new answer, not a 304.
+		repo, err := h.openRepo(ctx)
+		if err != nil {
+			return err
+		}
+		b, err := build(ctx, repo)
+		if err != nil {
+			return err
+		}
+		if h.setCaching(w, r, validator{etag: "W/" + makeETag(route, q.v.Encode(), string(b))}) {
+			return nil
+		}
+		writeJSONBytes(w, r, http.StatusOK, b)
+		return nil
+	}
 	// The repository handle (opened on first use) is prepared while the
 	// versions are read: it reads manifests, not the answer's data, and
 	// confirms the versions again when it reads.
@@ -95,24 +115,6 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, route string, q
 	// landing in between makes newer than the ETag says (never older).
 	etag := "W/" + makeETag(route, q.v.Encode(), strconv.FormatUint(v.Runs, 10), strconv.FormatUint(v.Params, 10),
 		strconv.FormatUint(v.Series, 10), strconv.FormatUint(v.Metrics, 10))
-	if !keep {
-		// The answer also follows the clock (a running run whose heartbeat
-		// grew old reads as crashed at the same versions), so its tag
-		// covers what it says: a client revalidating a stale copy gets the
-		// new answer, not a 304.
-		if repoErr != nil {
-			return repoErr
-		}
-		b, err := build(ctx, repo)
-		if err != nil {
-			return err
-		}
-		if h.setCaching(w, r, validator{etag: "W/" + makeETag(route, q.v.Encode(), string(b))}) {
-			return nil
-		}
-		writeJSONBytes(w, r, http.StatusOK, b)
-		return nil
-	}
 	if h.setCaching(w, r, validator{etag: etag}) {
 		return nil
 	}
