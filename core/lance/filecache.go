@@ -121,6 +121,29 @@ func (d *Dataset) DataFileBuffer(ctx context.Context, fragment uint64, i int) ([
 	return lf.GlobalBuffer(ctx, i)
 }
 
+// DataFileBufferParts returns parts of global buffer i of the first data
+// file of a fragment (see WriteOptions.MoreFileBuffers): for each part, its
+// Len bytes from offset Off within the buffer, fetched together where they
+// lie close. It returns nil, nil when the file has no buffer i.
+func (d *Dataset) DataFileBufferParts(ctx context.Context, fragment uint64, i int, parts []lancefile.Part) ([][]byte, error) {
+	frags, err := d.selectFragments([]uint64{fragment})
+	if err != nil {
+		return nil, err
+	}
+	f := frags[0]
+	if err := d.checkFiles(f); err != nil {
+		return nil, err
+	}
+	lf, err := d.openDataFile(ctx, f.pb.GetFiles()[0])
+	if err != nil {
+		return nil, err
+	}
+	if i < 1 || i >= lf.NumGlobalBuffers() {
+		return nil, nil
+	}
+	return lf.GlobalBufferParts(ctx, i, parts)
+}
+
 // OpenFiles opens the data files of the given fragments (every fragment
 // when ids is nil) through the dataset's file cache, concurrently, so that
 // reads that follow start from their pages. Reads of such files cost no

@@ -57,10 +57,26 @@ type WriteOptions struct {
 	// which Lance readers ignore and Dataset.DataFileBuffer returns (kv0's
 	// tracking layer keeps each sorted file's series row ranges there).
 	FileBuffer func(first, rows uint64) []byte
+	// MoreFileBuffers, when set, is called after FileBuffer with the same
+	// rows; its buffers follow FileBuffer's (global buffers 2, 3, ... when
+	// FileBuffer gave one), in order. A Far buffer is placed after the
+	// pages rather than in the file's metadata, for buffers that readers
+	// fetch in parts (Dataset.DataFileBufferParts). A nil Bytes is stored
+	// as an empty buffer, so the indexes of the others stay fixed.
+	MoreFileBuffers func(first, rows uint64) []FileBuffer
 	// PageBreaks lists input rows (counted over every row of the write,
 	// ascending) that must start a new page in every column, so a reader
 	// of the rows between two breaks reads exactly their pages.
 	PageBreaks []uint64
+}
+
+// FileBuffer is one extra global buffer of a data file
+// (WriteOptions.MoreFileBuffers).
+type FileBuffer struct {
+	Bytes []byte
+	// Far places the buffer after the pages, outside the tail that opening
+	// the file reads.
+	Far bool
 }
 
 // Default write bounds.
@@ -316,6 +332,15 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 		if opts.FileBuffer != nil {
 			if b := opts.FileBuffer(fileFirst, w.Rows()); b != nil {
 				w.AddGlobalBuffer(b)
+			}
+		}
+		if opts.MoreFileBuffers != nil {
+			for _, b := range opts.MoreFileBuffers(fileFirst, w.Rows()) {
+				if b.Far {
+					w.AddFarGlobalBuffer(b.Bytes)
+				} else {
+					w.AddGlobalBuffer(b.Bytes)
+				}
 			}
 		}
 		fileFirst += w.Rows()

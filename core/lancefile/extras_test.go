@@ -3,6 +3,7 @@ package lancefile
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -114,6 +115,88 @@ func TestGlobalBuffers(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A far global buffer sits after the pages: however large, it leaves the
+// near buffers in the tail read, and its parts are fetched on demand,
+// neighbours together.
+func TestFarGlobalBuffer(t *testing.T) {
+	ctx := context.Background()
+	far := make([]byte, 300_000)
+	for i := range far {
+		far[i] = byte(i * 7)
+	}
+	near := []byte("near index")
+	as := arrow.NewSchema([]arrow.Field{{Name: "a", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	w, err := NewWriter(mustSchema(t, as), WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ab := array.NewInt64Builder(memory.DefaultAllocator)
+	for i := range 100_000 {
+		ab.Append(int64(i))
+	}
+	a := ab.NewArray()
+	rec := array.NewRecordBatch(as, []arrow.Array{a}, int64(a.Len()))
+	a.Release()
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	rec.Release()
+	if i := w.AddGlobalBuffer([]byte("sidx")); i != 1 {
+		t.Fatalf("AddGlobalBuffer = %d", i)
+	}
+	if i := w.AddFarGlobalBuffer(far); i != 2 {
+		t.Fatalf("AddFarGlobalBuffer = %d", i)
+	}
+	w.AddGlobalBuffer(near)
+	w.AddFarGlobalBuffer(nil)
+	file, err := w.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, f := openBytes(t, file)
+	if f.NumGlobalBuffers() != 5 {
+		t.Fatalf("%d global buffers", f.NumGlobalBuffers())
+	}
+	before := st.Counters()
+	for i, want := range map[int][]byte{1: []byte("sidx"), 3: near, 4: {}} {
+		got, err := f.GlobalBuffer(ctx, i)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("buffer %d: %q, %v", i, got, err)
+		}
+	}
+	if n := st.Counters().Sub(before).Reads; n != 0 {
+		t.Fatalf("the near buffers cost %d reads, want 0 (inside the tail read)", n)
+	}
+	parts := []Part{{Off: 200_000, Len: 1000}, {Off: 10, Len: 5}, {Off: 30, Len: 100}, {Off: 299_000, Len: 1000}}
+	before = st.Counters()
+	got, err := f.GlobalBufferParts(ctx, 2, parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, p := range parts {
+		if !bytes.Equal(got[k], far[p.Off:p.Off+p.Len]) {
+			t.Fatalf("part %d differs", k)
+		}
+	}
+	if n := st.Counters().Sub(before).Reads; n != 3 { // 10 and 30 together
+		t.Fatalf("%d reads for 4 parts, want 3", n)
+	}
+	if _, err := f.GlobalBufferParts(ctx, 2, []Part{{Off: 299_999, Len: 2}}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a part past the buffer: %v, want ErrCorrupt", err)
+	}
+	if _, err := f.GlobalBufferParts(ctx, 5, nil); err == nil {
+		t.Fatal("parts of a buffer past the last succeeded")
+	}
+	// The pages read back unharmed.
+	arrs, err := readBack(t, mustSchema(t, as), file, 65_536)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := arrs[0].(*array.Int64); v.Len() != 100_000 || v.Value(99_999) != 99_999 {
+		t.Fatalf("column a: %d rows", v.Len())
 	}
 }
 

@@ -2,10 +2,12 @@ package lancefile
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/kv0/kv0/core/internal/lancepb/wktpb"
@@ -288,6 +290,48 @@ func (f *File) GlobalBuffer(ctx context.Context, i int) ([]byte, error) {
 		return nil, &FormatError{File: f.key, Column: -1, Page: -1, Offset: int64(f.global[i].off), Err: err}
 	}
 	return out[0], nil
+}
+
+// Part is a byte range within a global buffer: Len bytes from offset Off.
+type Part struct{ Off, Len uint64 }
+
+// GlobalBufferParts returns the given parts of global buffer i (for a
+// buffer a reader fetches piecemeal, see Writer.AddFarGlobalBuffer). Parts
+// close together in the file are fetched in one request; a part of a
+// buffer that Open's tail read covered costs none. A part outside the
+// buffer is an error matching ErrCorrupt. The caller may modify the result.
+func (f *File) GlobalBufferParts(ctx context.Context, i int, parts []Part) ([][]byte, error) {
+	if i < 0 || i >= len(f.global) {
+		return nil, fmt.Errorf("lancefile: %s: global buffer %d of %d", f.key, i, len(f.global))
+	}
+	g := f.global[i]
+	out := make([][]byte, len(parts))
+	order := make([]int, len(parts))
+	for k, p := range parts {
+		if p.Off > g.size || p.Len > g.size-p.Off {
+			return nil, f.corruptf(int64(g.off), "part [%d, +%d) outside global buffer %d of %d bytes", p.Off, p.Len, i, g.size)
+		}
+		order[k] = k
+	}
+	if i < len(f.globals) && f.globals[i] != nil {
+		for k, p := range parts {
+			out[k] = bytes.Clone(f.globals[i][p.Off : p.Off+p.Len])
+		}
+		return out, nil
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(parts[a].Off, parts[b].Off) })
+	ranges := make([]bufRange, len(parts))
+	got := make([][]byte, len(parts))
+	for k, j := range order {
+		ranges[k] = bufRange{g.off + parts[j].Off, parts[j].Len}
+	}
+	if err := f.readRanges(ctx, ranges, got); err != nil {
+		return nil, &FormatError{File: f.key, Column: -1, Page: -1, Offset: int64(g.off), Err: err}
+	}
+	for k, j := range order {
+		out[j] = got[k]
+	}
+	return out, nil
 }
 
 // Key returns the store key of the file.

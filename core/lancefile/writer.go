@@ -44,8 +44,9 @@ const parallelRows = 16 << 10
 //
 //	+---------------------------+ 0
 //	| page buffers              |  each padded with 0x48 to 64 bytes
+//	| far global buffers        |  AddFarGlobalBuffer, if any
 //	+---------------------------+
-//	| extra global buffers      |  1, 2, ...: AddGlobalBuffer, if any
+//	| extra global buffers      |  AddGlobalBuffer, if any
 //	| FileDescriptor            |  global buffer 0: schema and row count
 //	+---------------------------+
 //	| ColumnMetadata × columns  |
@@ -61,7 +62,8 @@ type Writer struct {
 	segs   [][]byte // page buffers placed so far, with their padding
 	size   int      // bytes placed so far (segs and those taken)
 	taken  int      // bytes handed out by TakePlaced
-	extra  [][]byte // global buffers 1, 2, ... (AddGlobalBuffer)
+	extra  [][]byte // global buffers 1, 2, ... (AddGlobalBuffer, AddFarGlobalBuffer)
+	far    []bool   // which of extra go after the pages instead of the metadata
 	done   bool
 }
 
@@ -72,6 +74,17 @@ type Writer struct {
 // It returns the buffer's index. b must not be modified until Finish.
 func (w *Writer) AddGlobalBuffer(b []byte) int {
 	w.extra = append(w.extra, b)
+	w.far = append(w.far, false)
+	return len(w.extra)
+}
+
+// AddFarGlobalBuffer is AddGlobalBuffer for a buffer that a reader fetches
+// in parts, on demand: it is placed right after the page buffers, so that
+// however large it is, the metadata and the buffers of AddGlobalBuffer stay
+// within a reader's tail read.
+func (w *Writer) AddFarGlobalBuffer(b []byte) int {
+	w.extra = append(w.extra, b)
+	w.far = append(w.far, true)
 	return len(w.extra)
 }
 
@@ -314,7 +327,7 @@ func (w *Writer) Finish() ([]byte, error) {
 
 // FinishParts is Finish without joining the file: the file is the
 // concatenation of what TakePlaced returned and parts (the page buffers,
-// then the metadata), size bytes in all. The parts are the Writer's own memory, never the caller's Arrow
+// then the metadata), size bytes in all. The parts are the Writer's own memory (and the buffers given to AddFarGlobalBuffer), never the caller's Arrow
 // buffers, and are not modified afterwards. The Writer cannot be used
 // afterwards.
 func (w *Writer) FinishParts() (parts [][]byte, size int64, err error) {
@@ -339,25 +352,43 @@ func (w *Writer) FinishParts() (parts [][]byte, size int64, err error) {
 		return nil, 0, err
 	}
 	metaSize := len(fd) + 64 + 40 + 32*len(w.cols) + 16*len(w.extra)
-	for _, b := range w.extra {
-		metaSize += len(b) + 64
+	for i, b := range w.extra {
+		if !w.far[i] {
+			metaSize += len(b) + 64
+		}
 	}
 	for _, c := range w.cols {
 		metaSize += 64 + 128*len(c.pages)
 	}
 	// The metadata follows the page buffers, 64-byte aligned (placePending
 	// pads each buffer); its positions are relative to the file.
-	if pad := -w.size & 63; pad > 0 {
-		w.segs = append(w.segs, padding[:pad])
-		w.size += pad
+	pad64 := func() {
+		if pad := -w.size & 63; pad > 0 {
+			w.segs = append(w.segs, padding[:pad])
+			w.size += pad
+		}
+	}
+	pad64()
+	type span struct{ pos, size uint64 }
+	extra := make([]span, len(w.extra))
+	for i, b := range w.extra {
+		if w.far[i] && len(b) > 0 {
+			extra[i] = span{uint64(w.size), uint64(len(b))}
+			w.segs = append(w.segs, b)
+			w.size += len(b)
+			pad64()
+		} else if w.far[i] {
+			extra[i] = span{uint64(w.size), 0}
+		}
 	}
 	base := uint64(w.size)
 	out := make([]byte, 0, metaSize)
 	// Extra global buffers first, so that a large one does not push the
 	// FileDescriptor out of a reader's tail read.
-	type span struct{ pos, size uint64 }
-	extra := make([]span, len(w.extra))
 	for i, b := range w.extra {
+		if w.far[i] {
+			continue
+		}
 		extra[i] = span{base + uint64(len(out)), uint64(len(b))}
 		out = append(out, b...)
 		out = padBuffer(out)

@@ -219,6 +219,7 @@ func (r *Repo) Purge(ctx context.Context, force bool) error {
 	}
 	r.cacheMu.Lock()
 	r.ranges = map[string][]sidRange{}
+	r.levels = map[string]*levelIndex{}
 	r.cacheMu.Unlock()
 	return nil
 }

@@ -294,15 +294,40 @@ func joinSegs(segs []pointSeg) pointSeg {
 }
 
 // readSampled is ReadMany with opts.MaxPoints > 0 on metrics version d.
+// Series a stored level describes exactly are answered from it
+// (levels.go); the others are read and downsampled here.
 func (r *Repo) readSampled(ctx context.Context, d *lance.Dataset, ids []SeriesID, opts ReadOptions) ([]MetricData, error) {
-	segs, recs, err := r.readSegments(ctx, d, ids)
+	lvl, err := r.readLevels(ctx, d, ids, opts)
 	if err != nil {
 		return nil, err
 	}
-	defer releaseRecs(recs)
+	var rest []SeriesID
+	for _, id := range ids {
+		if _, ok := lvl[id]; !ok {
+			rest = append(rest, id)
+		}
+	}
+	var segs map[SeriesID][]pointSeg
+	if len(rest) > 0 {
+		var recs []arrow.RecordBatch
+		if segs, recs, err = r.readSegments(ctx, d, rest); err != nil {
+			return nil, err
+		}
+		defer releaseRecs(recs)
+	}
 	out := make([]MetricData, len(ids))
+	handed := make(map[SeriesID]bool, len(lvl))
 	for i, id := range ids {
-		out[i] = sampleSeries(id, joinSegs(segs[id]), opts)
+		m, ok := lvl[id]
+		if !ok {
+			out[i] = sampleSeries(id, joinSegs(segs[id]), opts)
+			continue
+		}
+		if handed[id] { // asked for twice: each answer owns its slices
+			m = m.clone()
+		}
+		handed[id] = true
+		out[i] = m
 	}
 	return out, nil
 }

@@ -64,13 +64,30 @@ type refPoint struct {
 // full read against a model of the points (the last write of a step wins).
 func TestReadSampledModel(t *testing.T) {
 	for i := range 4 {
-		t.Run(fmt.Sprint(i), func(t *testing.T) { readSampledModel(t, testSeed(t)) })
+		t.Run(fmt.Sprint(i), func(t *testing.T) { readSampledModel(t, testSeed(t), false) })
 	}
 }
 
-func readSampledModel(t *testing.T, seed uint64) {
+// TestReadLevelsModel is TestReadSampledModel with the downsampled levels
+// that Optimize stores (levels.go) made small, so that most series get
+// one, in sorted files small enough that series span several of them: a
+// read answered from a level must equal the read that decodes every point,
+// at every stage (appends after Optimize, steps written again, deleted
+// runs, Optimize again).
+func TestReadLevelsModel(t *testing.T) {
+	for i := range 4 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) { readSampledModel(t, testSeed(t), true) })
+	}
+}
+
+func readSampledModel(t *testing.T, seed uint64, levels bool) {
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, 14))
+	if levels {
+		oldPoints, oldMin, oldRows := levelPoints, levelMinPoints, sortedMaxRows
+		levelPoints, levelMinPoints, sortedMaxRows = 4+rng.IntN(60), 100+rng.IntN(400), 300+rng.IntN(3000)
+		t.Cleanup(func() { levelPoints, levelMinPoints, sortedMaxRows = oldPoints, oldMin, oldRows })
+	}
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	r, err := OpenRepo(ctx, store.NewMemory(), "m", RepoOptions{FlushRows: 50 + rng.IntN(3000), FlushInterval: -1,
 		MaxFragments: 2 + rng.IntN(40), Now: func() time.Time { return base }})
@@ -135,6 +152,22 @@ func readSampledModel(t *testing.T, seed uint64) {
 		}
 	}
 	check := func(stage string) {
+		hits := r.levelHits.Load()
+		defer func() {
+			if levels && stage == "optimized" {
+				// Every series long enough has a level, and nothing
+				// was written since.
+				long := 0
+				for _, s := range all {
+					if len(model[s.id]) >= levelMinPoints && len(model[s.id]) > levelPoints {
+						long++
+					}
+				}
+				if long > 0 && r.levelHits.Load() == hits {
+					t.Fatalf("%s: no read was answered from a level (%d series of %d+ points)", stage, long, levelMinPoints)
+				}
+			}
+		}()
 		ids := []SeriesID{all[rng.IntN(len(all))].id, 12345} // an unknown series too
 		for _, s := range all {
 			if rng.IntN(2) == 0 {
@@ -143,9 +176,12 @@ func readSampledModel(t *testing.T, seed uint64) {
 		}
 		for range 6 {
 			var opts ReadOptions
-			if rng.IntN(3) == 0 {
+			switch rng.IntN(4) {
+			case 0:
 				from := rng.Int64N(3000) - 100
 				opts.Steps = &StepRange{From: from, To: from + rng.Int64N(8000)}
+			case 1:
+				opts.Steps = &StepRange{From: -1 - rng.Int64N(2), To: 1 << 40} // every step
 			}
 			if rng.IntN(3) == 0 {
 				from := base.Add(time.Duration(rng.IntN(1e6)) * time.Millisecond)
@@ -161,7 +197,7 @@ func readSampledModel(t *testing.T, seed uint64) {
 					t.Fatalf("%s: full read of %d (%+v): %d points, model %d", stage, id, opts, full[i].Len(), want.Len())
 				}
 			}
-			for _, mp := range []int{1, 2, 3, 4, 5 + rng.IntN(40), 100 + rng.IntN(2000), 1000, 1 << 20} {
+			for _, mp := range []int{1, 2, 3, 4, 5 + rng.IntN(40), 100 + rng.IntN(2000), 1000, 1 << 20, levelPoints, levelPoints} {
 				opts.MaxPoints = mp
 				got, err := r.ReadMany(ctx, ids, opts)
 				if err != nil {

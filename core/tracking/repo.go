@@ -108,7 +108,10 @@ type Repo struct {
 
 	cacheMu sync.Mutex
 	ranges  map[string][]sidRange  // sorted fragment key -> series ranges
-	seen    map[string]seenVersion // table -> newest version read so far
+	levels  map[string]*levelIndex // sorted fragment key -> level index (levels.go)
+	// levelHits counts the series reads that stored levels answered (tests).
+	levelHits atomic.Int64
+	seen      map[string]seenVersion // table -> newest version read so far
 }
 
 // seenVersion is the newest version of a table a handle has read, and when
@@ -161,7 +164,7 @@ func OpenRepo(ctx context.Context, st store.Store, root string, opts RepoOptions
 		opts.WAL = nil
 	}
 	r := &Repo{st: st, root: root, opts: opts, buf: newBufferFrom(nil, min(opts.FlushRows, 1<<20)), runs: map[string]*Run{},
-		deleted: map[string]bool{}, ranges: map[string][]sidRange{}, seen: map[string]seenVersion{},
+		deleted: map[string]bool{}, ranges: map[string][]sidRange{}, levels: map[string]*levelIndex{}, seen: map[string]seenVersion{},
 		files: lance.NewFileCache(repoFileCache)}
 	r.full = sync.NewCond(&r.mu)
 	r.tables.records = map[string]*lance.Dataset{}

@@ -3,6 +3,7 @@ package tracking
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -134,16 +135,33 @@ func sortedLayout(recs []arrow.RecordBatch, alignRows int) lance.WriteOptions {
 		}
 		i = j
 	}
+	cols, allSorted := newSortedColumns(recs), slices.IsSorted(sids)
+	indexed := func(first, rows uint64) bool {
+		return first+rows <= uint64(len(sids)) && rows < 1<<32
+	}
 	return lance.WriteOptions{
-		PageBreaks: breaks,
+		MaxRowsPerFile: sortedMaxRows,
+		PageBreaks:     breaks,
 		FileBuffer: func(first, rows uint64) []byte {
-			if first+rows > uint64(len(sids)) || rows >= 1<<32 {
+			if !indexed(first, rows) {
 				return nil
 			}
 			return encodeSeriesIndex(sids, first, rows)
 		},
+		// The downsampled levels (levels.go), only beside a series index:
+		// their buffer numbers follow it.
+		MoreFileBuffers: func(first, rows uint64) []lance.FileBuffer {
+			if !indexed(first, rows) || !allSorted {
+				return nil
+			}
+			return levelBuffers(cols, sids, first, rows)
+		},
 	}
 }
+
+// sortedMaxRows bounds the rows of each sorted data file (0: Lance's
+// default); tests lower it to spread series over several files.
+var sortedMaxRows = 0
 
 // alignRows is the size from which a sorted series gets pages of its own.
 const alignRows = 32 << 10

@@ -91,6 +91,12 @@ func TestTrackingRepo(t *testing.T) {
 	if _, err := r.Optimize(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// grad_norm is long enough for a downsampled level: its data file
+	// carries kv0's level buffers (after the pages, and in the metadata),
+	// which lancedb must read past below.
+	if !hasLevels(t, filepath.Join(root, "metrics.lance")) {
+		t.Fatal("no sorted metrics file carries a downsampled level")
+	}
 	// After Optimize: a deletion, new points (unsorted fragments, not
 	// covered by the index), a parameter overwrite, a record.
 	must(t, r.DeleteRuns(ctx, []string{runs[4].ID()}))
@@ -160,6 +166,27 @@ func TestTrackingRepo(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after a second Optimize", false)
+}
+
+// hasLevels reports whether some data file of the dataset at dir holds a
+// level index (global buffer 3, "kv0lvix1").
+func hasLevels(t *testing.T, dir string) bool {
+	t.Helper()
+	ctx := context.Background()
+	d, err := lance.Open(ctx, mustStore(t, dir), "", lance.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range d.Fragments() {
+		b, err := d.DataFileBuffer(ctx, f.ID, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.HasPrefix(b, []byte("kv0lvix1")) {
+			return true
+		}
+	}
+	return false
 }
 
 func must(t *testing.T, err error) {
