@@ -231,7 +231,19 @@ export interface Repo {
 
 export interface Kv0 {
   lance: Lance;
-  openRepo(location: Location): Promise<Repo>;
+  /** Opens a tracking repository. */
+  openRepo(location: Location, options?: OpenRepoOptions): Promise<Repo>;
+}
+
+export interface OpenRepoOptions {
+  /**
+   * Milliseconds for which the handle reads a table version it confirmed as
+   * the newest without asking the server again (default 0: every call
+   * checks). A burst of calls then costs one freshness check per table, and
+   * a read may miss commits of the last `versionTTL`; `watch` always asks,
+   * and reads after a change it reports see the change.
+   */
+  versionTTL?: number;
 }
 
 export interface LoadOptions {

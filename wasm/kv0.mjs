@@ -186,8 +186,8 @@ function wrap(call) {
     scan: async (location, opts) => call('scan', checkLocation(location), json(opts)),
   });
 
-  async function openRepo(location) {
-    const h = await call('openRepo', checkLocation(location));
+  async function openRepo(location, opts) {
+    const h = await call('openRepo', checkLocation(location), json(opts));
     const rc = async (method, arg) => JSON.parse(await call('repoCall', h, method, arg));
     const ids = (seriesIds) => {
       if (!Array.isArray(seriesIds)) throw codeError('Invalid', 'series ids must be an array of decimal strings');

@@ -60,7 +60,7 @@ func handle(v js.Value) (*repoHandle, error) {
 	return h, nil
 }
 
-// openRepo(location) resolves to a handle number.
+// openRepo(location, options) resolves to a handle number.
 func openRepo(args []js.Value) js.Value {
 	var loc *location
 	where := func() string {
@@ -78,7 +78,14 @@ func openRepo(args []js.Value) js.Value {
 			return nil, err
 		}
 		loc = l
-		r, err := tracking.OpenRepo(ctx, l.st, l.root, tracking.RepoOptions{ReadOnly: true})
+		var o openOptions
+		if len(args) > 1 && args[1].Type() == js.TypeString {
+			if err := json.Unmarshal([]byte(args[1].String()), &o); err != nil || o.VersionTTL < 0 || o.VersionTTL > 3_600_000 {
+				return nil, invalid("openRepo options: versionTTL must be a number of milliseconds from 0 to 3600000")
+			}
+		}
+		ttl := time.Duration(o.VersionTTL * float64(time.Millisecond))
+		r, err := tracking.OpenRepo(ctx, l.st, l.root, tracking.RepoOptions{ReadOnly: true, VersionTTL: ttl})
 		if err != nil {
 			if errors.Is(err, tracking.ErrNotFound) {
 				return nil, &callError{code: codeNotFound, err: errors.New("not a tracking repository (no runs table)")}
@@ -503,4 +510,15 @@ func repoPoll(args []js.Value) js.Value {
 		}
 		return out, nil
 	})
+}
+
+// openOptions are openRepo's options. VersionTTL (milliseconds, default 0)
+// is how long the handle reads a table version it confirmed as the newest
+// without asking the server again: a page's burst of calls (a run, its
+// parameters, its series, their points) then costs one freshness check per
+// table instead of one per call, and a read may miss commits of the last
+// VersionTTL. repo.watch always asks, and a newer version it finds is read
+// at once (tracking.RepoOptions.VersionTTL).
+type openOptions struct {
+	VersionTTL float64 `json:"versionTTL"`
 }

@@ -423,6 +423,9 @@ func (r *Repo) readLevels(ctx context.Context, d *lance.Dataset, ids []SeriesID,
 	want = slices.Compact(want)
 	p := planMetrics(d)
 	holding := p.holding(want)
+	if len(holding) == 0 {
+		return nil, nil // nothing sorted: no levels, and no scan of the rest twice
+	}
 	type opened struct {
 		rs  []sidRange
 		lvl *levelIndex

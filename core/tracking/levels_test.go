@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kv0/kv0/core/lance"
 	"github.com/kv0/kv0/core/store"
@@ -250,4 +251,69 @@ func FuzzLevelIndex(f *testing.F) {
 			t.Fatalf("re-encoding differs")
 		}
 	})
+}
+
+// A read-only handle with VersionTTL reads the version it confirmed moments
+// ago without asking the store, until LatestVersions finds a newer one.
+func TestVersionTTL(t *testing.T) {
+	ctx := context.Background()
+	st := store.NewMemory()
+	w := openTest(t, st, RepoOptions{FlushInterval: -1})
+	if _, err := w.StartRun(ctx, RunSpec{ID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	runs := func(r *Repo) int {
+		l, err := r.Runs(ctx, RunFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(l)
+	}
+	ttl := openTest(t, st, RepoOptions{ReadOnly: true, VersionTTL: time.Hour})
+	plain := openTest(t, st, RepoOptions{ReadOnly: true})
+	if runs(ttl) != 1 || runs(plain) != 1 {
+		t.Fatal("one run expected")
+	}
+	before := st.Counters()
+	if runs(ttl) != 1 {
+		t.Fatal("one run expected")
+	}
+	if n := st.Counters().Sub(before).Requests(); n != 0 {
+		t.Fatalf("a read within the TTL made %d requests, want 0", n)
+	}
+	if _, err := w.StartRun(ctx, RunSpec{ID: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if runs(plain) != 2 {
+		t.Fatal("a handle without a TTL misses the new run")
+	}
+	if runs(ttl) != 1 {
+		t.Fatal("within the TTL the handle should keep the version it confirmed")
+	}
+	if _, err := ttl.LatestVersions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if runs(ttl) != 2 {
+		t.Fatal("after LatestVersions found a newer version, a read still used the old one")
+	}
+	// A writable handle ignores the TTL: it sees what others commit.
+	w2 := openTest(t, st, RepoOptions{FlushInterval: -1, VersionTTL: time.Hour})
+	if runs(w2) != 2 {
+		t.Fatal("two runs expected")
+	}
+	if _, err := w.StartRun(ctx, RunSpec{ID: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if runs(w2) != 3 {
+		t.Fatal("a writable handle kept a version past another writer's commit")
+	}
 }

@@ -70,6 +70,14 @@ type RepoOptions struct {
 	// held: it must not call the Repo. The CLI records it beside its run
 	// lock to tell its own crashed heartbeats from another host's.
 	OnHeartbeat func(at time.Time)
+	// VersionTTL, when positive, lets a read-only handle use a table
+	// version it confirmed as the newest less than VersionTTL ago without
+	// asking the store again, so a page's burst of reads costs one
+	// freshness check per table instead of one per read; a read may then
+	// miss commits of the last VersionTTL. LatestVersions always asks the
+	// store, and a newer version it finds ends the grace of the older one.
+	// Ignored by writable handles.
+	VersionTTL time.Duration
 }
 
 // Repo is a handle on one tracking repository. It is safe for concurrent
@@ -117,8 +125,9 @@ type Repo struct {
 // seenVersion is the newest version of a table a handle has read, and when
 // a listing (or an open) last found it to be the newest.
 type seenVersion struct {
-	d      *lance.Dataset
-	listed time.Time
+	d       *lance.Dataset
+	listed  time.Time
+	checked time.Time // when it was last confirmed the newest (VersionTTL)
 }
 
 // repoFileCache is the number of opened data files a Repo keeps.
@@ -269,10 +278,14 @@ func (r *Repo) latestWarm(ctx context.Context, table string, warm func(context.C
 	r.cacheMu.Lock()
 	prev := r.seen[table]
 	r.cacheMu.Unlock()
+	if ttl := r.opts.VersionTTL; prev.d != nil && ttl > 0 && r.opts.ReadOnly && time.Since(prev.checked) < ttl {
+		return prev.d, nil
+	}
 	var (
-		d      *lance.Dataset
-		err    error
-		listed = time.Now()
+		d       *lance.Dataset
+		err     error
+		listed  = time.Now()
+		checked = listed // the grace counts from before the check
 	)
 	if prev.d == nil {
 		d, err = lance.Open(ctx, r.st, r.key(table), lance.OpenOptions{Files: r.files})
@@ -311,7 +324,10 @@ func (r *Repo) latestWarm(ctx context.Context, table string, warm func(context.C
 		return nil, err
 	}
 	if cur := r.seen[table]; cur.d == nil || cur.d.Version() < d.Version() || cur.d.Version() == d.Version() && cur.listed.Before(listed) {
-		r.seen[table] = seenVersion{d: d, listed: listed}
+		r.seen[table] = seenVersion{d: d, listed: listed, checked: checked}
+	} else if cur.d.Version() == d.Version() && cur.checked.Before(checked) {
+		cur.checked = checked
+		r.seen[table] = cur
 	}
 	return d, nil
 }
@@ -501,6 +517,13 @@ func (r *Repo) LatestVersions(ctx context.Context) (Versions, error) {
 			return v, err
 		}
 		*t.dst = n
+		// A newer version than the one reads use: they must look again.
+		r.cacheMu.Lock()
+		if cur := r.seen[t.name]; cur.d != nil && cur.d.Version() != n {
+			cur.checked = time.Time{}
+			r.seen[t.name] = cur
+		}
+		r.cacheMu.Unlock()
 	}
 	tables, err := r.RecordTables(ctx)
 	if errors.Is(err, store.ErrNotSupported) {

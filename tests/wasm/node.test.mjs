@@ -277,6 +277,29 @@ describe('tracking', () => {
     await r.close();
   });
 
+  it('versionTTL: reads keep the version confirmed within it; versions() ends its grace', { timeout: 60000 }, async () => {
+    const { spawn } = await import('node:child_process');
+    const live = join(data.dir, 'ttl-node');
+    const track = (args, lines) => new Promise((resolve, reject) => {
+      const p = spawn(process.env.KV0 ?? join(import.meta.dirname, '../../bin/kv0'), ['track', live, ...args, '--no-wal'], { stdio: ['pipe', 'ignore', 'inherit'] });
+      p.on('exit', (c) => (c === 0 ? resolve() : reject(new Error(`kv0 track exited ${c}`))));
+      p.stdin.end(lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+    });
+    await track(['--run', 'a'], [{ name: 'loss', step: 0, value: 1 }]);
+    await assert.rejects(mod.openRepo(`${srv.url}/ttl-node`, { versionTTL: -1 }), (e) => e.code === 'Invalid' && /versionTTL/.test(e.message));
+    const held = await mod.openRepo(`${srv.url}/ttl-node`, { versionTTL: 3_600_000 });
+    const fresh = await mod.openRepo(`${srv.url}/ttl-node`);
+    assert.equal((await held.runs()).length, 1);
+    assert.equal((await fresh.runs()).length, 1);
+    await track(['--run', 'b'], [{ name: 'loss', step: 0, value: 2 }]);
+    assert.equal((await fresh.runs()).length, 2, 'a handle without a TTL sees the commit at once');
+    assert.equal((await held.runs()).length, 1, 'within its TTL a handle keeps the version it confirmed');
+    await held.versions();
+    assert.equal((await held.runs()).length, 2, 'after versions() found a newer version, reads see it');
+    await held.close();
+    await fresh.close();
+  });
+
   it('versions, and Closed after close', async () => {
     const v = await repo.versions();
     for (const k of ['runs', 'params', 'series', 'metrics']) assert.ok(v[k] >= 1, k);

@@ -267,8 +267,12 @@ export async function openSource(params, opts = {}) {
     }
     try {
       // openRepo reads the tables' latest manifests: a wrong URL, a
-      // refused signature or corrupt data fail here.
-      const repo = await kv0.openRepo(location);
+      // refused signature or corrupt data fail here. The page's calls come
+      // in bursts (runs, their series, the points of every panel): with a
+      // version TTL they cost one freshness check per table, not one per
+      // call; the live view's watch always asks, and the reads after a
+      // change it reports see the change.
+      const repo = await kv0.openRepo(location, { versionTTL: 1000 });
       return new DirectSource(repo, where);
     } catch (e) {
       if (params.get('signer') && e.code === 'Forbidden') sessionStorage.removeItem(tokenKey(new URL(params.get('signer'), page).href));
