@@ -244,6 +244,12 @@ export interface OpenRepoOptions {
    * and reads after a change it reports see the change.
    */
   versionTTL?: number;
+  /**
+   * Start opening the tables' data files (at most 64 per table) in the
+   * background, for a page that goes on to show runs, series and charts:
+   * its calls then start from them instead of from a chain of requests.
+   */
+  prefetch?: boolean;
 }
 
 export interface LoadOptions {

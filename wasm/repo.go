@@ -86,6 +86,12 @@ func openRepo(args []js.Value) js.Value {
 		}
 		ttl := time.Duration(o.VersionTTL * float64(time.Millisecond))
 		r, err := tracking.OpenRepo(ctx, l.st, l.root, tracking.RepoOptions{ReadOnly: true, VersionTTL: ttl})
+		if err == nil && o.Prefetch {
+			// In the background: the calls that follow wait on the opens
+			// under way (the file cache shares them) rather than start
+			// their own chains of requests.
+			go func() { _ = r.Prefetch(context.Background()) }()
+		}
 		if err != nil {
 			if errors.Is(err, tracking.ErrNotFound) {
 				return nil, &callError{code: codeNotFound, err: errors.New("not a tracking repository (no runs table)")}
@@ -519,6 +525,11 @@ func repoPoll(args []js.Value) js.Value {
 // table instead of one per call, and a read may miss commits of the last
 // VersionTTL. repo.watch always asks, and a newer version it finds is read
 // at once (tracking.RepoOptions.VersionTTL).
+//
+// Prefetch starts opening the four tables' data files in the background
+// (tracking.Repo.Prefetch): for a page that goes on to show runs, series
+// and charts.
 type openOptions struct {
 	VersionTTL float64 `json:"versionTTL"`
+	Prefetch   bool    `json:"prefetch"`
 }

@@ -317,3 +317,34 @@ func TestVersionTTL(t *testing.T) {
 		t.Fatal("a writable handle kept a version past another writer's commit")
 	}
 }
+
+// After Prefetch, a read-only handle with a VersionTTL lists runs and
+// series and reads a level without a request: Prefetch opened every table
+// and its (small) data files at once.
+func TestPrefetch(t *testing.T) {
+	ctx := context.Background()
+	st := store.NewMemory()
+	w := openTest(t, st, RepoOptions{FlushInterval: -1})
+	runID := trackSeries(t, w, map[string]int{"loss": 10_000})
+	if _, err := w.Optimize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ro := openTest(t, st, RepoOptions{ReadOnly: true, VersionTTL: time.Hour})
+	if err := ro.Prefetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := st.Counters()
+	if l, err := ro.Runs(ctx, RunFilter{}); err != nil || len(l) != 1 {
+		t.Fatalf("runs: %v %v", l, err)
+	}
+	if l, err := ro.AllSeries(ctx, runID); err != nil || len(l) != 1 {
+		t.Fatalf("series: %v %v", l, err)
+	}
+	out, err := ro.ReadMany(ctx, []SeriesID{seriesID(runID, "loss", "{}")}, ReadOptions{MaxPoints: levelPoints})
+	if err != nil || out[0].Len() == 0 {
+		t.Fatal(err)
+	}
+	if n := st.Counters().Sub(before).Requests(); n != 0 {
+		t.Fatalf("reads after Prefetch made %d requests, want 0", n)
+	}
+}

@@ -257,6 +257,24 @@ func (r *Repo) latest(ctx context.Context, table string) (*lance.Dataset, error)
 	return r.latestWarm(ctx, table, warmFiles)
 }
 
+// Prefetch opens the latest version of each of the four tables and the
+// data files of those with at most 64 fragments (their footers and, for
+// small files, everything), all at once, so the reads that follow start
+// from them instead of from a chain of requests. A page that will show
+// runs, their series and charts calls it once after OpenRepo. It returns
+// the first error; the reads repeat what failed and report it themselves.
+func (r *Repo) Prefetch(ctx context.Context) error {
+	tables := []string{RunsTable, ParamsTable, SeriesTable, MetricsTable}
+	return par.Do(ctx, len(tables), len(tables), func(ctx context.Context, i int) error {
+		d, err := r.latestWarm(ctx, tables[i], nil)
+		if err != nil || d == nil {
+			return err
+		}
+		warmFiles(ctx, d)
+		return nil
+	})
+}
+
 // warmFiles is the latestWarm hook of reads that visit every fragment:
 // it opens their data files, unless there are too many to be worth it.
 func warmFiles(ctx context.Context, d *lance.Dataset) {

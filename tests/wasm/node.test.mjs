@@ -287,7 +287,7 @@ describe('tracking', () => {
     });
     await track(['--run', 'a'], [{ name: 'loss', step: 0, value: 1 }]);
     await assert.rejects(mod.openRepo(`${srv.url}/ttl-node`, { versionTTL: -1 }), (e) => e.code === 'Invalid' && /versionTTL/.test(e.message));
-    const held = await mod.openRepo(`${srv.url}/ttl-node`, { versionTTL: 3_600_000 });
+    const held = await mod.openRepo(`${srv.url}/ttl-node`, { versionTTL: 3_600_000, prefetch: true });
     const fresh = await mod.openRepo(`${srv.url}/ttl-node`);
     assert.equal((await held.runs()).length, 1);
     assert.equal((await fresh.runs()).length, 1);

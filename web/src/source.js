@@ -271,8 +271,9 @@ export async function openSource(params, opts = {}) {
       // in bursts (runs, their series, the points of every panel): with a
       // version TTL they cost one freshness check per table, not one per
       // call; the live view's watch always asks, and the reads after a
-      // change it reports see the change.
-      const repo = await kv0.openRepo(location, { versionTTL: 1000 });
+      // change it reports see the change. Prefetching opens the tables'
+      // files while the page asks for the runs.
+      const repo = await kv0.openRepo(location, { versionTTL: 1000, prefetch: true });
       return new DirectSource(repo, where);
     } catch (e) {
       if (params.get('signer') && e.code === 'Forbidden') sessionStorage.removeItem(tokenKey(new URL(params.get('signer'), page).href));
