@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/kv0/kv0/core/inspect"
@@ -334,4 +335,113 @@ func (h *Handler) getStats(w http.ResponseWriter, r *http.Request) error {
 		}
 		return encodeJSON(stats, false)
 	})
+}
+
+// maxRuns is the most runs one request of /api/v1/series may name.
+const maxRuns = 1000
+
+// runArgs reads runs=ID,ID,... (run ids, or names only one run has).
+func (q query) runArgs() ([]string, error) {
+	if !q.has("runs") {
+		return nil, argErr("runs", "missing (give runs=ID,ID,...: run ids)")
+	}
+	s := q.v.Get("runs")
+	if s == "" {
+		return nil, argErr("runs", "empty list")
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) > maxRuns {
+		return nil, argErr("runs", "%d runs; at most %d per request", len(parts), maxRuns)
+	}
+	for _, p := range parts {
+		if p == "" {
+			return nil, argErr("runs", "an empty run id in %q", s)
+		}
+		if strings.IndexFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+			return nil, argErr("runs", "the run id %q has a NUL or control character", p)
+		}
+	}
+	return parts, nil
+}
+
+// RunSeriesList is one element of the answer of /api/v1/series: the run as
+// the request named it and either its series (what /api/v1/runs/{id}/series
+// answers for it) or, for a run that does not exist or a name several runs
+// share, the error that route would answer (and a null series).
+type RunSeriesList struct {
+	Run    string              `json:"run"`
+	Series []inspect.WebSeries `json:"series"`
+	Error  *ErrorDetail        `json:"error,omitempty"`
+}
+
+// ErrorDetail is the code and message of an error, as in ErrorBody.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// seriesWorkers bounds the runs of one /api/v1/series request read at once.
+const seriesWorkers = 8
+
+// getSeriesOfRuns answers /api/v1/series?runs=ID,ID: the series lists of
+// several runs in one answer, in the order asked, so a page showing many
+// runs needs one round trip, not one per run.
+func (h *Handler) getSeriesOfRuns(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseQuery(r.URL.RawQuery, []string{"runs"}, nil)
+	if err != nil {
+		return err
+	}
+	args, err := q.runArgs()
+	if err != nil {
+		return err
+	}
+	return h.answer(w, r, "series-of-runs", q, false, func(ctx context.Context, repo *tracking.Repo) ([]byte, error) {
+		out := make([]RunSeriesList, len(args))
+		errs := make([]error, len(args))
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for range min(seriesWorkers, len(args)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					out[i], errs[i] = runSeriesList(ctx, repo, args[i])
+				}
+			}()
+		}
+		for i := range args {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return nil, err
+			}
+		}
+		return encodeJSON(out, false)
+	})
+}
+
+// runSeriesList reads one run's series list as /api/v1/runs/{id}/series
+// does. A run that is not found, or a name several runs share, is
+// answered in the element; any other failure fails the request.
+func runSeriesList(ctx context.Context, repo *tracking.Repo, arg string) (RunSeriesList, error) {
+	el := RunSeriesList{Run: arg}
+	in, err := inspect.ResolveRun(ctx, repo, arg)
+	if err == nil {
+		var series []inspect.Series
+		if series, err = inspect.RunSeries(ctx, repo, in.ID); err == nil {
+			el.Series = inspect.WebSeriesOf(series)
+			if el.Series == nil {
+				el.Series = []inspect.WebSeries{}
+			}
+			return el, nil
+		}
+	}
+	if e := classify(err); e.status == http.StatusNotFound || e.status == http.StatusBadRequest {
+		el.Error = &ErrorDetail{Code: e.code, Message: e.msg}
+		return el, nil
+	}
+	return el, err
 }

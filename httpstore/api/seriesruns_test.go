@@ -1,0 +1,132 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// seriesOfRuns decodes an answer of /api/v1/series.
+func seriesOfRuns(t *testing.T, h http.Handler, runs string) []map[string]any {
+	t.Helper()
+	w := get(t, h, "/api/v1/series?runs="+url.QueryEscape(runs))
+	if w.Code != http.StatusOK {
+		t.Fatalf("runs=%s: %d %s", runs, w.Code, w.Body)
+	}
+	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	var out []map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
+		t.Fatalf("runs=%s: %v: %s", runs, err, w.Body)
+	}
+	return out
+}
+
+// TestSeriesOfRuns checks that /api/v1/series?runs= answers, for each run
+// asked and in the order asked, what /api/v1/runs/{id}/series answers for
+// it, and a run that does not exist as that route's error.
+func TestSeriesOfRuns(t *testing.T) {
+	f := newFixture(t)
+	h := New(f.st, "", Options{})
+	// The runs (one archived), a repeat, and a name only one run has.
+	args := []string{f.runIDs[2], f.runIDs[0], f.runIDs[1], f.runIDs[0], "run-1"}
+	got := seriesOfRuns(t, h, strings.Join(args, ","))
+	if len(got) != len(args) {
+		t.Fatalf("%d elements for %d runs", len(got), len(args))
+	}
+	for i, a := range args {
+		w := get(t, h, "/api/v1/runs/"+url.PathEscape(a)+"/series")
+		if w.Code != http.StatusOK {
+			t.Fatalf("%s: %d %s", a, w.Code, w.Body)
+		}
+		var want []any
+		if err := json.Unmarshal(w.Body.Bytes(), &want); err != nil {
+			t.Fatal(err)
+		}
+		if len(want) == 0 {
+			t.Fatalf("run %s has no series in the fixture", a)
+		}
+		if got[i]["run"] != a {
+			t.Errorf("element %d: run %v, want %q", i, got[i]["run"], a)
+		}
+		if _, ok := got[i]["error"]; ok {
+			t.Errorf("element %d (%s): error %v", i, a, got[i]["error"])
+		}
+		if !reflect.DeepEqual(got[i]["series"], want) {
+			t.Errorf("element %d (%s): series\n%v\nwant\n%v", i, a, got[i]["series"], want)
+		}
+	}
+	// A run that does not exist: its element holds the per-run route's
+	// error, and the other runs are answered.
+	got = seriesOfRuns(t, h, f.runIDs[0]+",nope")
+	if len(got) != 2 || got[0]["series"] == nil || got[1]["run"] != "nope" {
+		t.Fatalf("with an unknown run: %v", got)
+	}
+	if s, ok := got[1]["series"]; !ok || s != nil {
+		t.Errorf("unknown run: series %v, want null", s)
+	}
+	w := get(t, h, "/api/v1/runs/nope/series")
+	e := errorOf(t, w)
+	want := map[string]any{"code": e.Error.Code, "message": e.Error.Message}
+	if e.Error.Code != CodeNotFound || !reflect.DeepEqual(got[1]["error"], want) {
+		t.Errorf("unknown run: error %v, want %v", got[1]["error"], want)
+	}
+	// Caching: tagged by the content, revalidated to a 304.
+	target := "/api/v1/series?runs=" + f.runIDs[0]
+	w = get(t, h, target)
+	tag := w.Header().Get("ETag")
+	if !strings.HasPrefix(tag, `W/"`) {
+		t.Fatalf("ETag %q", tag)
+	}
+	if w := get(t, h, target, "If-None-Match", tag); w.Code != http.StatusNotModified {
+		t.Errorf("revalidation: %d", w.Code)
+	}
+	if w := get(t, h, "/api/v1/series?runs="+f.runIDs[1], "If-None-Match", tag); w.Code != http.StatusOK {
+		t.Errorf("another run's answer with the first's tag: %d", w.Code)
+	}
+}
+
+func TestSeriesOfRunsErrors(t *testing.T) {
+	f := newFixture(t)
+	h := New(f.st, "", Options{})
+	run := f.runIDs[0]
+	for _, c := range []struct{ target, arg string }{
+		{"/api/v1/series", "runs"},
+		{"/api/v1/series?runs=", "runs"},
+		{"/api/v1/series?runs=" + run + ",," + run, "runs"},
+		{"/api/v1/series?runs=" + run + ",", "runs"},
+		{"/api/v1/series?runs=a%00b", "runs"},
+		{"/api/v1/series?runs=" + strings.Repeat(run+",", 1000) + run, "runs"},
+		{"/api/v1/series?runs=" + run + "&runs=" + run, "runs"},
+		{"/api/v1/series?runs=" + run + "&ids=1", "ids"},
+		{"/api/v1/series?run=" + run, "run"},
+	} {
+		w := get(t, h, c.target)
+		if w.Code != http.StatusBadRequest {
+			t.Errorf("%.80s: %d %.200s, want 400", c.target, w.Code, w.Body)
+			continue
+		}
+		if e := errorOf(t, w); e.Error.Code != CodeInvalid || !strings.HasPrefix(e.Error.Message, c.arg+":") {
+			t.Errorf("%.80s: error %+v does not name %q", c.target, e.Error, c.arg)
+		}
+	}
+	// 1,000 runs are allowed.
+	if got := seriesOfRuns(t, h, strings.TrimSuffix(strings.Repeat(run+",", 1000), ",")); len(got) != 1000 {
+		t.Errorf("1000 runs: %d elements", len(got))
+	}
+	// A root without a repository.
+	if w := get(t, New(f.st, "nested", Options{}), "/api/v1/series?runs="+run); w.Code != http.StatusNotFound || errorOf(t, w).Error.Code != CodeNotFound {
+		t.Errorf("no repository: %d %s", w.Code, w.Body)
+	}
+	// A store failing while the lists are read fails the whole answer,
+	// with the error body, not elements that look complete.
+	fst := &faultStore{Store: f.st, err: errInjected}
+	fst.armed.Store(true)
+	if w := get(t, New(fst, "", Options{}), "/api/v1/series?runs="+run); w.Code != http.StatusBadGateway || errorOf(t, w).Error.Code != CodeStoreFailed {
+		t.Errorf("store failure: %d %s", w.Code, w.Body)
+	}
+}
