@@ -141,6 +141,16 @@ export class ChartsView {
     if (specs.length === 0) {
       this.el.innerHTML = '<p class="empty">No panels: select runs in the table (or clear the panel filter).</p>';
     }
+    // New panels on screen read now, not a frame later when the
+    // IntersectionObserver first reports (it then keeps their state).
+    const fresh = this.order.filter((p) => !p.seen);
+    if (fresh.length) {
+      const top = -200, bottom = window.innerHeight + 200;
+      for (const p of fresh) {
+        const r = p.el.getBoundingClientRect();
+        if (r.width > 0 && r.bottom >= top && r.top <= bottom) p.visible = true;
+      }
+    }
     for (const p of this.order) {
       if (p.dirty && p.visible) this.ensure(p);
     }
@@ -210,6 +220,9 @@ export class ChartsView {
   ensure(p) {
     const want = this.stepRange(p);
     const rkey = want ? want.join(':') : 'all';
+    // The same read already under way (setPanels and the observer both ask).
+    const asked = `${rkey}|${p.series.map((s) => s.series_id).join(',')}`;
+    if (p.reading && p.asked === asked) return p.reading;
     const missing = p.series.filter((s) => !p.data.has(s.series_id));
     if (p.rkey === rkey && missing.length === 0) {
       if (p.reading) return p.reading;
@@ -227,6 +240,7 @@ export class ChartsView {
     const ids = (p.rkey === rkey ? missing : p.series).map((s) => s.series_id);
     const gen = ++this.gen;
     p.pending = gen;
+    p.asked = asked;
     p.el.classList.add('loading');
     const opts = { maxPoints: MAX_POINTS };
     if (want) { opts.fromStep = want[0]; opts.toStep = want[1]; }

@@ -96,6 +96,8 @@ export function parseParamFilter(text) {
 
 /** Series per points request in api mode. */
 const READ_CHUNK = 10;
+/** Runs per request of their series lists in api mode (the server's bound). */
+const SERIES_CHUNK = 1000;
 
 class APISource {
   constructor(base, token) {
@@ -143,6 +145,20 @@ class APISource {
   run(id) { return this.get(`runs/${encodeURIComponent(id)}`); }
   params(id) { return this.get(`runs/${encodeURIComponent(id)}/params`); }
   async series(runId) { return normSeries(await this.get(`runs/${encodeURIComponent(runId)}/series`)); }
+  /**
+   * The series lists of many runs in one request per SERIES_CHUNK runs
+   * (`/api/v1/series?runs=`): one element per id, in order, the run's
+   * list or, for a run the server does not find, an Error with its code.
+   */
+  async seriesOfRuns(ids) {
+    const chunks = [];
+    for (let i = 0; i < ids.length; i += SERIES_CHUNK) chunks.push(ids.slice(i, i + SERIES_CHUNK));
+    const answers = await Promise.all(chunks.map((part) => this.get('series', [['runs', part.join(',')]])));
+    const where = new URL('series', this.where);
+    return answers.flat().map((el) => (el.error
+      ? sourceError(el.error.code ?? 'Invalid', `${where.origin}${where.pathname}: run ${el.run}: ${el.error.message}`, { url: String(where) })
+      : normSeries(el.series ?? [])));
+  }
   async read(ids, { maxPoints = 1000, fromStep, toStep } = {}) {
     if (ids.length === 0) return [];
     // Requests of at most READ_CHUNK series, in parallel: the server decodes
@@ -245,6 +261,9 @@ export function wasmBase(params, pageURL = location.href) {
  *                           opts.token(where) (asked for and kept in sessionStorage by the page)
  *   none                    the API beside the page (served by kv0 serve or the worker)
  * opts.token(where, reason) -> Promise<string> asks for a token (api 401, signer).
+ * In api mode, opts.runs (a run filter) lists the runs in the same round trip
+ * as the probe (src.firstRuns, a promise), and opts.early(src) is called once
+ * the probe is sent, so that requests that need no answer of it go with it.
  */
 export async function openSource(params, opts = {}) {
   const page = opts.pageURL ?? location.href;
@@ -286,11 +305,20 @@ export async function openSource(params, opts = {}) {
   const where = base.href;
   const src = new APISource(where, sessionStorage.getItem(tokenKey(where)) || undefined);
   for (let attempt = 0; ; attempt++) {
+    // The versions answer doubles as the probe that an API is there; the
+    // runs (opts.runs, a filter) are asked for in the same round trip, and
+    // opts.early(src) may start other requests before either answers.
+    const versions = src.versions();
+    if (opts.runs) {
+      src.firstRuns = src.runs(opts.runs);
+      src.firstRuns.catch(() => {});
+    }
+    opts.early?.(src);
     try {
-      // The first answer doubles as the probe that an API is there.
-      src.firstVersions = await src.versions();
+      src.firstVersions = await versions;
       return src;
     } catch (e) {
+      src.firstRuns = undefined;
       if (e.code === 'Unauthorized' && attempt < 3) {
         sessionStorage.removeItem(tokenKey(where));
         src.token = await askToken(where, src.token ? 'wrong' : 'api');
