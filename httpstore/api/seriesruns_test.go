@@ -2,9 +2,11 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -129,4 +131,84 @@ func TestSeriesOfRunsErrors(t *testing.T) {
 	if w := get(t, New(fst, "", Options{}), "/api/v1/series?runs="+run); w.Code != http.StatusBadGateway || errorOf(t, w).Error.Code != CodeStoreFailed {
 		t.Errorf("store failure: %d %s", w.Code, w.Body)
 	}
+}
+
+// TestPointsFields checks fields=: the arrays named, and only them, each
+// as the default answer holds it; all of them is the default answer byte
+// for byte.
+func TestPointsFields(t *testing.T) {
+	f := newFixture(t)
+	h := New(f.st, "", Options{})
+	ids := fmt.Sprintf("%d,%d", f.series["0/loss"], f.series["2/loss"])
+	for _, mp := range []string{"100", "0", "1"} {
+		base := "/api/v1/series/points?ids=" + ids + "&max_points=" + mp
+		full := get(t, h, base)
+		if full.Code != http.StatusOK {
+			t.Fatalf("%s: %d %s", base, full.Code, full.Body)
+		}
+		var want []map[string]json.RawMessage
+		if err := json.Unmarshal(full.Body.Bytes(), &want); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := want[0]["mins"]; ok != (mp == "100") {
+			t.Fatalf("max_points=%s: bands %v", mp, ok)
+		}
+		if w := get(t, h, base+"&fields=maxs,epochs,values,steps,mins,timestamps"); w.Body.String() != full.Body.String() {
+			t.Errorf("max_points=%s: every field differs from the default answer", mp)
+		}
+		for _, fl := range []string{"steps,values,mins,maxs", "steps,values", "values", "timestamps,epochs", "maxs", "mins", "steps,mins,steps"} {
+			w := get(t, h, base+"&fields="+fl)
+			if w.Code != http.StatusOK {
+				t.Fatalf("fields=%s: %d %s", fl, w.Code, w.Body)
+			}
+			var got []map[string]json.RawMessage
+			if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+				t.Fatalf("fields=%s: %v: %.300s", fl, err, w.Body)
+			}
+			if len(got) != len(want) {
+				t.Fatalf("fields=%s: %d series", fl, len(got))
+			}
+			asked := map[string]bool{"series_id": true}
+			for _, n := range strings.Split(fl, ",") {
+				asked[n] = true
+			}
+			for i := range want {
+				exp := map[string]string{}
+				for k, v := range want[i] {
+					if asked[k] {
+						exp[k] = string(v)
+					}
+				}
+				have := map[string]string{}
+				for k, v := range got[i] {
+					have[k] = string(v)
+				}
+				if !reflect.DeepEqual(have, exp) {
+					t.Errorf("max_points=%s fields=%s: series %d has keys %v, want %v (or different arrays)", mp, fl, i, keys(have), keys(exp))
+				}
+			}
+			if len(w.Body.Bytes()) >= len(full.Body.Bytes()) {
+				t.Errorf("fields=%s: %d bytes, the default %d", fl, w.Body.Len(), full.Body.Len())
+			}
+		}
+	}
+	for _, c := range []string{"fields=", "fields=step", "fields=steps,,values", "fields=steps&fields=values", "fields=series_id"} {
+		w := get(t, h, "/api/v1/series/points?ids="+ids+"&"+c)
+		if w.Code != http.StatusBadRequest {
+			t.Errorf("%s: %d, want 400", c, w.Code)
+			continue
+		}
+		if e := errorOf(t, w); e.Error.Code != CodeInvalid || !strings.HasPrefix(e.Error.Message, "fields:") {
+			t.Errorf("%s: %+v", c, e.Error)
+		}
+	}
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }

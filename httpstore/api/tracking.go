@@ -1,8 +1,10 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -250,11 +252,15 @@ func (h *Handler) getSeries(w http.ResponseWriter, r *http.Request, id string) e
 const maxPointsLimit = 10_000_000
 
 func (h *Handler) getPoints(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseQuery(r.URL.RawQuery, []string{"ids", "max_points", "from_step", "to_step", "from_time", "to_time"}, nil)
+	q, err := parseQuery(r.URL.RawQuery, []string{"ids", "max_points", "from_step", "to_step", "from_time", "to_time", "fields"}, nil)
 	if err != nil {
 		return err
 	}
 	ids, err := q.seriesIDs()
+	if err != nil {
+		return err
+	}
+	fields, err := q.pointFields()
 	if err != nil {
 		return err
 	}
@@ -313,7 +319,9 @@ func (h *Handler) getPoints(w http.ResponseWriter, r *http.Request) error {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = pts[i].AppendJSON(b)
+			fields.drop(&pts[i])
+			start := len(b)
+			b = fields.cut(pts[i].AppendJSON(b), start)
 		}
 		return append(b, "]\n"...), nil
 	})
@@ -444,4 +452,83 @@ func runSeriesList(ctx context.Context, repo *tracking.Repo, arg string) (RunSer
 		return el, nil
 	}
 	return el, err
+}
+
+// pointArrays are the arrays of a points answer, in the order written.
+var pointArrays = []string{"steps", "values", "timestamps", "epochs", "mins", "maxs"}
+
+// pointFields is the set of arrays a points request answers (fields=);
+// nil answers every array.
+type pointFields map[string]bool
+
+// pointFields reads fields=NAME,NAME (names of pointArrays, in any order).
+func (q query) pointFields() (pointFields, error) {
+	if !q.has("fields") {
+		return nil, nil
+	}
+	s := q.v.Get("fields")
+	if s == "" {
+		return nil, argErr("fields", "empty list (give some of %s)", strings.Join(pointArrays, ","))
+	}
+	f := pointFields{}
+	for _, name := range strings.Split(s, ",") {
+		if !slices.Contains(pointArrays, name) {
+			return nil, argErr("fields", "%q is not an array of the answer (want some of %s)", name, strings.Join(pointArrays, ","))
+		}
+		f[name] = true
+	}
+	return f, nil
+}
+
+// drop empties the arrays not asked for, so they cost no formatting.
+// Mins goes only with maxs: AppendJSON writes both bands when it is set.
+func (f pointFields) drop(p *inspect.Points) {
+	if f == nil {
+		return
+	}
+	if !f["steps"] {
+		p.Steps = nil
+	}
+	if !f["values"] {
+		p.Values = nil
+	}
+	if !f["timestamps"] {
+		p.Timestamps = nil
+	}
+	if !f["epochs"] {
+		p.Epochs = nil
+	}
+	if !f["maxs"] && p.Maxs != nil {
+		p.Maxs = []float64{}
+	}
+	if !f["mins"] && !f["maxs"] {
+		p.Mins, p.Maxs = nil, nil
+	}
+}
+
+// cut removes from the object b[start:] (one series' points, as
+// AppendJSON writes them) the arrays not asked for. Arrays hold numbers,
+// null and the strings "NaN", "Infinity" and "-Infinity", so an array
+// ends at the first ']' after its key.
+func (f pointFields) cut(b []byte, start int) []byte {
+	if f == nil {
+		return b
+	}
+	for _, name := range pointArrays {
+		if f[name] {
+			continue
+		}
+		key := `,"` + name + `":[`
+		i := bytes.Index(b[start:], []byte(key))
+		if i < 0 {
+			continue // a band not written (the read was not downsampled)
+		}
+		i += start
+		j := bytes.IndexByte(b[i+len(key):], ']')
+		if j < 0 {
+			continue
+		}
+		b = append(b[:i], b[i+len(key)+j+1:]...)
+	}
+	return b
 }
