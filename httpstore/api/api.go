@@ -14,7 +14,7 @@
 //	/api/v1/datasets/{path}/log
 //	/api/v1/runs?experiment=&status=&tag=&archived=&param=
 //	/api/v1/runs/{id}, /api/v1/runs/{id}/params, /api/v1/runs/{id}/series
-//	/api/v1/series?runs=              the series lists of several runs at once
+//	/api/v1/series?runs=|newest=      the series lists of several runs at once
 //	/api/v1/series/points?ids=&max_points=&from_step=&to_step=&from_time=&to_time=&fields=
 //	/api/v1/stats?ids=
 //	/api/v1/versions

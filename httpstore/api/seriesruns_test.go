@@ -92,6 +92,44 @@ func TestSeriesOfRuns(t *testing.T) {
 	}
 }
 
+// TestSeriesOfNewestRuns checks newest=N: the lists of the N most recently
+// created runs, newest first, as runs= of their ids answers them.
+func TestSeriesOfNewestRuns(t *testing.T) {
+	f := newFixture(t)
+	h := New(f.st, "", Options{})
+	w := get(t, h, "/api/v1/runs")
+	var runs []struct {
+		ID        string `json:"run_id"`
+		CreatedAt string `json:"created_at"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &runs); err != nil || len(runs) != 3 {
+		t.Fatalf("runs: %v %s", err, w.Body)
+	}
+	// The fixture's runs are listed oldest first.
+	newestFirst := []string{runs[2].ID, runs[1].ID, runs[0].ID}
+	for _, n := range []int{1, 2, 3, 1000} {
+		want := newestFirst[:min(n, 3)]
+		got := seriesOfNewest(t, h, n)
+		exp := seriesOfRuns(t, h, strings.Join(want, ","))
+		if !reflect.DeepEqual(got, exp) {
+			t.Errorf("newest=%d:\n%v\nwant\n%v", n, got, exp)
+		}
+	}
+}
+
+func seriesOfNewest(t *testing.T, h http.Handler, n int) []map[string]any {
+	t.Helper()
+	w := get(t, h, fmt.Sprintf("/api/v1/series?newest=%d", n))
+	if w.Code != http.StatusOK {
+		t.Fatalf("newest=%d: %d %s", n, w.Code, w.Body)
+	}
+	var out []map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func TestSeriesOfRunsErrors(t *testing.T) {
 	f := newFixture(t)
 	h := New(f.st, "", Options{})
@@ -106,6 +144,12 @@ func TestSeriesOfRunsErrors(t *testing.T) {
 		{"/api/v1/series?runs=" + run + "&runs=" + run, "runs"},
 		{"/api/v1/series?runs=" + run + "&ids=1", "ids"},
 		{"/api/v1/series?run=" + run, "run"},
+		{"/api/v1/series?newest=0", "newest"},
+		{"/api/v1/series?newest=x", "newest"},
+		{"/api/v1/series?newest=1001", "newest"},
+		{"/api/v1/series?newest=", "newest"},
+		{"/api/v1/series?newest=1&newest=2", "newest"},
+		{"/api/v1/series?newest=1&runs=" + run, "newest"},
 	} {
 		w := get(t, h, c.target)
 		if w.Code != http.StatusBadRequest {

@@ -393,17 +393,42 @@ const seriesWorkers = 8
 
 // getSeriesOfRuns answers /api/v1/series?runs=ID,ID: the series lists of
 // several runs in one answer, in the order asked, so a page showing many
-// runs needs one round trip, not one per run.
+// runs needs one round trip, not one per run; or ?newest=N: those of the N
+// most recently created runs, newest first, so a page that shows the
+// newest runs can ask for their series before it has listed the runs.
 func (h *Handler) getSeriesOfRuns(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseQuery(r.URL.RawQuery, []string{"runs"}, nil)
+	q, err := parseQuery(r.URL.RawQuery, []string{"runs", "newest"}, nil)
 	if err != nil {
 		return err
 	}
-	args, err := q.runArgs()
-	if err != nil {
-		return err
+	var args []string
+	newest := 0
+	switch {
+	case q.has("runs") && q.has("newest"):
+		return argErr("newest", "runs and newest exclude each other")
+	case q.has("newest"):
+		n, err := q.int64In("newest", 0, 1, maxRuns)
+		if err != nil {
+			return err
+		}
+		newest = int(n)
+	default:
+		if args, err = q.runArgs(); err != nil {
+			return err
+		}
 	}
 	return h.answer(w, r, "series-of-runs", q, false, func(ctx context.Context, repo *tracking.Repo) ([]byte, error) {
+		if newest > 0 {
+			runs, err := repo.Runs(ctx, tracking.RunFilter{})
+			if err != nil {
+				return nil, err
+			}
+			// Newest first; runs created at the same time in the order listed.
+			slices.SortStableFunc(runs, func(a, b tracking.RunInfo) int { return b.CreatedAt.Compare(a.CreatedAt) })
+			for _, in := range runs[:min(newest, len(runs))] {
+				args = append(args, in.ID)
+			}
+		}
 		out := make([]RunSeriesList, len(args))
 		errs := make([]error, len(args))
 		next := make(chan int)
