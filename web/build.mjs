@@ -25,7 +25,23 @@ await esbuild.build({
   logLevel: 'warning',
   legalComments: 'none',
 });
-await cp(join(here, 'index.html'), join(out, 'index.html'));
+// The starter (src/early.js) goes inline in the page, so that api mode's
+// first requests leave with the page's own, not after app.js has loaded.
+const early = await esbuild.build({
+  entryPoints: [join(here, 'src/early.js')],
+  bundle: true,
+  format: 'iife',
+  target: 'es2022',
+  minify: true,
+  write: false,
+  logLevel: 'warning',
+  legalComments: 'none',
+});
+const starter = early.outputFiles[0].text.trim().replace(/<\/script/gi, '<\\/script');
+const page = await readFile(join(here, 'index.html'), 'utf8');
+const marker = /<!--kv0:early[^>]*-->/;
+if (!marker.test(page)) throw new Error('web/index.html: the <!--kv0:early--> marker is missing');
+await writeFile(join(out, 'index.html'), page.replace(marker, () => `<script>${starter}</script>`));
 // Precompressed copies beside the page's files: kv0 serve (and the test
 // servers) answer .br or .gz when the browser accepts it, so the script
 // arrives in a third of the bytes.

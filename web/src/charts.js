@@ -202,7 +202,7 @@ export class ChartsView {
     let lo = Infinity, hi = -Infinity;
     for (const s of p.series) {
       const d = p.full?.get(s.series_id);
-      if (!d) continue;
+      if (!d?.timestamps) continue;
       const xs = this.xOf(s.run_id, d);
       for (let i = 0; i < xs.length; i++) {
         if (xs[i] >= z[0] && xs[i] <= z[1]) { lo = Math.min(lo, d.steps[i]); hi = Math.max(hi, d.steps[i]); }
@@ -220,10 +220,12 @@ export class ChartsView {
   ensure(p) {
     const want = this.stepRange(p);
     const rkey = want ? want.join(':') : 'all';
+    // Lines read for x = step have no timestamps: a time axis reads them again.
+    const timeX = this.timeX();
     // The same read already under way (setPanels and the observer both ask).
-    const asked = `${rkey}|${p.series.map((s) => s.series_id).join(',')}`;
+    const asked = `${rkey}|${timeX}|${p.series.map((s) => s.series_id).join(',')}`;
     if (p.reading && p.asked === asked) return p.reading;
-    const missing = p.series.filter((s) => !p.data.has(s.series_id));
+    const missing = p.series.filter((s) => !p.data.has(s.series_id) || (timeX && !p.data.get(s.series_id).timestamps));
     if (p.rkey === rkey && missing.length === 0) {
       if (p.reading) return p.reading;
       if (!p.drawn || p.dirty) {
@@ -242,7 +244,8 @@ export class ChartsView {
     p.pending = gen;
     p.asked = asked;
     p.el.classList.add('loading');
-    const opts = { maxPoints: MAX_POINTS };
+    // Only what the panel draws: timestamps for a time axis, never epochs.
+    const opts = { maxPoints: MAX_POINTS, fields: timeX ? ['steps', 'values', 'timestamps', 'mins', 'maxs'] : ['steps', 'values', 'mins', 'maxs'] };
     if (want) { opts.fromStep = want[0]; opts.toStep = want[1]; }
     p.reading = this.app.source.read(ids, opts).then((pts) => {
       if (p.pending !== gen) return;
@@ -282,6 +285,9 @@ export class ChartsView {
       if (p.visible) { p.dirty = true; this.ensure(p); } else p.dirty = true;
     }
   }
+
+  /** Whether the x axis is a time (the lines need their timestamps). */
+  timeX() { return this.app.state.x === 'wall' || this.app.state.x === 'rel'; }
 
   /** x values of a run's points for the current x axis. */
   xOf(runId, d) {

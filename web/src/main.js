@@ -6,6 +6,7 @@
 import 'uplot/dist/uPlot.min.css';
 import './style.css';
 import { openSource, describeError, parseParamFilter } from './source.js';
+import { newestRuns } from './first.js';
 import { parseState, stateQuery } from './state.js';
 import { RunsTable, parseSummary, runDuration } from './table.js';
 import { ChartsView, panelMatcher, contextLabel } from './charts.js';
@@ -342,6 +343,7 @@ function checkReady() {
   if (ps.some((p) => p.visible && p.series.length && (p.reading || (!p.drawn && !p.error)))) return;
   readyDone = true;
   performance.mark('kv0:ready');
+  window.kv0early?.clear();
   resolveReady(true);
 }
 
@@ -779,7 +781,7 @@ async function main() {
       // requests (a first visit selects once the runs are listed).
       early(src) {
         source = src;
-        for (const id of state.sel ?? []) seriesOf(id).catch(() => {});
+        for (const id of (state.sel ?? []).filter((x) => !state.hide.includes(x))) seriesOf(id).catch(() => {});
       },
     });
     performance.mark('kv0:source');
@@ -804,18 +806,21 @@ async function main() {
   }
   if (state.sel === null) {
     // A first visit: the 10 most recently created runs.
-    state.sel = [...runs].sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : 0)).slice(0, 10).map((r) => r.run_id);
+    state.sel = newestRuns(runs);
     writeURL();
   }
   for (const id of state.sel) sel.add(id);
   for (const id of state.hide) hidden.add(id);
-  // The drawn runs' series lists before the table is painted.
-  for (const id of drawnRuns()) seriesOf(id).catch(() => {});
+  showView();
+  // The panels (and the reads of those on screen) before the table is
+  // painted when the series lists are in by the next task; otherwise the
+  // table is painted while they come.
+  const panels = updatePanels();
+  await Promise.race([panels, new Promise((resolve) => setTimeout(resolve, 0))]);
   renderFilters();
   paintTable();
   if (state.sort) sortNeeds().then(paintTable);
-  showView();
-  await updatePanels();
+  await panels;
   if (!lastVersions) {
     try { lastVersions = await source.versions(); } catch (e) { liveError = e; }
   }

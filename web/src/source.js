@@ -13,8 +13,9 @@
 // 401) and a message naming the URL; describeError() turns it into words
 // that say what to fix.
 
-/** The sessionStorage key of a token for `where` (a signer or API URL). */
-export const tokenKey = (where) => `kv0.token:${where}`;
+import { FIRST_SELECTION, apiBase, apiURL, newestQuery, seriesQuery, tokenKey } from './first.js';
+
+export { tokenKey };
 
 /** An Error with a code, as the wasm module rejects with. */
 export function sourceError(code, message, extra = {}) {
@@ -108,14 +109,15 @@ class APISource {
   }
 
   async get(path, query) {
-    const url = new URL(path, this.where);
-    if (query) for (const [k, v] of query) url.searchParams.append(k, v);
+    const url = apiURL(this.where, path, query);
     const headers = {};
     if (this.token) headers.Authorization = `Bearer ${this.token}`;
     let res;
+    // The page's starter (early.js) may have sent this request already.
+    const early = globalThis.kv0early?.take(url.href, this.token);
     this.requests++;
     try {
-      res = await fetch(url, { headers });
+      res = await (early ?? fetch(url, { headers }));
     } catch (e) {
       throw sourceError('Network', `${url.origin}${url.pathname}: no answer (${e.message}): the server is down, the address is wrong, or it sends no CORS headers for this page's origin`, { url: String(url) });
     }
@@ -151,15 +153,26 @@ class APISource {
    * list or, for a run the server does not find, an Error with its code.
    */
   async seriesOfRuns(ids) {
+    // The page's starter asked for the newest runs' lists on a first
+    // visit: they serve when they hold these runs.
+    if (ids.length <= FIRST_SELECTION && globalThis.kv0early?.has(apiURL(this.where, 'series', newestQuery).href, this.token)) {
+      try {
+        const byRun = new Map((await this.get('series', newestQuery)).map((el) => [el.run, el]));
+        if (ids.every((id) => byRun.has(id))) return ids.map((id) => this.seriesElement(byRun.get(id)));
+      } catch { /* asked for below */ }
+    }
     const chunks = [];
     for (let i = 0; i < ids.length; i += SERIES_CHUNK) chunks.push(ids.slice(i, i + SERIES_CHUNK));
-    const answers = await Promise.all(chunks.map((part) => this.get('series', [['runs', part.join(',')]])));
-    const where = new URL('series', this.where);
-    return answers.flat().map((el) => (el.error
-      ? sourceError(el.error.code ?? 'Invalid', `${where.origin}${where.pathname}: run ${el.run}: ${el.error.message}`, { url: String(where) })
-      : normSeries(el.series ?? [])));
+    const answers = await Promise.all(chunks.map((part) => this.get('series', seriesQuery(part))));
+    return answers.flat().map((el) => this.seriesElement(el));
   }
-  async read(ids, { maxPoints = 1000, fromStep, toStep } = {}) {
+  /** An element of /api/v1/series: the run's list, or its error as an Error. */
+  seriesElement(el) {
+    if (!el.error) return normSeries(el.series ?? []);
+    const where = new URL('series', this.where);
+    return sourceError(el.error.code ?? 'Invalid', `${where.origin}${where.pathname}: run ${el.run}: ${el.error.message}`, { url: String(where) });
+  }
+  async read(ids, { maxPoints = 1000, fromStep, toStep, fields } = {}) {
     if (ids.length === 0) return [];
     // Requests of at most READ_CHUNK series, in parallel: the server decodes
     // each request on one goroutine, so a panel of many lines uses every core.
@@ -169,6 +182,7 @@ class APISource {
       const q = [['ids', part.join(',')], ['max_points', String(maxPoints)]];
       if (fromStep !== undefined && fromStep !== null) q.push(['from_step', String(Math.max(0, Math.floor(fromStep)))]);
       if (toStep !== undefined && toStep !== null && Number.isFinite(toStep)) q.push(['to_step', String(Math.ceil(toStep))]);
+      if (fields) q.push(['fields', fields.join(',')]);
       return this.get('series/points', q);
     }));
     return answers.flat().map(normPoints);
@@ -294,15 +308,7 @@ export async function openSource(params, opts = {}) {
       throw e;
     }
   }
-  let base;
-  if (params.get('api')) {
-    base = new URL(params.get('api'), page);
-    if (!/\/api\/v1\/?$/.test(base.pathname)) base.pathname = base.pathname.replace(/\/?$/, '/api/v1/');
-  } else {
-    base = new URL('./api/v1/', page);
-  }
-  if (!base.pathname.endsWith('/')) base.pathname += '/';
-  const where = base.href;
+  const where = apiBase(params, page);
   const src = new APISource(where, sessionStorage.getItem(tokenKey(where)) || undefined);
   for (let attempt = 0; ; attempt++) {
     // The versions answer doubles as the probe that an API is there; the
