@@ -295,8 +295,8 @@ async function manyOnce(repo, ids, web) {
     const until = proxy.upTo(b.origin + b.readyAt);
     out.requests = until.requests;
     out.bytes = until.bytes;
-    // Where the time went: the series lists (one request per run), then the points.
-    const lists = until.entries.filter((e) => e.path.endsWith('/series'));
+    // Where the time went: the series lists (one request per run, or one for many: /api/v1/series?runs=), then the points.
+    const lists = until.entries.filter((e) => /\/series(\?|$)/.test(e.path));
     const points = until.entries.filter((e) => e.path.includes('/series/points'));
     out.series_lists = { requests: lists.length, first_ms: r1(lists[0]?.at - b.origin), last_end_ms: r1(Math.max(...lists.map((e) => e.end)) - b.origin) };
     out.points_requests = points.map((e) => `${Math.round(e.at - b.origin)}-${Math.round(e.end - b.origin)} ms, ${e.bytes} B`);
