@@ -813,10 +813,13 @@ async function main() {
   for (const id of state.hide) hidden.add(id);
   showView();
   // The panels (and the reads of those on screen) before the table is
-  // painted when the series lists are in by the next task; otherwise the
-  // table is painted while they come.
+  // painted: in api mode the series lists were asked for with the runs and
+  // come with them; the wasm module reads them one run at a time, so in
+  // direct mode the table is painted while they come unless they are in by
+  // the next task.
   const panels = updatePanels();
-  await Promise.race([panels, new Promise((resolve) => setTimeout(resolve, 0))]);
+  if (source.kind === 'api') await panels.catch(() => {});
+  else await Promise.race([panels, new Promise((resolve) => setTimeout(resolve, 0))]);
   renderFilters();
   paintTable();
   if (state.sort) sortNeeds().then(paintTable);
