@@ -14,7 +14,9 @@
 // Usage: node bench.mjs [first|many|live ...] (default all); the results are printed as JSON and kept in
 // DATA_DIR/results.json. Environment: KV0 (default bin/kv0),
 // WEB_DIR (out/web), WASM_DIR (out/wasm), DATA_DIR (out/webbench, reused when present), RUNS (cold
-// loads per mode, default 5), LIVE_SECONDS (default 30), CHROMIUM (default /usr/bin/chromium).
+// loads per mode, default 5), MANY_RUNS (pages of many, default 1), WEB_DIR_B (another build of the
+// dashboard measured side by side in api mode and many), LIVE_SECONDS (default 30), CHROMIUM (default
+// /usr/bin/chromium).
 import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
