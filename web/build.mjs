@@ -1,8 +1,10 @@
 // Bundles the dashboard into OUT (default ../out/web): index.html, app.js,
-// app.css, and a copy of the wasm module (WASM, default ../out/wasm) in
-// wasm/ when it exists, so the folder deploys to any static host.
+// app.css (each with .gz and .br copies), and a copy of the wasm module
+// (WASM, default ../out/wasm) in wasm/ when it exists, so the folder
+// deploys to any static host.
 import * as esbuild from 'esbuild';
-import { cp, mkdir, rm, stat } from 'node:fs/promises';
+import { cp, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import zlib, { brotliCompressSync, gzipSync } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import { dirname, join, resolve } from 'node:path';
 
@@ -23,7 +25,31 @@ await esbuild.build({
   logLevel: 'warning',
   legalComments: 'none',
 });
-await cp(join(here, 'index.html'), join(out, 'index.html'));
+// The starter (src/early.js) goes inline in the page, so that api mode's
+// first requests leave with the page's own, not after app.js has loaded.
+const early = await esbuild.build({
+  entryPoints: [join(here, 'src/early.js')],
+  bundle: true,
+  format: 'iife',
+  target: 'es2022',
+  minify: true,
+  write: false,
+  logLevel: 'warning',
+  legalComments: 'none',
+});
+const starter = early.outputFiles[0].text.trim().replace(/<\/script/gi, '<\\/script');
+const page = await readFile(join(here, 'index.html'), 'utf8');
+const marker = /<!--kv0:early[^>]*-->/;
+if (!marker.test(page)) throw new Error('web/index.html: the <!--kv0:early--> marker is missing');
+await writeFile(join(out, 'index.html'), page.replace(marker, () => `<script>${starter}</script>`));
+// Precompressed copies beside the page's files: kv0 serve (and the test
+// servers) answer .br or .gz when the browser accepts it, so the script
+// arrives in a third of the bytes.
+for (const name of ['index.html', 'app.js', 'app.css']) {
+  const raw = await readFile(join(out, name));
+  await writeFile(join(out, `${name}.gz`), gzipSync(raw, { level: 9 }));
+  await writeFile(join(out, `${name}.br`), brotliCompressSync(raw, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11, [zlib.constants.BROTLI_PARAM_SIZE_HINT]: raw.length } }));
+}
 try {
   await stat(join(wasm, 'kv0.mjs'));
   await cp(wasm, join(out, 'wasm'), { recursive: true });

@@ -14,7 +14,8 @@
 //	/api/v1/datasets/{path}/log
 //	/api/v1/runs?experiment=&status=&tag=&archived=&param=
 //	/api/v1/runs/{id}, /api/v1/runs/{id}/params, /api/v1/runs/{id}/series
-//	/api/v1/series/points?ids=&max_points=&from_step=&to_step=&from_time=&to_time=
+//	/api/v1/series?runs=|newest=      the series lists of several runs at once
+//	/api/v1/series/points?ids=&max_points=&from_step=&to_step=&from_time=&to_time=&fields=
 //	/api/v1/stats?ids=
 //	/api/v1/versions
 //	/api/v1/records, /api/v1/records/{table}?run=
@@ -268,6 +269,8 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request, raw string) erro
 		case len(segs) == 2 && segs[1] == "series":
 			return h.getSeries(w, r, id)
 		}
+	case raw == "/api/v1/series":
+		return h.getSeriesOfRuns(w, r)
 	case raw == "/api/v1/series/points":
 		return h.getPoints(w, r)
 	case raw == "/api/v1/stats":

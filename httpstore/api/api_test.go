@@ -94,8 +94,8 @@ func routes(f *fixture) []string {
 	return []string{
 		"/api/v1/datasets/t.lance/rows", "/api/v1/datasets/t.lance/rows?format=arrow", "/api/v1/datasets/t.lance/info",
 		"/api/v1/datasets/t.lance/log", "/api/v1/runs", "/api/v1/runs/" + f.runIDs[0], "/api/v1/runs/" + f.runIDs[0] + "/params",
-		"/api/v1/runs/" + f.runIDs[0] + "/series", "/api/v1/series/points?ids=" + id, "/api/v1/stats?ids=" + id,
-		"/api/v1/versions", "/files/t.lance/_versions/18446744073709551614.manifest", "/", "/wasm/kv0.mjs",
+		"/api/v1/runs/" + f.runIDs[0] + "/series", "/api/v1/series?runs=" + f.runIDs[0], "/api/v1/series/points?ids=" + id,
+		"/api/v1/stats?ids=" + id, "/api/v1/versions", "/files/t.lance/_versions/18446744073709551614.manifest", "/", "/wasm/kv0.mjs",
 	}
 }
 

@@ -1,9 +1,12 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/kv0/kv0/core/inspect"
@@ -249,11 +252,15 @@ func (h *Handler) getSeries(w http.ResponseWriter, r *http.Request, id string) e
 const maxPointsLimit = 10_000_000
 
 func (h *Handler) getPoints(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseQuery(r.URL.RawQuery, []string{"ids", "max_points", "from_step", "to_step", "from_time", "to_time"}, nil)
+	q, err := parseQuery(r.URL.RawQuery, []string{"ids", "max_points", "from_step", "to_step", "from_time", "to_time", "fields"}, nil)
 	if err != nil {
 		return err
 	}
 	ids, err := q.seriesIDs()
+	if err != nil {
+		return err
+	}
+	fields, err := q.pointFields()
 	if err != nil {
 		return err
 	}
@@ -312,7 +319,9 @@ func (h *Handler) getPoints(w http.ResponseWriter, r *http.Request) error {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = pts[i].AppendJSON(b)
+			fields.drop(&pts[i])
+			start := len(b)
+			b = fields.cut(pts[i].AppendJSON(b), start)
 		}
 		return append(b, "]\n"...), nil
 	})
@@ -334,4 +343,217 @@ func (h *Handler) getStats(w http.ResponseWriter, r *http.Request) error {
 		}
 		return encodeJSON(stats, false)
 	})
+}
+
+// maxRuns is the most runs one request of /api/v1/series may name.
+const maxRuns = 1000
+
+// runArgs reads runs=ID,ID,... (run ids, or names only one run has).
+func (q query) runArgs() ([]string, error) {
+	if !q.has("runs") {
+		return nil, argErr("runs", "missing (give runs=ID,ID,...: run ids)")
+	}
+	s := q.v.Get("runs")
+	if s == "" {
+		return nil, argErr("runs", "empty list")
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) > maxRuns {
+		return nil, argErr("runs", "%d runs; at most %d per request", len(parts), maxRuns)
+	}
+	for _, p := range parts {
+		if p == "" {
+			return nil, argErr("runs", "an empty run id in %q", s)
+		}
+		if strings.IndexFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0 {
+			return nil, argErr("runs", "the run id %q has a NUL or control character", p)
+		}
+	}
+	return parts, nil
+}
+
+// RunSeriesList is one element of the answer of /api/v1/series: the run as
+// the request named it and either its series (what /api/v1/runs/{id}/series
+// answers for it) or, for a run that does not exist or a name several runs
+// share, the error that route would answer (and a null series).
+type RunSeriesList struct {
+	Run    string              `json:"run"`
+	Series []inspect.WebSeries `json:"series"`
+	Error  *ErrorDetail        `json:"error,omitempty"`
+}
+
+// ErrorDetail is the code and message of an error, as in ErrorBody.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// seriesWorkers bounds the runs of one /api/v1/series request read at once.
+const seriesWorkers = 8
+
+// getSeriesOfRuns answers /api/v1/series?runs=ID,ID: the series lists of
+// several runs in one answer, in the order asked, so a page showing many
+// runs needs one round trip, not one per run; or ?newest=N: those of the N
+// most recently created runs, newest first, so a page that shows the
+// newest runs can ask for their series before it has listed the runs.
+func (h *Handler) getSeriesOfRuns(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseQuery(r.URL.RawQuery, []string{"runs", "newest"}, nil)
+	if err != nil {
+		return err
+	}
+	var args []string
+	newest := 0
+	switch {
+	case q.has("runs") && q.has("newest"):
+		return argErr("newest", "runs and newest exclude each other")
+	case q.has("newest"):
+		n, err := q.int64In("newest", 0, 1, maxRuns)
+		if err != nil {
+			return err
+		}
+		newest = int(n)
+	default:
+		if args, err = q.runArgs(); err != nil {
+			return err
+		}
+	}
+	return h.answer(w, r, "series-of-runs", q, false, func(ctx context.Context, repo *tracking.Repo) ([]byte, error) {
+		if newest > 0 {
+			runs, err := repo.Runs(ctx, tracking.RunFilter{})
+			if err != nil {
+				return nil, err
+			}
+			// Newest first; runs created at the same time in the order listed.
+			slices.SortStableFunc(runs, func(a, b tracking.RunInfo) int { return b.CreatedAt.Compare(a.CreatedAt) })
+			for _, in := range runs[:min(newest, len(runs))] {
+				args = append(args, in.ID)
+			}
+		}
+		out := make([]RunSeriesList, len(args))
+		errs := make([]error, len(args))
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for range min(seriesWorkers, len(args)) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					out[i], errs[i] = runSeriesList(ctx, repo, args[i])
+				}
+			}()
+		}
+		for i := range args {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				return nil, err
+			}
+		}
+		return encodeJSON(out, false)
+	})
+}
+
+// runSeriesList reads one run's series list as /api/v1/runs/{id}/series
+// does. A run that is not found, or a name several runs share, is
+// answered in the element; any other failure fails the request.
+func runSeriesList(ctx context.Context, repo *tracking.Repo, arg string) (RunSeriesList, error) {
+	el := RunSeriesList{Run: arg}
+	in, err := inspect.ResolveRun(ctx, repo, arg)
+	if err == nil {
+		var series []inspect.Series
+		if series, err = inspect.RunSeries(ctx, repo, in.ID); err == nil {
+			el.Series = inspect.WebSeriesOf(series)
+			if el.Series == nil {
+				el.Series = []inspect.WebSeries{}
+			}
+			return el, nil
+		}
+	}
+	if e := classify(err); e.status == http.StatusNotFound || e.status == http.StatusBadRequest {
+		el.Error = &ErrorDetail{Code: e.code, Message: e.msg}
+		return el, nil
+	}
+	return el, err
+}
+
+// pointArrays are the arrays of a points answer, in the order written.
+var pointArrays = []string{"steps", "values", "timestamps", "epochs", "mins", "maxs"}
+
+// pointFields is the set of arrays a points request answers (fields=);
+// nil answers every array.
+type pointFields map[string]bool
+
+// pointFields reads fields=NAME,NAME (names of pointArrays, in any order).
+func (q query) pointFields() (pointFields, error) {
+	if !q.has("fields") {
+		return nil, nil
+	}
+	s := q.v.Get("fields")
+	if s == "" {
+		return nil, argErr("fields", "empty list (give some of %s)", strings.Join(pointArrays, ","))
+	}
+	f := pointFields{}
+	for _, name := range strings.Split(s, ",") {
+		if !slices.Contains(pointArrays, name) {
+			return nil, argErr("fields", "%q is not an array of the answer (want some of %s)", name, strings.Join(pointArrays, ","))
+		}
+		f[name] = true
+	}
+	return f, nil
+}
+
+// drop empties the arrays not asked for, so they cost no formatting.
+// Mins goes only with maxs: AppendJSON writes both bands when it is set.
+func (f pointFields) drop(p *inspect.Points) {
+	if f == nil {
+		return
+	}
+	if !f["steps"] {
+		p.Steps = nil
+	}
+	if !f["values"] {
+		p.Values = nil
+	}
+	if !f["timestamps"] {
+		p.Timestamps = nil
+	}
+	if !f["epochs"] {
+		p.Epochs = nil
+	}
+	if !f["maxs"] && p.Maxs != nil {
+		p.Maxs = []float64{}
+	}
+	if !f["mins"] && !f["maxs"] {
+		p.Mins, p.Maxs = nil, nil
+	}
+}
+
+// cut removes from the object b[start:] (one series' points, as
+// AppendJSON writes them) the arrays not asked for. Arrays hold numbers,
+// null and the strings "NaN", "Infinity" and "-Infinity", so an array
+// ends at the first ']' after its key.
+func (f pointFields) cut(b []byte, start int) []byte {
+	if f == nil {
+		return b
+	}
+	for _, name := range pointArrays {
+		if f[name] {
+			continue
+		}
+		key := `,"` + name + `":[`
+		i := bytes.Index(b[start:], []byte(key))
+		if i < 0 {
+			continue // a band not written (the read was not downsampled)
+		}
+		i += start
+		j := bytes.IndexByte(b[i+len(key):], ']')
+		if j < 0 {
+			continue
+		}
+		b = append(b[:i], b[i+len(key)+j+1:]...)
+	}
+	return b
 }

@@ -161,6 +161,59 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     await page.close();
   });
 
+  /** Opens a page and lists the requests it started before kv0dash.ready (its resource timing). */
+  async function openCounting(query) {
+    const page = await open(query);
+    const until = (await page.evaluate(() => {
+      const at = performance.getEntriesByName('kv0:ready')[0].startTime;
+      return [location.href, ...performance.getEntriesByType('resource').filter((e) => e.startTime <= at).map((e) => e.name)];
+    })).map((u) => new URL(u));
+    return { page, api: until.filter((u) => u.pathname.startsWith('/api/')), all: until };
+  }
+
+  /** Each series of the points requests is read once, only its drawn arrays. */
+  function checkPointsRequests(api, what) {
+    const points = api.filter((u) => u.pathname === '/api/v1/series/points');
+    assert.ok(points.length >= 1, `${what}: points requests`);
+    const ids = points.flatMap((u) => u.searchParams.get('ids').split(','));
+    assert.equal(new Set(ids).size, ids.length, `${what}: a series read twice (${ids.length} ids, ${new Set(ids).size} distinct)`);
+    for (const u of points) {
+      assert.equal(u.searchParams.get('fields'), 'steps,values,mins,maxs', `${what}: points without timestamps and epochs when x is the step`);
+      assert.ok(u.searchParams.get('ids').split(',').length <= 10, `${what}: at most 10 series a request`);
+    }
+    return points;
+  }
+
+  it('api mode: a first visit sends the versions, the runs and the newest runs\' series lists together, then the points', async () => {
+    const { page, api, all } = await openCounting('');
+    const paths = api.map((u) => u.pathname + (u.pathname === '/api/v1/series' ? u.search : ''));
+    assert.deepEqual(paths.filter((p) => !p.startsWith('/api/v1/series/points')).sort(),
+      ['/api/v1/runs', '/api/v1/series?newest=10', '/api/v1/versions'], `api requests before ready: ${paths.join(' ')}`);
+    const points = checkPointsRequests(api, 'first visit');
+    // The lines drawn came in those requests: one per panel of ≤ 10 lines.
+    const charts = await hook(page, 'charts');
+    assert.ok(charts.length >= 3 && points.length >= charts.length, `${points.length} points requests for ${charts.length} drawn panels`);
+    const newest = new Set([...cliRuns].sort((a, b) => (a.created_at < b.created_at ? 1 : -1)).slice(0, 10).map((r) => r.run_id));
+    assert.ok(charts.every((c) => c.runs.length > 0 && c.runs.every((r) => newest.has(r.run_id))), 'the drawn panels show the newest runs');
+    // The page itself: the document, its script and its style, nothing else.
+    assert.deepEqual(all.filter((u) => !u.pathname.startsWith('/api/')).map((u) => u.pathname).sort(), ['/', '/app.css', '/app.js']);
+    await page.close();
+  });
+
+  it('api mode: selected runs\' series lists come in one request with the first ones; a run that is gone is skipped', async () => {
+    const other = cliRuns.find((r) => r.name !== 'known' && r.name !== 'live');
+    const { page, api } = await openCounting(`?sel=${known.run_id},nope,${other.run_id}`);
+    const series = api.filter((u) => u.pathname === '/api/v1/series');
+    assert.equal(series.length, 1, `series requests: ${series.map((u) => u.search).join(' ')}`);
+    assert.equal(series[0].searchParams.get('runs'), `${known.run_id},nope,${other.run_id}`);
+    assert.equal(api.filter((u) => /^\/api\/v1\/runs\/[^/]+\/(series|params)$/.test(u.pathname)).length, 0, 'no request per run');
+    checkPointsRequests(api, 'selected runs');
+    const drawn = await hook(page, 'charts');
+    assert.ok(drawn.length > 0 && drawn.every((c) => c.runs.every((r) => r.run_id === known.run_id || r.run_id === other.run_id)));
+    assert.equal(await page.locator('#errors .error').count(), 0, 'a selected run that is gone shows no error');
+    await page.close();
+  });
+
   it('direct mode: the wasm module reads the same repository to the same table and lines', async () => {
     const page = await open(`?repo=${srv.url}/files/`);
     assert.match(await page.textContent('#source'), /^direct/);

@@ -14,7 +14,9 @@
 // Usage: node bench.mjs [first|many|live ...] (default all); the results are printed as JSON and kept in
 // DATA_DIR/results.json. Environment: KV0 (default bin/kv0),
 // WEB_DIR (out/web), WASM_DIR (out/wasm), DATA_DIR (out/webbench, reused when present), RUNS (cold
-// loads per mode, default 5), LIVE_SECONDS (default 30), CHROMIUM (default /usr/bin/chromium).
+// loads per mode, default 5), MANY_RUNS (pages of many, default 1), WEB_DIR_B (another build of the
+// dashboard measured side by side in api mode and many), LIVE_SECONDS (default 30), CHROMIUM (default
+// /usr/bin/chromium).
 import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -62,9 +64,9 @@ async function dataset(name, runs, metrics, steps) {
   return { repo: join(dir, 'repo'), ids: (await readFile(idsFile, 'utf8')).trim().split('\n') };
 }
 
-/** Starts kv0 serve on repo (port 0) and resolves with its URL and a stop function. */
-async function serve(repo) {
-  const p = spawn(KV0, ['serve', repo, '--listen', '127.0.0.1:0', '--web', WEB_DIR, '--wasm', WASM_DIR], { stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts kv0 serve on repo (port 0) with the dashboard in web, and resolves with its URL and a stop function. */
+async function serve(repo, web = WEB_DIR) {
+  const p = spawn(KV0, ['serve', repo, '--listen', '127.0.0.1:0', '--web', web, '--wasm', WASM_DIR], { stdio: ['ignore', 'pipe', 'pipe'] });
   let errText = '';
   p.stderr.on('data', (d) => { errText += d; });
   const url = await new Promise((res, rej) => {
@@ -137,6 +139,7 @@ async function coldLoad(url, srv, { firstChart = true, viewport = { width: 1400,
   // The page's main-thread time until now (CDP's cumulative durations, s).
   const m = Object.fromEntries((await cdp.send('Performance.getMetrics')).metrics.map((x) => [x.name, x.value]));
   const until = srv.upTo(b.origin + b.readyAt);
+  const atFirst = b.firstChartAt === null ? null : srv.upTo(b.origin + b.firstChartAt);
   // Where the time went, from the server's log (ms after navigation start):
   // the app's script, the wasm module, the first and last request for
   // points (api) or metrics data files (direct), and the page's own work
@@ -161,6 +164,10 @@ async function coldLoad(url, srv, { firstChart = true, viewport = { width: 1400,
   // The waterfall: each request's arrival and end, ms after navigation start.
   const waterfall = until.entries.map((e) => `${Math.round(e.at - b.origin)}-${Math.round((e.end ?? NaN) - b.origin)} ${e.bytes}B ${e.path.slice(0, 60)}`);
   phases.waves = until.waves;
+  // What the first line needed: the requests (and waves) that arrived before it was drawn.
+  phases.first_chart_waves = atFirst?.waves ?? null;
+  phases.first_chart_requests = atFirst?.requests ?? null;
+  phases.first_chart_bytes = atFirst?.bytes ?? null;
   phases.server_cpu_ms = serverCPU;
   phases.page_task_ms = r1(m.TaskDuration * 1000);
   phases.page_script_ms = r1(m.ScriptDuration * 1000);
@@ -198,21 +205,39 @@ function summarize(loads) {
 // FIRST_MODES=api,direct,... picks the page loads of benchFirst (default all four).
 const modes = (n) => !process.env.FIRST_MODES || process.env.FIRST_MODES.split(',').includes(n);
 
+// WEB_DIR_B: a second build of the dashboard (another commit's out/web), measured side by side with
+// WEB_DIR: in api mode each cold load of WEB_DIR is followed by one of WEB_DIR_B, from its own kv0 serve
+// (the same binary and repository) behind its own delaying proxy; its results are the modes' "_b" entries.
+const WEB_DIR_B = process.env.WEB_DIR_B ? resolve(process.env.WEB_DIR_B) : null;
+
+/** The waterfall of the load whose first chart is the median's. */
+const medianWaterfall = (loads) => {
+  const m = median(loads.map((l) => l.first_chart_ms));
+  return loads.find((l) => l.first_chart_ms === m)?.waterfall ?? loads[0].waterfall;
+};
+
 async function benchFirst() {
   const { repo, ids } = await dataset('first', 20, 4, 100_000);
   const out = {};
   // api: kv0 serve behind a proxy adding 50 ms to every request.
-  const kv = await serve(repo);
-  const proxy = await startProxy({ target: kv.url, delayMs: 50 });
+  const sides = [];
+  for (const web of WEB_DIR_B ? [WEB_DIR, WEB_DIR_B] : [WEB_DIR]) {
+    const kv = await serve(repo, web);
+    sides.push({ kv, proxy: await startProxy({ target: kv.url, delayMs: 50 }), suffix: sides.length ? '_b' : '' });
+  }
   try {
     for (const [name, query] of [['api', ''], ['api_all20', `?sel=${ids.join(',')}`]].filter(([n]) => modes(n))) {
-      const loads = [];
-      for (let i = 0; i < RUNS; i++) loads.push(await coldLoad(`${proxy.url}/${query}`, proxy, { server: kv }));
-      out[name] = summarize(loads);
-      out[name].waterfall = loads[0].waterfall;
-      if (PROFILE) out[name].profile = loads.at(-1).profile;
+      const loads = sides.map(() => []);
+      for (let i = 0; i < RUNS; i++) {
+        for (const [k, { kv, proxy }] of sides.entries()) loads[k].push(await coldLoad(`${proxy.url}/${query}`, proxy, { server: kv }));
+      }
+      for (const [k, { suffix }] of sides.entries()) {
+        out[name + suffix] = summarize(loads[k]);
+        out[name + suffix].waterfall = medianWaterfall(loads[k]);
+        if (PROFILE) out[name + suffix].profile = loads[k].at(-1).profile;
+      }
     }
-  } finally { await proxy.close(); await kv.stop(); }
+  } finally { for (const { kv, proxy } of sides) { await proxy.close(); await kv.stop(); } }
   // direct: the page, the module and the repository from a static server adding 50 ms.
   const web = existsSync(join(WEB_DIR, 'wasm', 'kv0.wasm')) ? [] : [['/wasm/', WASM_DIR]];
   const st = await startStatic({ mounts: [['/', WEB_DIR], ...web, ['/repo/', repo]], delayMs: 50 });
@@ -221,7 +246,7 @@ async function benchFirst() {
       const loads = [];
       for (let i = 0; i < RUNS; i++) loads.push(await coldLoad(`${st.url}/${query}`, st));
       out[name] = summarize(loads);
-      out[name].waterfall = loads[0].waterfall;
+      out[name].waterfall = medianWaterfall(loads);
       if (PROFILE) out[name].profile = loads.at(-1).profile;
       const wasm = loads[0].paths.filter((p) => p.includes('.wasm'));
       out[name].module_requests = wasm.length;
@@ -230,10 +255,28 @@ async function benchFirst() {
   return out;
 }
 
+// MANY_RUNS: pages of benchMany (default 1; each a fresh server, browser context and drag). With
+// WEB_DIR_B each page of WEB_DIR is followed by one of WEB_DIR_B.
+const MANY_RUNS = Number(process.env.MANY_RUNS ?? 1);
+
 async function benchMany() {
   const { repo, ids } = await dataset('many', 100, 1, 100_000);
+  if (MANY_RUNS === 1 && !WEB_DIR_B) return manyOnce(repo, ids, WEB_DIR);
+  const runs = { a: [], b: [] };
+  for (let i = 0; i < MANY_RUNS; i++) {
+    runs.a.push(await manyOnce(repo, ids, WEB_DIR));
+    if (WEB_DIR_B) runs.b.push(await manyOnce(repo, ids, WEB_DIR_B));
+  }
+  const sum = (list) => ({
+    draw_ms: list.map((r) => r.draw_ms), frame_p50_ms: list.map((r) => r.drag.frame_p50_ms), frame_p95_ms: list.map((r) => r.drag.frame_p95_ms),
+    frame_max_ms: list.map((r) => r.drag.frame_max_ms), frames_over_25ms: list.map((r) => r.drag.frames_over_16_7ms), zoom_redraw_ms: list.map((r) => r.zoom.redraw_ms),
+  });
+  return { web: WEB_DIR, summary: sum(runs.a), runs: runs.a, ...(WEB_DIR_B ? { web_b: WEB_DIR_B, summary_b: sum(runs.b), runs_b: runs.b } : {}) };
+}
+
+async function manyOnce(repo, ids, web) {
   const out = {};
-  const kv = await serve(repo);
+  const kv = await serve(repo, web);
   const proxy = await startProxy({ target: kv.url, delayMs: 0 });
   const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 } });
   try {
@@ -254,8 +297,8 @@ async function benchMany() {
     const until = proxy.upTo(b.origin + b.readyAt);
     out.requests = until.requests;
     out.bytes = until.bytes;
-    // Where the time went: the series lists (one request per run), then the points.
-    const lists = until.entries.filter((e) => e.path.endsWith('/series'));
+    // Where the time went: the series lists (one request per run, or one for many: /api/v1/series?runs=), then the points.
+    const lists = until.entries.filter((e) => /\/series(\?|$)/.test(e.path));
     const points = until.entries.filter((e) => e.path.includes('/series/points'));
     out.series_lists = { requests: lists.length, first_ms: r1(lists[0]?.at - b.origin), last_end_ms: r1(Math.max(...lists.map((e) => e.end)) - b.origin) };
     out.points_requests = points.map((e) => `${Math.round(e.at - b.origin)}-${Math.round(e.end - b.origin)} ms, ${e.bytes} B`);

@@ -141,6 +141,16 @@ export class ChartsView {
     if (specs.length === 0) {
       this.el.innerHTML = '<p class="empty">No panels: select runs in the table (or clear the panel filter).</p>';
     }
+    // New panels on screen read now, not a frame later when the
+    // IntersectionObserver first reports (it then keeps their state).
+    const fresh = this.order.filter((p) => !p.seen);
+    if (fresh.length) {
+      const top = -200, bottom = window.innerHeight + 200;
+      for (const p of fresh) {
+        const r = p.el.getBoundingClientRect();
+        if (r.width > 0 && r.bottom >= top && r.top <= bottom) p.visible = true;
+      }
+    }
     for (const p of this.order) {
       if (p.dirty && p.visible) this.ensure(p);
     }
@@ -192,7 +202,7 @@ export class ChartsView {
     let lo = Infinity, hi = -Infinity;
     for (const s of p.series) {
       const d = p.full?.get(s.series_id);
-      if (!d) continue;
+      if (!d?.timestamps) continue;
       const xs = this.xOf(s.run_id, d);
       for (let i = 0; i < xs.length; i++) {
         if (xs[i] >= z[0] && xs[i] <= z[1]) { lo = Math.min(lo, d.steps[i]); hi = Math.max(hi, d.steps[i]); }
@@ -210,7 +220,12 @@ export class ChartsView {
   ensure(p) {
     const want = this.stepRange(p);
     const rkey = want ? want.join(':') : 'all';
-    const missing = p.series.filter((s) => !p.data.has(s.series_id));
+    // Lines read for x = step have no timestamps: a time axis reads them again.
+    const timeX = this.timeX();
+    // The same read already under way (setPanels and the observer both ask).
+    const asked = `${rkey}|${timeX}|${p.series.map((s) => s.series_id).join(',')}`;
+    if (p.reading && p.asked === asked) return p.reading;
+    const missing = p.series.filter((s) => !p.data.has(s.series_id) || (timeX && !p.data.get(s.series_id).timestamps));
     if (p.rkey === rkey && missing.length === 0) {
       if (p.reading) return p.reading;
       if (!p.drawn || p.dirty) {
@@ -227,8 +242,10 @@ export class ChartsView {
     const ids = (p.rkey === rkey ? missing : p.series).map((s) => s.series_id);
     const gen = ++this.gen;
     p.pending = gen;
+    p.asked = asked;
     p.el.classList.add('loading');
-    const opts = { maxPoints: MAX_POINTS };
+    // Only what the panel draws: timestamps for a time axis, never epochs.
+    const opts = { maxPoints: MAX_POINTS, fields: timeX ? ['steps', 'values', 'timestamps', 'mins', 'maxs'] : ['steps', 'values', 'mins', 'maxs'] };
     if (want) { opts.fromStep = want[0]; opts.toStep = want[1]; }
     p.reading = this.app.source.read(ids, opts).then((pts) => {
       if (p.pending !== gen) return;
@@ -268,6 +285,9 @@ export class ChartsView {
       if (p.visible) { p.dirty = true; this.ensure(p); } else p.dirty = true;
     }
   }
+
+  /** Whether the x axis is a time (the lines need their timestamps). */
+  timeX() { return this.app.state.x === 'wall' || this.app.state.x === 'rel'; }
 
   /** x values of a run's points for the current x axis. */
   xOf(runId, d) {

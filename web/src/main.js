@@ -6,6 +6,7 @@
 import 'uplot/dist/uPlot.min.css';
 import './style.css';
 import { openSource, describeError, parseParamFilter } from './source.js';
+import { newestRuns } from './first.js';
 import { parseState, stateQuery } from './state.js';
 import { RunsTable, parseSummary, runDuration } from './table.js';
 import { ChartsView, panelMatcher, contextLabel } from './charts.js';
@@ -77,13 +78,33 @@ function showError(e, where = '') {
 
 const describe = (e) => { const d = describeError(e, source); return `${d.title}: ${d.fix}`; };
 
+// The series lists asked for in one task go in one request when the source
+// reads many runs' lists at once (api mode: /api/v1/series?runs=); direct
+// mode reads each run's list from the module, which needs no round trip per
+// run beyond the data it reads.
+let seriesBatch = null; // run id -> {resolve, reject}, until the microtask sends them
 function seriesOf(id) {
   if (!seriesCache.has(id)) {
-    const p = source.series(id).then((s) => { seriesDone.set(id, s); return s; });
-    p.catch(() => seriesCache.delete(id));
+    let p;
+    if (source.seriesOfRuns) {
+      if (!seriesBatch) { seriesBatch = new Map(); queueMicrotask(sendSeriesBatch); }
+      p = new Promise((resolve, reject) => seriesBatch.set(id, { resolve, reject }));
+    } else {
+      p = source.series(id);
+    }
+    p = p.then((s) => { seriesDone.set(id, s); return s; });
+    p.catch(() => { if (seriesCache.get(id) === p) seriesCache.delete(id); });
     seriesCache.set(id, p);
   }
   return seriesCache.get(id);
+}
+function sendSeriesBatch() {
+  const batch = seriesBatch;
+  seriesBatch = null;
+  const ids = [...batch.keys()];
+  source.seriesOfRuns(ids).then((lists) => {
+    ids.forEach((id, i) => { const l = lists[i]; if (l instanceof Error) batch.get(id).reject(l); else batch.get(id).resolve(l); });
+  }, (e) => { for (const w of batch.values()) w.reject(e); });
 }
 
 function paramsOfRun(id) {
@@ -322,6 +343,7 @@ function checkReady() {
   if (ps.some((p) => p.visible && p.series.length && (p.reading || (!p.drawn && !p.error)))) return;
   readyDone = true;
   performance.mark('kv0:ready');
+  window.kv0early?.clear();
   resolveReady(true);
 }
 
@@ -459,7 +481,8 @@ function fillGroupOptions() {
   const grp = $('#group-by');
   const first = drawnRuns()[0];
   const keys = first && paramsDone.get(first) ? Object.keys(paramsDone.get(first)) : [];
-  if (first && !paramsDone.has(first) && source) paramsOfRun(first).then(fillGroupOptions, () => {});
+  // Off the first chart's path: asked for once the panels on screen are drawn.
+  if (first && !paramsDone.has(first) && source) ready.then(() => paramsOfRun(first)).then(fillGroupOptions, () => {});
   const opts = [['', 'no grouping'], ['experiment', 'group by experiment'], ...[...knownTags].sort().map((t) => [`tag:${t}`, `group by tag ${t}`]), ...keys.map((k) => [`param:${k}`, `group by ${k}`])];
   if (state.group && !opts.some(([v]) => v === state.group)) opts.push([state.group, `group by ${state.group}`]);
   const html = opts.map(([v, l]) => `<option value="${esc(v)}">${esc(l)}</option>`).join('');
@@ -748,8 +771,19 @@ async function main() {
   bindControls();
   for (const b of document.querySelectorAll('#tabs [data-view]')) b.addEventListener('click', () => navigate({ view: b.dataset.view }));
   performance.mark('kv0:start');
+  let filter = null;
+  try { filter = runFilter(); } catch { /* a bad param filter: listing the runs below says so */ }
   try {
-    source = await openSource(params, { token: askToken });
+    source = await openSource(params, {
+      token: askToken,
+      runs: filter,
+      // The series lists of the runs the URL selects go with the first
+      // requests (a first visit selects once the runs are listed).
+      early(src) {
+        source = src;
+        for (const id of (state.sel ?? []).filter((x) => !state.hide.includes(x))) seriesOf(id).catch(() => {});
+      },
+    });
     performance.mark('kv0:source');
   } catch (e) {
     showError(e, 'opening the source');
@@ -763,7 +797,7 @@ async function main() {
     // api mode has its versions from opening; direct mode asks for them
     // after the first draw (they cost a probe of every table).
     lastVersions = source.firstVersions ?? null;
-    setRuns(await source.runs(runFilter()));
+    setRuns(await (source.firstRuns ?? source.runs(runFilter())));
     performance.mark('kv0:runs');
   } catch (e) {
     showError(e, 'listing runs');
@@ -772,16 +806,24 @@ async function main() {
   }
   if (state.sel === null) {
     // A first visit: the 10 most recently created runs.
-    state.sel = [...runs].sort((a, b) => (a.created_at < b.created_at ? 1 : a.created_at > b.created_at ? -1 : 0)).slice(0, 10).map((r) => r.run_id);
+    state.sel = newestRuns(runs);
     writeURL();
   }
   for (const id of state.sel) sel.add(id);
   for (const id of state.hide) hidden.add(id);
+  showView();
+  // The panels (and the reads of those on screen) before the table is
+  // painted: in api mode the series lists were asked for with the runs and
+  // come with them; the wasm module reads them one run at a time, so in
+  // direct mode the table is painted while they come unless they are in by
+  // the next task.
+  const panels = updatePanels();
+  if (source.kind === 'api') await panels.catch(() => {});
+  else await Promise.race([panels, new Promise((resolve) => setTimeout(resolve, 0))]);
   renderFilters();
   paintTable();
   if (state.sort) sortNeeds().then(paintTable);
-  showView();
-  await updatePanels();
+  await panels;
   if (!lastVersions) {
     try { lastVersions = await source.versions(); } catch (e) { liveError = e; }
   }

@@ -13,8 +13,9 @@
 // 401) and a message naming the URL; describeError() turns it into words
 // that say what to fix.
 
-/** The sessionStorage key of a token for `where` (a signer or API URL). */
-export const tokenKey = (where) => `kv0.token:${where}`;
+import { FIRST_SELECTION, apiBase, apiURL, newestQuery, seriesQuery, tokenKey } from './first.js';
+
+export { tokenKey };
 
 /** An Error with a code, as the wasm module rejects with. */
 export function sourceError(code, message, extra = {}) {
@@ -96,6 +97,8 @@ export function parseParamFilter(text) {
 
 /** Series per points request in api mode. */
 const READ_CHUNK = 10;
+/** Runs per request of their series lists in api mode (the server's bound). */
+const SERIES_CHUNK = 1000;
 
 class APISource {
   constructor(base, token) {
@@ -106,14 +109,15 @@ class APISource {
   }
 
   async get(path, query) {
-    const url = new URL(path, this.where);
-    if (query) for (const [k, v] of query) url.searchParams.append(k, v);
+    const url = apiURL(this.where, path, query);
     const headers = {};
     if (this.token) headers.Authorization = `Bearer ${this.token}`;
     let res;
+    // The page's starter (early.js) may have sent this request already.
+    const early = globalThis.kv0early?.take(url.href, this.token);
     this.requests++;
     try {
-      res = await fetch(url, { headers });
+      res = await (early ?? fetch(url, { headers }));
     } catch (e) {
       throw sourceError('Network', `${url.origin}${url.pathname}: no answer (${e.message}): the server is down, the address is wrong, or it sends no CORS headers for this page's origin`, { url: String(url) });
     }
@@ -143,7 +147,32 @@ class APISource {
   run(id) { return this.get(`runs/${encodeURIComponent(id)}`); }
   params(id) { return this.get(`runs/${encodeURIComponent(id)}/params`); }
   async series(runId) { return normSeries(await this.get(`runs/${encodeURIComponent(runId)}/series`)); }
-  async read(ids, { maxPoints = 1000, fromStep, toStep } = {}) {
+  /**
+   * The series lists of many runs in one request per SERIES_CHUNK runs
+   * (`/api/v1/series?runs=`): one element per id, in order, the run's
+   * list or, for a run the server does not find, an Error with its code.
+   */
+  async seriesOfRuns(ids) {
+    // The page's starter asked for the newest runs' lists on a first
+    // visit: they serve when they hold these runs.
+    if (ids.length <= FIRST_SELECTION && globalThis.kv0early?.has(apiURL(this.where, 'series', newestQuery).href, this.token)) {
+      try {
+        const byRun = new Map((await this.get('series', newestQuery)).map((el) => [el.run, el]));
+        if (ids.every((id) => byRun.has(id))) return ids.map((id) => this.seriesElement(byRun.get(id)));
+      } catch { /* asked for below */ }
+    }
+    const chunks = [];
+    for (let i = 0; i < ids.length; i += SERIES_CHUNK) chunks.push(ids.slice(i, i + SERIES_CHUNK));
+    const answers = await Promise.all(chunks.map((part) => this.get('series', seriesQuery(part))));
+    return answers.flat().map((el) => this.seriesElement(el));
+  }
+  /** An element of /api/v1/series: the run's list, or its error as an Error. */
+  seriesElement(el) {
+    if (!el.error) return normSeries(el.series ?? []);
+    const where = new URL('series', this.where);
+    return sourceError(el.error.code ?? 'Invalid', `${where.origin}${where.pathname}: run ${el.run}: ${el.error.message}`, { url: String(where) });
+  }
+  async read(ids, { maxPoints = 1000, fromStep, toStep, fields } = {}) {
     if (ids.length === 0) return [];
     // Requests of at most READ_CHUNK series, in parallel: the server decodes
     // each request on one goroutine, so a panel of many lines uses every core.
@@ -153,6 +182,7 @@ class APISource {
       const q = [['ids', part.join(',')], ['max_points', String(maxPoints)]];
       if (fromStep !== undefined && fromStep !== null) q.push(['from_step', String(Math.max(0, Math.floor(fromStep)))]);
       if (toStep !== undefined && toStep !== null && Number.isFinite(toStep)) q.push(['to_step', String(Math.ceil(toStep))]);
+      if (fields) q.push(['fields', fields.join(',')]);
       return this.get('series/points', q);
     }));
     return answers.flat().map(normPoints);
@@ -277,6 +307,9 @@ export function wasmBase(params, pageURL = location.href) {
  *                           opts.token(where) (asked for and kept in sessionStorage by the page)
  *   none                    the API beside the page (served by kv0 serve or the worker)
  * opts.token(where, reason) -> Promise<string> asks for a token (api 401, signer).
+ * In api mode, opts.runs (a run filter) lists the runs in the same round trip
+ * as the probe (src.firstRuns, a promise), and opts.early(src) is called once
+ * the probe is sent, so that requests that need no answer of it go with it.
  */
 export async function openSource(params, opts = {}) {
   const page = opts.pageURL ?? location.href;
@@ -312,22 +345,23 @@ export async function openSource(params, opts = {}) {
       throw e;
     }
   }
-  let base;
-  if (params.get('api')) {
-    base = new URL(params.get('api'), page);
-    if (!/\/api\/v1\/?$/.test(base.pathname)) base.pathname = base.pathname.replace(/\/?$/, '/api/v1/');
-  } else {
-    base = new URL('./api/v1/', page);
-  }
-  if (!base.pathname.endsWith('/')) base.pathname += '/';
-  const where = base.href;
+  const where = apiBase(params, page);
   const src = new APISource(where, sessionStorage.getItem(tokenKey(where)) || undefined);
   for (let attempt = 0; ; attempt++) {
+    // The versions answer doubles as the probe that an API is there; the
+    // runs (opts.runs, a filter) are asked for in the same round trip, and
+    // opts.early(src) may start other requests before either answers.
+    const versions = src.versions();
+    if (opts.runs) {
+      src.firstRuns = src.runs(opts.runs);
+      src.firstRuns.catch(() => {});
+    }
+    opts.early?.(src);
     try {
-      // The first answer doubles as the probe that an API is there.
-      src.firstVersions = await src.versions();
+      src.firstVersions = await versions;
       return src;
     } catch (e) {
+      src.firstRuns = undefined;
       if (e.code === 'Unauthorized' && attempt < 3) {
         sessionStorage.removeItem(tokenKey(where));
         src.token = await askToken(where, src.token ? 'wrong' : 'api');

@@ -1,0 +1,52 @@
+// The starter inlined in index.html (build.mjs): in api mode it sends the
+// requests app.js would send first (the versions, the runs, and the series
+// lists of the runs the URL selects or, on a first visit, of the newest
+// runs) while app.js is still downloading, and
+// keeps their answers in window.kv0early for app.js to take, once each.
+// Anything it cannot tell in advance (a run filter, direct mode) it leaves
+// to app.js.
+import { apiBase, apiURL, newestQuery, seriesQuery, tokenKey } from './first.js';
+import { parseState } from './state.js';
+
+(() => {
+  const params = new URLSearchParams(location.search);
+  if (params.get('repo') || params.get('signer')) return;
+  const base = apiBase(params, location.href);
+  let token = null;
+  try { token = sessionStorage.getItem(tokenKey(base)) || null; } catch { /* no storage */ }
+  const headers = token ? { Authorization: `Bearer ${token}` } : {};
+  const sent = new Map(); // URL -> Promise<Response>
+  const asked = new Set(); // URLs app.js asked for before the starter sent them
+  const send = (path, query) => {
+    const url = apiURL(base, path, query).href;
+    if (asked.has(url)) return Promise.reject(new Error('sent by app.js'));
+    const p = fetch(url, { headers });
+    p.catch(() => {});
+    sent.set(url, p);
+    return p;
+  };
+  window.kv0early = {
+    /** The answer of url when the starter sent it with this token, once. */
+    take(url, tok) {
+      const p = sent.get(url);
+      if (!p) asked.add(url);
+      if (!p || (tok || null) !== token) return undefined;
+      sent.delete(url);
+      return p;
+    },
+    /** Whether the starter sent url with this token (and it was not taken). */
+    has(url, tok) { return sent.has(url) && (tok || null) === token; },
+    clear() { sent.clear(); },
+  };
+  const st = parseState(params);
+  send('versions');
+  const hidden = new Set(st.hide);
+  if (st.sel) {
+    const ids = st.sel.filter((id) => !hidden.has(id));
+    if (ids.length) send('series', seriesQuery(ids));
+  }
+  if (st.exp || st.status || st.tags.length || st.params.length || st.archived) return;
+  send('runs');
+  // A first visit draws the newest runs: their series lists go now too.
+  if (!st.sel) send('series', newestQuery);
+})();
