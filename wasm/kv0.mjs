@@ -57,6 +57,24 @@ async function instantiate(go, wasmURL) {
   return (await WebAssembly.instantiate(await r.arrayBuffer(), go.importObject)).instance;
 }
 
+// fetchRange is the module's HTTP GET (wasm/fetch.go): one Promise that
+// settles with [status, headers as "name\nvalue\n" pairs, the body of a 206
+// as a Uint8Array (else null), the Response whose body is not read yet
+// (else null), the error of reading the body (else null)], so Go is
+// resumed once per request rather than for the headers and again for the
+// body.
+async function fetchRange(url, headers, signal) {
+  const r = await fetch(url, { method: 'GET', headers, signal });
+  let h = '';
+  for (const [k, v] of r.headers) h += `${k}\n${v.replaceAll('\n', ' ')}\n`;
+  if (r.status !== 206) return [r.status, h, null, r, null];
+  try {
+    return [r.status, h, new Uint8Array(await r.arrayBuffer()), null, null];
+  } catch (err) {
+    return [r.status, h, null, null, err];
+  }
+}
+
 function json(v) {
   return v === undefined || v === null ? undefined : JSON.stringify(v);
 }
@@ -118,10 +136,20 @@ async function start(options) {
   const Go = await loadGoRuntime(wasmExecURL);
   const go = new Go();
   const name = `__kv0_ready_${Date.now().toString(36)}_${instances++}`;
-  const ready = new Promise((resolve) => { globalThis[name] = resolve; });
+  let instance = null;
+  const ready = new Promise((resolve) => {
+    const f = (api) => resolve(api);
+    // Helpers the Go side uses when present (wasm/fetch.go).
+    f.kv0Glue = {
+      fetchRange,
+      // A copy of the module's memory [p, p + n) as a new Uint8Array.
+      slice: (p, n) => new Uint8Array(instance.exports.mem.buffer.slice(p, p + n)),
+    };
+    globalThis[name] = f;
+  });
   go.argv = ['kv0', name];
   if (options.env) go.env = { ...options.env };
-  const instance = await instantiate(go, wasmURL);
+  instance = await instantiate(go, wasmURL);
   let exited = false;
   const running = go.run(instance).finally(() => { exited = true; });
   const api = await Promise.race([ready, running.then(() => { throw codeError('Closed', 'kv0.wasm exited during start-up'); })]);
