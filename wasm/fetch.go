@@ -16,7 +16,7 @@ import (
 
 // glue holds the functions kv0.mjs hands the program at start-up (see
 // kv0.mjs, start): fetchRange, one Promise per request that settles once
-// the status, the headers and, for a 206, the whole body are there; and
+// the status, the headers and the whole body are there; and
 // slice, which copies a range of the module's memory into a new
 // Uint8Array. Both are undefined when the program was started by another
 // loader, which leaves httpstore's own fetch transport and bytesToJS.
@@ -46,7 +46,10 @@ func setGlue(ready js.Value) {
 // fetchRange when present, else httpstore's fetch transport. fetchRange
 // costs one hand-over from JavaScript to Go per request where httpstore's
 // costs two (the headers, then the body), and brings the headers as one
-// string instead of a value per header.
+// string instead of a value per header. fetchRange reads every body whole
+// before it settles, as httpstore's transport does at the first Read (the
+// store reads each body it keeps, and the few it does not, answers such as
+// a 404, are small).
 func transport() httpstore.Transport {
 	if glue.fetchRange.Type() == js.TypeFunction {
 		return glueTransport{fetch: glue.fetchRange}
@@ -68,11 +71,14 @@ func (t glueTransport) Get(ctx context.Context, url string, header map[string][]
 	}
 	ac := js.Global().Get("AbortController").New()
 	stop := context.AfterFunc(ctx, func() { ac.Call("abort") })
-	// [status, "name\nvalue\n" per header, body Uint8Array | null,
-	// Response | null (the body not read yet), body error | null]
+	// [status (0: no answer), "name\nvalue\n" per header, body Uint8Array
+	// | null, the error's text | null]
 	r, err := await(t.fetch.Invoke(url, h, ac.Get("signal")))
+	stop()
+	if err == nil && r.Index(0).Int() == 0 {
+		err = errors.New(r.Index(3).String())
+	}
 	if err != nil {
-		stop()
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, cerr
 		}
@@ -89,57 +95,29 @@ func (t glueTransport) Get(ctx context.Context, url string, header map[string][]
 			n = x
 		}
 	}
-	b := &glueBody{ctx: ctx, ac: ac, stop: stop}
-	switch {
-	case r.Index(2).Type() == js.TypeObject:
-		b.bytes = r.Index(2)
+	b := &glueBody{bytes: r.Index(2)}
+	if b.bytes.Type() == js.TypeObject {
 		b.n = b.bytes.Get("length").Int()
-	case r.Index(4).Type() != js.TypeNull && r.Index(4).Type() != js.TypeUndefined:
-		b.err = b.bodyError(jsErr(r.Index(4)))
-	default:
-		b.resp = r.Index(3)
+	} else if cerr := ctx.Err(); cerr != nil {
+		b.err = cerr
+	} else {
+		// The connection broke or ended before Content-Length.
+		b.err = fmt.Errorf("%w: %s", io.ErrUnexpectedEOF, r.Index(3).String())
 	}
 	return &httpstore.Response{Status: r.Index(0).Int(), Header: hdr, ContentLength: n, Body: b}, nil
 }
 
-// glueBody is a response body: the bytes fetchRange read, or the Response
-// whose body is read as one ArrayBuffer at the first Read. Each Read copies
-// straight from the JavaScript bytes into the caller's slice.
+// glueBody is a response body fetchRange read; each Read copies straight
+// from the JavaScript bytes into the caller's slice.
 type glueBody struct {
-	ctx    context.Context
-	ac     js.Value
-	stop   func() bool
-	resp   js.Value // set while the body is not read
-	bytes  js.Value // Uint8Array over the body, once read
+	bytes  js.Value // Uint8Array over the body
 	n, off int
 	err    error
-	closed bool
-}
-
-func (b *glueBody) bodyError(err error) error {
-	if cerr := b.ctx.Err(); cerr != nil {
-		return cerr
-	}
-	// The connection broke or ended before Content-Length.
-	return fmt.Errorf("%w: %v", io.ErrUnexpectedEOF, err)
 }
 
 func (b *glueBody) Read(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
-	}
-	if b.closed {
-		return 0, errors.New("read of a closed body")
-	}
-	if b.bytes.IsUndefined() {
-		buf, err := await(b.resp.Call("arrayBuffer"))
-		if err != nil {
-			b.err = b.bodyError(err)
-			return 0, b.err
-		}
-		b.resp = js.Undefined()
-		b.bytes = js.Global().Get("Uint8Array").New(buf)
-		b.n = b.bytes.Get("length").Int()
 	}
 	if b.off >= b.n {
 		return 0, io.EOF
@@ -155,54 +133,25 @@ func (b *glueBody) Read(p []byte) (int, error) {
 }
 
 func (b *glueBody) Close() error {
-	if !b.closed {
-		b.closed = true
-		b.stop()
-		if !b.resp.IsUndefined() {
-			b.ac.Call("abort") // the body is not wanted: stop its transfer
-		}
-		b.resp, b.bytes = js.Undefined(), js.Undefined()
-	}
+	b.bytes, b.err = js.Undefined(), io.ErrClosedPipe
 	return nil
 }
 
-// await waits for a JavaScript promise; the callbacks only hand the result
-// over, so they never block the event loop.
+// await waits for the Promise of a fetchRange, which settles with an
+// array (it catches every failure); anything else is reported as an error.
+// The callback only hands the value over, so it never blocks the event
+// loop.
 func await(p js.Value) (js.Value, error) {
-	type result struct {
-		v   js.Value
-		err error
-	}
-	ch := make(chan result, 1)
-	then := js.FuncOf(func(this js.Value, args []js.Value) any {
-		ch <- result{v: args[0]}
+	ch := make(chan js.Value, 1)
+	f := js.FuncOf(func(this js.Value, args []js.Value) any {
+		ch <- args[0]
 		return nil
 	})
-	catch := js.FuncOf(func(this js.Value, args []js.Value) any {
-		ch <- result{err: jsErr(args[0])}
-		return nil
-	})
-	p.Call("then", then, catch)
-	r := <-ch
-	then.Release()
-	catch.Release()
-	return r.v, r.err
-}
-
-// jsErr turns a rejection value into a Go error with its name and message
-// (a fetch TypeError's cause too, when present).
-func jsErr(v js.Value) error {
-	if v.Type() != js.TypeObject {
-		return errors.New(js.Global().Call("String", v).String())
+	p.Call("then", f, f)
+	v := <-ch
+	f.Release()
+	if !js.Global().Get("Array").Call("isArray", v).Bool() {
+		return js.Value{}, errors.New(js.Global().Call("String", v).String())
 	}
-	msg := v.Get("message").String()
-	if name := v.Get("name"); name.Type() == js.TypeString {
-		msg = name.String() + ": " + msg
-	}
-	if c := v.Get("cause"); c.Type() == js.TypeObject {
-		if m := c.Get("message"); m.Type() == js.TypeString && m.String() != "" {
-			msg += " (" + m.String() + ")"
-		}
-	}
-	return errors.New(msg)
+	return v, nil
 }

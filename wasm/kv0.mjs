@@ -58,21 +58,33 @@ async function instantiate(go, wasmURL) {
 }
 
 // fetchRange is the module's HTTP GET (wasm/fetch.go): one Promise that
-// settles with [status, headers as "name\nvalue\n" pairs, the body of a 206
-// as a Uint8Array (else null), the Response whose body is not read yet
-// (else null), the error of reading the body (else null)], so Go is
-// resumed once per request rather than for the headers and again for the
-// body.
+// settles with [status, headers as "name\nvalue\n" pairs, the body as a
+// Uint8Array, null] once the whole body is there, so Go is resumed once
+// per request rather than for the headers and again for the body. It
+// never rejects: a failed fetch settles with [0, '', null, its error's
+// text], a body cut short with [status, headers, null, the error's text].
 async function fetchRange(url, headers, signal) {
-  const r = await fetch(url, { method: 'GET', headers, signal });
+  let r;
+  try {
+    r = await fetch(url, { method: 'GET', headers, signal });
+  } catch (err) {
+    return [0, '', null, errorText(err)];
+  }
   let h = '';
   for (const [k, v] of r.headers) h += `${k}\n${v.replaceAll('\n', ' ')}\n`;
-  if (r.status !== 206) return [r.status, h, null, r, null];
   try {
-    return [r.status, h, new Uint8Array(await r.arrayBuffer()), null, null];
+    return [r.status, h, new Uint8Array(await r.arrayBuffer()), null];
   } catch (err) {
-    return [r.status, h, null, null, err];
+    return [r.status, h, null, errorText(err)];
   }
+}
+
+// errorText is an error's name and message, and its cause's message (a
+// fetch TypeError's reason) when it has one.
+function errorText(err) {
+  let msg = err && typeof err === 'object' ? `${err.name}: ${err.message}` : String(err);
+  if (err?.cause?.message) msg += ` (${err.cause.message})`;
+  return msg;
 }
 
 function json(v) {
