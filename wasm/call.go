@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall/js"
 	"time"
+	"unsafe"
 
 	"github.com/kv0/kv0/core/inspect"
 	"github.com/kv0/kv0/core/lance"
@@ -163,7 +165,7 @@ func parseLocation(v js.Value) (*location, error) {
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return nil, invalid("location %q is not an http(s) URL nor { signer, key }", redact(s))
 		}
-		st, err := httpstore.OpenStatic(s, httpstore.Options{})
+		st, err := httpstore.OpenStatic(s, httpstore.Options{Transport: transport()})
 		if err != nil {
 			return nil, invalid("%v", err)
 		}
@@ -192,7 +194,7 @@ func parseLocation(v js.Value) (*location, error) {
 	if u, err := url.Parse(signerURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, invalid("location: signer url %q is not an http(s) URL", redact(signerURL))
 	}
-	st, err := httpstore.OpenSigned(&httpstore.ServerSigner{URL: signerURL, Token: *l.Signer.Token}, httpstore.Options{})
+	st, err := httpstore.OpenSigned(&httpstore.ServerSigner{URL: signerURL, Token: *l.Signer.Token, Transport: transport()}, httpstore.Options{Transport: transport()})
 	if err != nil {
 		return nil, invalid("%v", err)
 	}
@@ -227,8 +229,15 @@ func options(args []js.Value, i int, dst any) error {
 	return nil
 }
 
-// bytesToJS copies b into a new Uint8Array in one copy.
+// bytesToJS copies b into a new Uint8Array in one copy. With kv0.mjs's
+// slice, the copy is ArrayBuffer.prototype.slice over the module's memory,
+// which skips the zeroing of a new Uint8Array that CopyBytesToJS fills.
 func bytesToJS(b []byte) js.Value {
+	if len(b) > 0 && glue.slice.Type() == js.TypeFunction {
+		u := glue.slice.Invoke(uintptr(unsafe.Pointer(unsafe.SliceData(b))), len(b))
+		runtime.KeepAlive(b)
+		return u
+	}
 	u := js.Global().Get("Uint8Array").New(len(b))
 	js.CopyBytesToJS(u, b)
 	return u

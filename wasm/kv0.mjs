@@ -57,6 +57,36 @@ async function instantiate(go, wasmURL) {
   return (await WebAssembly.instantiate(await r.arrayBuffer(), go.importObject)).instance;
 }
 
+// fetchRange is the module's HTTP GET (wasm/fetch.go): one Promise that
+// settles with [status, headers as "name\nvalue\n" pairs, the body as a
+// Uint8Array, null] once the whole body is there, so Go is resumed once
+// per request rather than for the headers and again for the body. It
+// never rejects: a failed fetch settles with [0, '', null, its error's
+// text], a body cut short with [status, headers, null, the error's text].
+async function fetchRange(url, headers, signal) {
+  let r;
+  try {
+    r = await fetch(url, { method: 'GET', headers, signal });
+  } catch (err) {
+    return [0, '', null, errorText(err)];
+  }
+  let h = '';
+  for (const [k, v] of r.headers) h += `${k}\n${v.replaceAll('\n', ' ')}\n`;
+  try {
+    return [r.status, h, new Uint8Array(await r.arrayBuffer()), null];
+  } catch (err) {
+    return [r.status, h, null, errorText(err)];
+  }
+}
+
+// errorText is an error's name and message, and its cause's message (a
+// fetch TypeError's reason) when it has one.
+function errorText(err) {
+  let msg = err && typeof err === 'object' ? `${err.name}: ${err.message}` : String(err);
+  if (err?.cause?.message) msg += ` (${err.cause.message})`;
+  return msg;
+}
+
 function json(v) {
   return v === undefined || v === null ? undefined : JSON.stringify(v);
 }
@@ -118,10 +148,20 @@ async function start(options) {
   const Go = await loadGoRuntime(wasmExecURL);
   const go = new Go();
   const name = `__kv0_ready_${Date.now().toString(36)}_${instances++}`;
-  const ready = new Promise((resolve) => { globalThis[name] = resolve; });
+  let instance = null;
+  const ready = new Promise((resolve) => {
+    const f = (api) => resolve(api);
+    // Helpers the Go side uses when present (wasm/fetch.go).
+    f.kv0Glue = {
+      fetchRange,
+      // A copy of the module's memory [p, p + n) as a new Uint8Array.
+      slice: (p, n) => new Uint8Array(instance.exports.mem.buffer.slice(p, p + n)),
+    };
+    globalThis[name] = f;
+  });
   go.argv = ['kv0', name];
   if (options.env) go.env = { ...options.env };
-  const instance = await instantiate(go, wasmURL);
+  instance = await instantiate(go, wasmURL);
   let exited = false;
   const running = go.run(instance).finally(() => { exited = true; });
   const api = await Promise.race([ready, running.then(() => { throw codeError('Closed', 'kv0.wasm exited during start-up'); })]);

@@ -49,6 +49,7 @@ func main() {
 	}
 	ready := js.Global().Get(name)
 	js.Global().Delete(name)
+	setGlue(ready)
 	if ready.Type() == js.TypeFunction {
 		ready.Invoke(api)
 	}

@@ -376,7 +376,8 @@ func repoRead(args []js.Value) js.Value {
 		// The columns go into one []float64 that crosses as its bytes
 		// (wasm is little-endian): one copy to JavaScript, no per-value
 		// encoding.
-		buf := make([]float64, total)
+		buf := takeFloats(total)
+		defer putFloats(buf)
 		off := 0
 		for i, m := range data {
 			n := m.Len()
@@ -410,6 +411,42 @@ func repoRead(args []js.Value) js.Value {
 		res.Set("data", bytesToJS(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(buf))), 8*len(buf))))
 		return res, nil
 	})
+}
+
+// floatBuf is the conversion buffer of the last repoRead, kept for the
+// next one: a read of 100k points fills 3.2 MB, which as a new slice each
+// time is that much more to allocate, zero and collect per read. A
+// concurrent read, or one larger than maxKeptFloats, makes its own.
+var floatBuf struct {
+	sync.Mutex
+	b []float64
+}
+
+// maxKeptFloats bounds the buffer kept between reads (16 MB).
+const maxKeptFloats = 2 << 20
+
+func takeFloats(n int) []float64 {
+	floatBuf.Lock()
+	b := floatBuf.b
+	floatBuf.b = nil
+	floatBuf.Unlock()
+	if cap(b) >= n {
+		// Every element is written before it is read (repoRead's columns
+		// cover the buffer), so no clearing.
+		return b[:n]
+	}
+	return make([]float64, n)
+}
+
+func putFloats(b []float64) {
+	if cap(b) > maxKeptFloats {
+		return
+	}
+	floatBuf.Lock()
+	if cap(b) > cap(floatBuf.b) {
+		floatBuf.b = b
+	}
+	floatBuf.Unlock()
 }
 
 func msTime(ms float64) time.Time {

@@ -241,6 +241,23 @@ describe('tracking', () => {
     await assert.rejects(repo.run('no-such-run'), (e) => e.code === 'NotFound' && /no-such-run/.test(e.message));
   });
 
+  it('a read owns its arrays: later reads, which reuse the module\'s conversion buffer, leave them as they were', async () => {
+    const [r] = await repo.runs();
+    const series = (await repo.series(r.run_id)).filter((s) => s.stats?.count > 0);
+    assert.ok(series.length >= 2);
+    const [a] = await repo.read([series[0].series_id]);
+    const copy = { steps: [...a.steps], values: [...a.values], timestamps: [...a.timestamps] };
+    // Other series, larger and smaller reads, and the same one again.
+    await repo.read(series.map((s) => s.series_id));
+    await repo.read([series[1].series_id], { maxPoints: 4 });
+    const [again] = await repo.read([series[0].series_id]);
+    assert.deepEqual([...a.steps], copy.steps);
+    assert.deepEqual([...a.values], copy.values);
+    assert.deepEqual([...a.timestamps], copy.timestamps);
+    assert.deepEqual([...again.values], copy.values);
+    assert.notEqual(again.values.buffer, a.values.buffer);
+  });
+
   it('two watches of one handle each see a commit; a throwing callback does not stop watching', { timeout: 60000 }, async () => {
     const { spawn } = await import('node:child_process');
     const live = join(data.dir, 'live-node');

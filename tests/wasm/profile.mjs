@@ -2,7 +2,9 @@
 // Chromium, through the DevTools protocol's Profiler: prints the functions
 // with the most self time. Build a module with its name section first
 // (make wasm-prof writes out/wasm-prof). Usage:
-//   node profile.mjs MODULE_DIR DATA_DIR read|scan [N]   (TOP=n self-time rows, INCL=n inclusive rows, GOENV=JSON)
+//   node profile.mjs MODULE_DIR DATA_DIR read|cold|scan [N]   (cold: openRepo, read and close each time)
+//   (TOP=n self-time rows, INCL=n inclusive rows, GOENV=JSON,
+//   WARM=n calls before the profiled ones, default 1: V8 keeps tiering the module up for ~20 reads)
 import { chromium } from 'playwright-core';
 import { mkdtemp, rm, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -31,10 +33,12 @@ try {
   const cdp = await ctx.newCDPSession(page);
   await cdp.send('Profiler.enable');
   await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
-  const body = what === 'read'
+  const body = what === 'cold'
+    ? async ([u, id, n]) => { const t = performance.now(); for (let i = 0; i < n; i++) { const r = await window.kv0.openRepo(u + '/repo'); await r.read([id]); await r.close(); } return (performance.now() - t) / n; }
+    : what === 'read'
     ? async ([u, id, n]) => { const r = await window.kv0.openRepo(u + '/repo'); await r.read([id]); const t = performance.now(); window.p = 1; for (let i = 0; i < n; i++) await r.read([id]); const ms = (performance.now() - t) / n; await r.close(); return ms; }
     : async ([u, id, n]) => { await window.kv0.lance.scan(u + '/metrics.lance'); const t = performance.now(); for (let i = 0; i < n; i++) await window.kv0.lance.scan(u + '/metrics.lance'); return (performance.now() - t) / n; };
-  await page.evaluate(body, [dataSrv.url, sid, 1]);
+  await page.evaluate(body, [dataSrv.url, sid, Number(process.env.WARM ?? 1)]);
   await cdp.send('Profiler.start');
   const ms = await page.evaluate(body, [dataSrv.url, sid, n]);
   const { profile } = await cdp.send('Profiler.stop');
