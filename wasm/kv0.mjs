@@ -35,6 +35,24 @@ function codeError(code, message) {
   return e;
 }
 
+// compileModule fetches and compiles kv0.wasm (streaming where the server
+// sends application/wasm). It needs no Go runtime, so it runs while
+// wasm_exec.js loads, or on the page while a Worker starts.
+async function compileModule(wasmURL) {
+  const res = fetch(wasmURL);
+  if (WebAssembly.compileStreaming) {
+    try {
+      return await WebAssembly.compileStreaming(res);
+    } catch (err) {
+      // A server that sends another Content-Type than application/wasm.
+      if (!(err instanceof TypeError)) throw err;
+    }
+  }
+  const r = await res;
+  if (!r.ok) throw codeError('NotFound', `${String(wasmURL).split('?')[0]}: HTTP ${r.status}`);
+  return WebAssembly.compile(await r.arrayBuffer());
+}
+
 async function instantiate(go, wasmURL) {
   const isNode = typeof process !== 'undefined' && process.versions && process.versions.node && !globalThis.document;
   if (isNode && new URL(wasmURL).protocol === 'file:') {
@@ -145,6 +163,12 @@ function sameOrigin(url) {
 async function start(options) {
   const wasmURL = new URL(options.wasmURL ?? 'kv0.wasm', here).href;
   const wasmExecURL = new URL(options.wasmExecURL ?? 'wasm_exec.js', here).href;
+  // The module compiles while the Go runtime loads (a page's Worker gets
+  // both from the page: options.module, options.wasmExecSource).
+  const isNodeFile = typeof process !== 'undefined' && process.versions?.node && !globalThis.document && new URL(wasmURL).protocol === 'file:';
+  const compiled = options.module ? Promise.resolve(options.module) : isNodeFile ? null : compileModule(wasmURL);
+  compiled?.catch(() => {}); // reported below, once the runtime is in
+  if (options.wasmExecSource && !globalThis.Go) (0, eval)(options.wasmExecSource);
   const Go = await loadGoRuntime(wasmExecURL);
   const go = new Go();
   const name = `__kv0_ready_${Date.now().toString(36)}_${instances++}`;
@@ -161,7 +185,7 @@ async function start(options) {
   });
   go.argv = ['kv0', name];
   if (options.env) go.env = { ...options.env };
-  instance = await instantiate(go, wasmURL);
+  instance = compiled ? await WebAssembly.instantiate(await compiled, go.importObject) : await instantiate(go, wasmURL);
   let exited = false;
   const running = go.run(instance).finally(() => { exited = true; });
   const api = await Promise.race([ready, running.then(() => { throw codeError('Closed', 'kv0.wasm exited during start-up'); })]);
@@ -181,6 +205,16 @@ async function start(options) {
 // it. Results and errors come back by message; byte arrays are moved, not
 // copied.
 async function startWorker(options) {
+  const abs = (u, d) => new URL(u ?? d, here).href;
+  const urls = { wasmURL: abs(options.wasmURL, 'kv0.wasm'), wasmExecURL: abs(options.wasmExecURL, 'wasm_exec.js') };
+  // The page fetches and compiles kv0.wasm and fetches wasm_exec.js while
+  // the Worker starts, and hands both over: the Worker's own requests
+  // would only begin once its script is in. A failure here leaves them to
+  // the Worker, which reports it.
+  const early = {
+    module: compileModule(urls.wasmURL).catch(() => null),
+    exec: fetch(urls.wasmExecURL).then((r) => (r.ok ? r.text() : null)).catch(() => null),
+  };
   const worker = new Worker(here, { type: 'module', name: 'kv0-worker' });
   const pending = new Map();
   let next = 1;
@@ -205,10 +239,14 @@ async function startWorker(options) {
       worker.postMessage({ id, fn, args });
     });
   };
-  const { wasmURL, wasmExecURL, env } = options;
-  const abs = (u, d) => new URL(u ?? d, here).href;
   try {
-    await call('__start', { wasmURL: abs(wasmURL, 'kv0.wasm'), wasmExecURL: abs(wasmExecURL, 'wasm_exec.js'), env });
+    const [module, wasmExecSource] = await Promise.all([early.module, early.exec]);
+    try {
+      await call('__start', { ...urls, env: options.env, module, wasmExecSource });
+    } catch (err) {
+      if (err?.name !== 'DataCloneError') throw err;
+      await call('__start', { ...urls, env: options.env }); // a Module that cannot be posted: the Worker fetches its own
+    }
   } catch (err) {
     worker.terminate();
     throw err;

@@ -3,14 +3,33 @@
 // lists of the runs the URL selects or, on a first visit, of the newest
 // runs) while app.js is still downloading, and
 // keeps their answers in window.kv0early for app.js to take, once each.
-// Anything it cannot tell in advance (a run filter, direct mode) it leaves
-// to app.js.
-import { apiBase, apiURL, newestQuery, seriesQuery, tokenKey } from './first.js';
+// Anything it cannot tell in advance (a run filter) it leaves to app.js.
+// In direct mode it starts loading the wasm module instead.
+import { apiBase, apiURL, newestQuery, seriesQuery, tokenKey, wasmBase } from './first.js';
 import { parseState } from './state.js';
 
 (() => {
   const params = new URLSearchParams(location.search);
-  if (params.get('repo') || params.get('signer')) return;
+  if (params.get('repo') || params.get('signer')) {
+    // Direct mode: the wasm module (kv0.mjs, then kv0.wasm compiled on
+    // this thread while its Worker starts) loads while app.js downloads.
+    const url = new URL('kv0.mjs', wasmBase(params, location.href)).href;
+    const imported = import(url);
+    const loaded = imported.then((m) => m.load({ worker: true }));
+    loaded.catch(() => {}); // app.js reports it
+    let taken = false;
+    window.kv0early = {
+      takeModule(u) {
+        if (u !== url || taken) return undefined;
+        taken = true;
+        return { imported, loaded };
+      },
+      take() { return undefined; },
+      has() { return false; },
+      clear() {},
+    };
+    return;
+  }
   const base = apiBase(params, location.href);
   let token = null;
   try { token = sessionStorage.getItem(tokenKey(base)) || null; } catch { /* no storage */ }

@@ -39,3 +39,15 @@ export const seriesQuery = (ids) => [['runs', ids.join(',')]];
 
 /** The query of the request for the series lists of a first visit's runs (the newest). */
 export const newestQuery = [['newest', String(FIRST_SELECTION)]];
+
+/**
+ * Where the page finds the wasm module: ?wasm=URL (a folder), else ./wasm/
+ * beside the page (kv0 serve serves it at /wasm/, and `make web` copies it
+ * into out/web/wasm/ for static hosts).
+ */
+export function wasmBase(params, pageURL = location.href) {
+  const w = params.get('wasm');
+  const base = new URL(w || './wasm/', pageURL);
+  if (!base.pathname.endsWith('/')) base.pathname += '/';
+  return base.href;
+}

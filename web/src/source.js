@@ -13,7 +13,9 @@
 // 401) and a message naming the URL; describeError() turns it into words
 // that say what to fix.
 
-import { FIRST_SELECTION, apiBase, apiURL, newestQuery, seriesQuery, tokenKey } from './first.js';
+import { FIRST_SELECTION, apiBase, apiURL, newestQuery, seriesQuery, tokenKey, wasmBase } from './first.js';
+
+export { wasmBase };
 
 export { tokenKey };
 
@@ -279,25 +281,16 @@ let modulePromise = null;
 export function loadModule(base) {
   if (!modulePromise) {
     const url = new URL('kv0.mjs', base).href;
-    modulePromise = import(/* @vite-ignore */ url).catch((e) => {
+    // The starter (early.js) may have begun loading it while app.js came.
+    const early = globalThis.kv0early?.takeModule?.(url);
+    modulePromise = (early?.imported ?? import(/* @vite-ignore */ url)).catch((e) => {
       modulePromise = null;
       throw sourceError('Network', `${url}: the wasm module did not load (${e.message}): build it with make wasm, or point ?wasm= at the folder holding kv0.mjs`);
-    }).then((m) => m.load({ worker: true }));
+    }).then((m) => early?.loaded ?? m.load({ worker: true }));
   }
   return modulePromise;
 }
 
-/**
- * Where the page finds the wasm module: ?wasm=URL (a folder), else ./wasm/
- * beside the page (kv0 serve serves it at /wasm/, and `make web` copies it
- * into out/web/wasm/ for static hosts).
- */
-export function wasmBase(params, pageURL = location.href) {
-  const w = params.get('wasm');
-  const base = new URL(w || './wasm/', pageURL);
-  if (!base.pathname.endsWith('/')) base.pathname += '/';
-  return base.href;
-}
 
 /**
  * Opens the source the URL names:
