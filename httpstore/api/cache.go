@@ -203,7 +203,10 @@ func (h *Handler) latest(ctx context.Context, key string) (uint64, error) {
 	h.followMu.Unlock()
 	now := h.clock()
 	if prev.d != nil && h.opts.VersionTTL > 0 && now.Sub(prev.checked) < h.opts.VersionTTL {
-		return prev.d.Version(), nil // confirmed moments ago (Options.VersionTTL)
+		// Confirmed moments ago (Options.VersionTTL): the request's other
+		// reads take the same version (lance's scope of the request).
+		lance.NoteLatest(ctx, prev.d)
+		return prev.d.Version(), nil
 	}
 	if prev.d != nil && now.Sub(prev.listed) < listEvery {
 		same, err := prev.d.IsLatest(ctx)
@@ -221,20 +224,15 @@ func (h *Handler) latest(ctx context.Context, key string) (uint64, error) {
 		}
 	}
 	listed := now
-	v, err := lance.LatestVersion(ctx, h.st, key)
+	d, err := h.findLatest(ctx, key, prev.d)
 	if err != nil {
 		h.followMu.Lock()
 		delete(h.follow, key)
 		h.followMu.Unlock()
 		return 0, err
 	}
-	if v == 0 {
-		return 0, lance.ErrNotFound
-	}
-	d, err := h.openVersion(ctx, key, v)
-	if err != nil {
-		return 0, err
-	}
+	v := d.Version()
+	lance.NoteLatest(ctx, d)
 	h.followMu.Lock()
 	if cur := h.follow[key]; cur.d == nil || cur.d.Version() <= v {
 		if len(h.follow) >= 1024 {
@@ -244,6 +242,34 @@ func (h *Handler) latest(ctx context.Context, key string) (uint64, error) {
 	}
 	h.followMu.Unlock()
 	return v, nil
+}
+
+// findLatest opens the latest version of the dataset at key. The first
+// time (prev nil) it opens it with the manifest read that finds it (on a
+// store that cannot list, the hint and probes read the manifest anyway);
+// later it finds the number (one listing) and opens that version from the
+// cache of opened versions when it is there.
+func (h *Handler) findLatest(ctx context.Context, key string, prev *lance.Dataset) (*lance.Dataset, error) {
+	if prev == nil {
+		d, err := lance.Open(ctx, h.st, key, lance.OpenOptions{Files: h.files})
+		if err != nil {
+			return nil, err
+		}
+		ck := key + "\x00" + strconv.FormatUint(d.Version(), 10)
+		if c := h.datasets.get(ck); c != nil {
+			return c, nil // the one already opened, with its files
+		}
+		h.datasets.put(ck, d)
+		return d, nil
+	}
+	v, err := lance.LatestVersion(ctx, h.st, key)
+	if err != nil {
+		return nil, err
+	}
+	if v == 0 {
+		return nil, lance.ErrNotFound
+	}
+	return h.openVersion(ctx, key, v)
 }
 
 // DefaultAnswerCache is the default of Options.AnswerCache: 16 MiB, some
