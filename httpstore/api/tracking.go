@@ -94,6 +94,9 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, route string, q
 func (h *Handler) answerIn(w http.ResponseWriter, r *http.Request, ctx context.Context, route string, q query, keep bool,
 	build func(ctx context.Context, repo *tracking.Repo) ([]byte, error)) (err error, again bool) {
 	confirmed := func() (bool, error) { return lance.ConfirmScope(ctx) }
+	// No probe outlives the request, even one that fails: the worker ties
+	// every read to the request that made it.
+	defer func() { _, _ = lance.ConfirmScope(ctx) }()
 	if !keep {
 		// The answer also follows the clock (a running run whose heartbeat
 		// grew old reads as crashed at the same versions), so its tag
