@@ -3,12 +3,15 @@ package api
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kv0/kv0/core/store"
+	"github.com/kv0/kv0/core/tracking"
 )
 
 // keyCounter counts the calls per key of a store that cannot list.
@@ -124,5 +127,129 @@ func TestColdPointsHintBehind(t *testing.T) {
 			}
 		}
 		h.Close()
+	}
+}
+
+// latencyStore adds a delay to every call of a memory store and records
+// when each ran, as a remote store would: a static origin (list false:
+// no listing) or a bucket that lists.
+type latencyStore struct {
+	m     *store.Memory
+	delay time.Duration
+	list  bool
+	mu    sync.Mutex
+	spans []span
+}
+
+type span struct {
+	start, end time.Time
+	what       string
+}
+
+func (s *latencyStore) call(what string, f func() error) error {
+	sp := span{start: time.Now(), what: what}
+	time.Sleep(s.delay)
+	err := f()
+	sp.end = time.Now()
+	s.mu.Lock()
+	s.spans = append(s.spans, sp)
+	s.mu.Unlock()
+	return err
+}
+
+func (s *latencyStore) ReadAt(ctx context.Context, key string, p []byte, off int64) error {
+	return s.call("read "+key, func() error { return s.m.ReadAt(ctx, key, p, off) })
+}
+
+func (s *latencyStore) ReadTail(ctx context.Context, key string, n int) (b []byte, size int64, err error) {
+	err = s.call("tail "+key, func() error { b, size, err = s.m.ReadTail(ctx, key, n); return err })
+	return b, size, err
+}
+
+func (s *latencyStore) Stat(ctx context.Context, key string) (info store.ObjectInfo, err error) {
+	err = s.call("stat "+key, func() error { info, err = s.m.Stat(ctx, key); return err })
+	return info, err
+}
+
+func (s *latencyStore) List(ctx context.Context, opts store.ListOptions) (objs []store.ObjectInfo, err error) {
+	if !s.list {
+		return nil, fmt.Errorf("listing %q: %w", opts.Prefix, store.ErrNotSupported)
+	}
+	err = s.call("list "+opts.Prefix, func() error { objs, err = s.m.List(ctx, opts); return err })
+	return objs, err
+}
+
+func (s *latencyStore) PutIfAbsent(ctx context.Context, key string, b []byte) error {
+	return s.m.PutIfAbsent(ctx, key, b)
+}
+func (s *latencyStore) Put(ctx context.Context, key string, b []byte) error {
+	return s.m.Put(ctx, key, b)
+}
+func (s *latencyStore) Delete(ctx context.Context, key string) error { return s.m.Delete(ctx, key) }
+
+// waves is the longest chain of calls each made after the previous one
+// ended: the dependent round trips.
+func (s *latencyStore) waves() int {
+	s.mu.Lock()
+	sp := slices.Clone(s.spans)
+	s.mu.Unlock()
+	slices.SortFunc(sp, func(a, b span) int { return a.start.Compare(b.start) })
+	depth := make([]int, len(sp))
+	most := 0
+	for i := range sp {
+		depth[i] = 1
+		for j := 0; j < i; j++ {
+			if !sp[j].end.After(sp[i].start) {
+				depth[i] = max(depth[i], depth[j]+1)
+			}
+		}
+		most = max(most, depth[i])
+	}
+	if testing.Verbose() {
+		for i := range sp {
+			fmt.Printf("  w%d %s\n", depth[i], sp[i].what)
+		}
+	}
+	return most
+}
+
+// TestColdPointsWaves counts the dependent round trips of a first points
+// request (a fresh handler) with 20 ms added to every store call: four on
+// a store that cannot list (hints; manifests; the next versions' probes
+// with the data file's footer and the runs table; the pages with the
+// series table) and on one that lists (a listing per table instead of the
+// hint and the probes).
+func TestColdPointsWaves(t *testing.T) {
+	if testing.Short() {
+		t.Skip("timed")
+	}
+	f := newFixture(t)
+	// Optimized, as the benchmark's repository: the points of a series in
+	// one sorted fragment (the tracking layer reads a series' fragments one
+	// after another).
+	r, err := tracking.OpenRepo(t.Context(), f.st, "", tracking.RepoOptions{FlushInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Optimize(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	target := "/api/v1/series/points?ids=" + strconv.FormatUint(uint64(f.series["0/loss"]), 10)
+	for _, list := range []bool{false, true} {
+		ls := &latencyStore{m: f.st, delay: 20 * time.Millisecond, list: list}
+		h := New(ls, "", Options{AnswerCache: -1})
+		w := get(t, h, target)
+		h.Close()
+		if w.Code != 200 {
+			t.Fatalf("list=%v: %d %s", list, w.Code, w.Body)
+		}
+		n := ls.waves()
+		t.Logf("list=%v: %d calls in %d dependent round trips", list, len(ls.spans), n)
+		if n > 4 {
+			t.Errorf("list=%v: %d dependent round trips, want at most 4", list, n)
+		}
 	}
 }
