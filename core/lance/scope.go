@@ -39,8 +39,8 @@ type latestScope struct {
 	spec bool
 	base context.Context // the context the scope was made from: its confirmations run in it
 
-	mu       sync.Mutex
-	entries  map[string]*scopeEntry
+	mu      sync.Mutex
+	entries map[string]*scopeEntry
 	pending []chan error // confirmations of speculative entries; nil error: confirmed
 }
 
