@@ -64,6 +64,13 @@ func scopeOf(ctx context.Context) *latestScope {
 	return s
 }
 
+// Speculative reports whether ctx carries a speculative scope, whose
+// answers are confirmed only by ConfirmScope.
+func Speculative(ctx context.Context) bool {
+	s := scopeOf(ctx)
+	return s != nil && s.spec
+}
+
 // ConfirmScope waits until every version a speculative scope took for the
 // latest is confirmed, and reports whether all were (a false answer means
 // a newer version was committed: read again without speculation). Without

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/kv0/kv0/core/lance"
+	"github.com/kv0/kv0/core/store"
+	"github.com/kv0/kv0/core/tracking"
 )
 
 // apiVersion is part of every ETag, so answers of another encoding never
@@ -213,7 +215,7 @@ func (h *Handler) latest(ctx context.Context, key string) (uint64, error) {
 		if err != nil {
 			return 0, err
 		}
-		if same {
+		if same && !lance.Speculative(ctx) { // else confirmed with the request (Handler.confirmFollowed)
 			h.followMu.Lock()
 			if cur, ok := h.follow[key]; ok && cur.d == prev.d {
 				cur.checked = now
@@ -238,10 +240,32 @@ func (h *Handler) latest(ctx context.Context, key string) (uint64, error) {
 		if len(h.follow) >= 1024 {
 			clear(h.follow) // bounded: followers are cheap to rebuild
 		}
-		h.follow[key] = followed{d: d, listed: listed, checked: listed}
+		f := followed{d: d, listed: listed, checked: listed}
+		if lance.Speculative(ctx) {
+			f.checked = time.Time{} // not confirmed yet: see Handler.confirmFollowed
+		}
+		h.follow[key] = f
 	}
 	h.followMu.Unlock()
 	return v, nil
+}
+
+// confirmFollowed marks the tables' followed versions that are v's as
+// confirmed at the time at (Options.VersionTTL counts from it), once the
+// request's speculative scope confirmed them.
+func (h *Handler) confirmFollowed(v Versions, at time.Time) {
+	h.followMu.Lock()
+	defer h.followMu.Unlock()
+	for _, t := range []struct {
+		name string
+		v    uint64
+	}{{tracking.RunsTable, v.Runs}, {tracking.ParamsTable, v.Params}, {tracking.SeriesTable, v.Series}, {tracking.MetricsTable, v.Metrics}} {
+		key := store.Join(h.root, t.name)
+		if cur, ok := h.follow[key]; ok && cur.d.Version() == t.v && cur.checked.Before(at) {
+			cur.checked = at
+			h.follow[key] = cur
+		}
+	}
 }
 
 // findLatest opens the latest version of the dataset at key. The first

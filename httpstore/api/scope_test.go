@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kv0/kv0/core/lance"
 	"github.com/kv0/kv0/core/store"
 	"github.com/kv0/kv0/core/tracking"
 )
@@ -251,5 +252,48 @@ func TestColdPointsWaves(t *testing.T) {
 		if n > 4 {
 			t.Errorf("list=%v: %d dependent round trips, want at most 4", list, n)
 		}
+	}
+}
+
+// TestSpeculationAndVersionTTL checks that a version a speculative request
+// took is trusted for Options.VersionTTL only once the request confirmed
+// it: a points request on a store that cannot list leaves its versions
+// confirmed, so the next one within the TTL reaches no store; versions
+// read in a speculative scope that was never confirmed are not trusted.
+func TestSpeculationAndVersionTTL(t *testing.T) {
+	f := newFixture(t)
+	cs := &countingStore{Store: noListStore{f.st}}
+	h := New(cs, "", Options{VersionTTL: time.Hour})
+	defer h.Close()
+	target := "/api/v1/series/points?ids=" + strconv.FormatUint(uint64(f.series["0/loss"]), 10)
+	if w := get(t, h, target); w.Code != 200 {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+	before := cs.calls.Load()
+	if w := get(t, h, target); w.Code != 200 {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+	if n := cs.calls.Load() - before; n != 0 {
+		t.Errorf("a request within the TTL after a confirmed one made %d store calls", n)
+	}
+
+	h2 := New(noListStore{f.st}, "", Options{VersionTTL: time.Hour})
+	defer h2.Close()
+	ctx := lance.WithLatestScope(t.Context(), lance.ScopeOptions{Speculative: true})
+	v, err := h2.versions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := store.Join(h2.root, tracking.MetricsTable)
+	if c := h2.follow[key].checked; !c.IsZero() {
+		t.Fatalf("a speculative version counts as confirmed at %v", c)
+	}
+	if ok, err := lance.ConfirmScope(ctx); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	at := time.Now()
+	h2.confirmFollowed(v, at)
+	if c := h2.follow[key].checked; !c.Equal(at) {
+		t.Fatalf("confirmed at %v, want %v", c, at)
 	}
 }

@@ -93,6 +93,7 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, route string, q
 // latest.
 func (h *Handler) answerIn(w http.ResponseWriter, r *http.Request, ctx context.Context, route string, q query, keep bool,
 	build func(ctx context.Context, repo *tracking.Repo) ([]byte, error)) (err error, again bool) {
+	start := h.clock()
 	confirmed := func() (bool, error) { return lance.ConfirmScope(ctx) }
 	// No probe outlives the request, even one that fails: the worker ties
 	// every read to the request that made it.
@@ -152,6 +153,7 @@ func (h *Handler) answerIn(w http.ResponseWriter, r *http.Request, ctx context.C
 		if ok, err := confirmed(); err != nil || !ok {
 			return err, err == nil
 		}
+		h.confirmFollowed(v, start)
 	}
 	if h.setCaching(w, r, validator{etag: etag}) {
 		return nil, false
@@ -170,6 +172,7 @@ func (h *Handler) answerIn(w http.ResponseWriter, r *http.Request, ctx context.C
 	if ok, err := confirmed(); err != nil || !ok {
 		return err, err == nil
 	}
+	h.confirmFollowed(v, start)
 	writeJSONBytes(w, r, http.StatusOK, b)
 	// Kept only as the answer of exactly these versions: a commit that
 	// landed while it was built may show in it. The versions are read
