@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -295,5 +296,71 @@ func TestSpeculationAndVersionTTL(t *testing.T) {
 	h2.confirmFollowed(v, at)
 	if c := h2.follow[key].checked; !c.Equal(at) {
 		t.Fatalf("confirmed at %v, want %v", c, at)
+	}
+}
+
+// TestColdNewSeriesHintBehind checks a speculation whose stale version
+// makes the answer an error: a series created by a commit that the
+// series table's hint does not name yet is found, not a 404.
+func TestColdNewSeriesHintBehind(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	r, err := tracking.OpenRepo(ctx, f.st, "", tracking.RepoOptions{FlushInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rn, err := r.ResumeRun(ctx, f.runIDs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := int64(1)
+	if err := rn.Track(0.5, "fresh", tracking.TrackOptions{Step: &step}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, table := range []string{"series.lance", "metrics.lance"} {
+		hint := table + "/_versions/latest_version_hint.json"
+		b, err := store.ReadAll(ctx, f.st, hint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v uint64
+		if _, err := fmt.Sscanf(strings.TrimSpace(string(b)), `{"version":%d}`, &v); err != nil || v < 2 {
+			t.Fatalf("hint %q: %v", b, err)
+		}
+		if err := f.st.Put(ctx, hint, fmt.Appendf(nil, `{"version":%d}`, v-1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ref := New(f.st, "", Options{})
+	defer ref.Close()
+	w := get(t, ref, "/api/v1/runs/"+f.runIDs[0]+"/series")
+	var series []struct {
+		ID   string `json:"series_id"`
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &series); err != nil {
+		t.Fatal(err)
+	}
+	id := ""
+	for _, s := range series {
+		if s.Name == "fresh" {
+			id = s.ID
+		}
+	}
+	if id == "" {
+		t.Fatalf("no series fresh: %s", w.Body)
+	}
+	target := "/api/v1/series/points?ids=" + id
+	want := get(t, ref, target)
+	if want.Code != 200 {
+		t.Fatalf("listing store: %d %s", want.Code, want.Body)
+	}
+	h := New(noListStore{f.st}, "", Options{})
+	defer h.Close()
+	if got := get(t, h, target); got.Code != 200 || got.Body.String() != want.Body.String() {
+		t.Fatalf("static store: %d %s, want %s", got.Code, got.Body, want.Body)
 	}
 }

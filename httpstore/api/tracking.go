@@ -76,7 +76,16 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, route string, q
 	// answer waits for that confirmation before it is sent. When a
 	// confirmation fails (a commit landed), the request is answered again
 	// without speculation.
-	if err, again := h.answerIn(w, r, lance.WithLatestScope(r.Context(), lance.ScopeOptions{Speculative: true}), route, q, keep, build); !again {
+	ctx := lance.WithLatestScope(r.Context(), lance.ScopeOptions{Speculative: true})
+	again, err := h.answerIn(w, r, ctx, route, q, keep, build)
+	if err != nil && !again {
+		// An error (a series not found, say) may come of a version taken
+		// too soon: then it is no answer either. Nothing was written.
+		if ok, cerr := lance.ConfirmScope(ctx); cerr == nil && !ok {
+			again = true
+		}
+	}
+	if !again {
 		return err
 	}
 	// The versions followed were taken from the failed speculation:
@@ -84,15 +93,15 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, route string, q
 	h.followMu.Lock()
 	clear(h.follow)
 	h.followMu.Unlock()
-	err, _ := h.answerIn(w, r, lance.WithLatestScope(r.Context(), lance.ScopeOptions{}), route, q, keep, build)
+	_, err = h.answerIn(w, r, lance.WithLatestScope(r.Context(), lance.ScopeOptions{}), route, q, keep, build)
 	return err
 }
 
 // answerIn is answer in the scope of ctx. It reports again, writing
 // nothing, when ctx's speculative scope took a version that was not the
-// latest.
+// latest; it writes nothing either when it returns an error.
 func (h *Handler) answerIn(w http.ResponseWriter, r *http.Request, ctx context.Context, route string, q query, keep bool,
-	build func(ctx context.Context, repo *tracking.Repo) ([]byte, error)) (err error, again bool) {
+	build func(ctx context.Context, repo *tracking.Repo) ([]byte, error)) (again bool, err error) {
 	start := h.clock()
 	confirmed := func() (bool, error) { return lance.ConfirmScope(ctx) }
 	// No probe outlives the request, even one that fails: the worker ties
@@ -105,20 +114,20 @@ func (h *Handler) answerIn(w http.ResponseWriter, r *http.Request, ctx context.C
 		// client revalidating a stale copy gets the new answer, not a 304.
 		repo, err := h.openRepo(ctx)
 		if err != nil {
-			return err, false
+			return false, err
 		}
 		b, err := build(ctx, repo)
 		if err != nil {
-			return err, false
+			return false, err
 		}
 		if ok, err := confirmed(); err != nil || !ok {
-			return err, err == nil
+			return err == nil, err
 		}
 		if h.setCaching(w, r, validator{etag: "W/" + makeETag(route, q.v.Encode(), string(b))}) {
-			return nil, false
+			return false, nil
 		}
 		writeJSONBytes(w, r, http.StatusOK, b)
-		return nil, false
+		return false, nil
 	}
 	// The repository handle (opened on first use) is prepared while the
 	// versions are read: it reads manifests, not the answer's data, and
@@ -140,7 +149,7 @@ func (h *Handler) answerIn(w http.ResponseWriter, r *http.Request, ctx context.C
 		<-opened
 	}
 	if err != nil {
-		return err, false
+		return false, err
 	}
 	// Weak: the versions are read before the answer, which a commit
 	// landing in between makes newer than the ETag says (never older).
@@ -151,26 +160,26 @@ func (h *Handler) answerIn(w http.ResponseWriter, r *http.Request, ctx context.C
 		// Nothing to read before the answer: the versions must be
 		// confirmed now.
 		if ok, err := confirmed(); err != nil || !ok {
-			return err, err == nil
+			return err == nil, err
 		}
 		h.confirmFollowed(v, start)
 	}
 	if h.setCaching(w, r, validator{etag: etag}) {
-		return nil, false
+		return false, nil
 	}
 	if kept != nil {
 		writeJSONBytes(w, r, http.StatusOK, kept)
-		return nil, false
+		return false, nil
 	}
 	if repoErr != nil {
-		return repoErr, false
+		return false, repoErr
 	}
 	b, err := build(ctx, repo)
 	if err != nil {
-		return err, false
+		return false, err
 	}
 	if ok, err := confirmed(); err != nil || !ok {
-		return err, err == nil
+		return err == nil, err
 	}
 	h.confirmFollowed(v, start)
 	writeJSONBytes(w, r, http.StatusOK, b)
@@ -186,7 +195,7 @@ func (h *Handler) answerIn(w http.ResponseWriter, r *http.Request, ctx context.C
 			h.answers.put(etag, b)
 		}
 	}
-	return nil, false
+	return false, nil
 }
 
 func (h *Handler) getVersions(w http.ResponseWriter, r *http.Request) error {
