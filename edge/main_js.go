@@ -80,6 +80,7 @@ func newHandler(cfg config) (http.Handler, error) {
 		MaxOpenFiles: maxOpenFiles,
 		MaxVersions:  maxVersions,
 		VersionTTL:   time.Second, // the answers' max-age: see api.Options.VersionTTL
+		AnswerCache:  -1,          // answers are kept by answers.go, once
 		Logf:         func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) },
 	}), maxAnswer, maxAnswers), nil
 }

@@ -430,6 +430,21 @@ func checkWritable(d *Dataset) error {
 // of opened data files. On a listing store that costs one List when nothing
 // changed and one manifest read more otherwise.
 func (d *Dataset) Latest(ctx context.Context) (*Dataset, error) {
+	if scopeOf(ctx) != nil {
+		mf, err := openLatest(ctx, d.st, d.k, nil)
+		if err != nil {
+			return nil, err
+		}
+		switch v := mf.m.GetVersion(); {
+		case v == d.Version():
+			return d, nil
+		case v > d.Version():
+			return newDataset(d.st, d.k, mf)
+		}
+		// d is newer than the scope's version (opened by a read that
+		// came later than the scope's): it is the latest known.
+		return d, nil
+	}
 	ref, err := latestByListing(ctx, d.st, d.k, nil)
 	if isNotSupported(err) {
 		mf, err := latestByHint(ctx, d.st, d.k)

@@ -108,9 +108,17 @@ func Open(ctx context.Context, st store.Store, root string, opts OpenOptions) (*
 // openLatest reads the newest manifest; warn (when not nil) receives the
 // manifest names the listing ignored.
 func openLatest(ctx context.Context, st store.Store, k keys, warn func(error)) (*manifestFile, error) {
+	return scopedLatest(ctx, st, k, func(ctx context.Context) (*manifestFile, error) {
+		return findLatest(ctx, st, k, warn)
+	})
+}
+
+// findLatest is openLatest without a scope (but speculative in a
+// speculative one: see byHint).
+func findLatest(ctx context.Context, st store.Store, k keys, warn func(error)) (*manifestFile, error) {
 	ref, err := latestByListing(ctx, st, k, warn)
 	if isNotSupported(err) {
-		return latestByHint(ctx, st, k)
+		return byHint(ctx, st, k)
 	}
 	if err != nil {
 		return nil, err

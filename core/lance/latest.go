@@ -19,6 +19,32 @@ import (
 // LatestVersion. A true answer is a snapshot: a commit may follow at once.
 func (d *Dataset) IsLatest(ctx context.Context) (bool, error) {
 	v := d.Version()
+	if s := scopeOf(ctx); s != nil {
+		if e := s.lookup(d.st, d.k); e != nil {
+			mf, err := e.wait(ctx)
+			if err == nil {
+				switch sv := mf.m.GetVersion(); {
+				case sv == v:
+					return true, nil
+				case sv > v:
+					return false, nil
+				}
+				// d is newer than the scope's version: ask the store.
+			}
+		} else {
+			same, err := d.isLatest(ctx)
+			if err == nil && same {
+				NoteLatest(ctx, d)
+			}
+			return same, err
+		}
+	}
+	return d.isLatest(ctx)
+}
+
+// isLatest is IsLatest without a scope.
+func (d *Dataset) isLatest(ctx context.Context) (bool, error) {
+	v := d.Version()
 	n := d.Naming()
 	if n != NamingV2 {
 		latest, err := LatestVersion(ctx, d.st, d.k.root)

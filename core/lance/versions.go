@@ -132,6 +132,17 @@ func listVersions(ctx context.Context, st store.Store, k keys, warn func(error))
 // on a listing store.
 func LatestVersion(ctx context.Context, st store.Store, root string, opts ...ListOptions) (uint64, error) {
 	k := keys{root: root}
+	if s := scopeOf(ctx); s != nil {
+		// In a scope that knows (or is finding) the answer, it is the
+		// scope's.
+		if e := s.lookup(st, k); e != nil {
+			mf, err := e.wait(ctx)
+			if err != nil {
+				return 0, err
+			}
+			return mf.m.GetVersion(), nil
+		}
+	}
 	ref, err := latestByListing(ctx, st, k, warnFunc(opts))
 	if errors.Is(err, store.ErrNotSupported) {
 		mf, err := latestByHint(ctx, st, k)

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/kv0/kv0/core/lance"
+	"github.com/kv0/kv0/core/store"
+	"github.com/kv0/kv0/core/tracking"
 )
 
 // apiVersion is part of every ETag, so answers of another encoding never
@@ -203,14 +205,17 @@ func (h *Handler) latest(ctx context.Context, key string) (uint64, error) {
 	h.followMu.Unlock()
 	now := h.clock()
 	if prev.d != nil && h.opts.VersionTTL > 0 && now.Sub(prev.checked) < h.opts.VersionTTL {
-		return prev.d.Version(), nil // confirmed moments ago (Options.VersionTTL)
+		// Confirmed moments ago (Options.VersionTTL): the request's other
+		// reads take the same version (lance's scope of the request).
+		lance.NoteLatest(ctx, prev.d)
+		return prev.d.Version(), nil
 	}
 	if prev.d != nil && now.Sub(prev.listed) < listEvery {
 		same, err := prev.d.IsLatest(ctx)
 		if err != nil {
 			return 0, err
 		}
-		if same {
+		if same && !lance.Speculative(ctx) { // else confirmed with the request (Handler.confirmFollowed)
 			h.followMu.Lock()
 			if cur, ok := h.follow[key]; ok && cur.d == prev.d {
 				cur.checked = now
@@ -221,29 +226,74 @@ func (h *Handler) latest(ctx context.Context, key string) (uint64, error) {
 		}
 	}
 	listed := now
-	v, err := lance.LatestVersion(ctx, h.st, key)
+	d, err := h.findLatest(ctx, key, prev.d)
 	if err != nil {
 		h.followMu.Lock()
 		delete(h.follow, key)
 		h.followMu.Unlock()
 		return 0, err
 	}
-	if v == 0 {
-		return 0, lance.ErrNotFound
-	}
-	d, err := h.openVersion(ctx, key, v)
-	if err != nil {
-		return 0, err
-	}
+	v := d.Version()
+	lance.NoteLatest(ctx, d)
 	h.followMu.Lock()
 	if cur := h.follow[key]; cur.d == nil || cur.d.Version() <= v {
 		if len(h.follow) >= 1024 {
 			clear(h.follow) // bounded: followers are cheap to rebuild
 		}
-		h.follow[key] = followed{d: d, listed: listed, checked: listed}
+		f := followed{d: d, listed: listed, checked: listed}
+		if lance.Speculative(ctx) {
+			f.checked = time.Time{} // not confirmed yet: see Handler.confirmFollowed
+		}
+		h.follow[key] = f
 	}
 	h.followMu.Unlock()
 	return v, nil
+}
+
+// confirmFollowed marks the tables' followed versions that are v's as
+// confirmed at the time at (Options.VersionTTL counts from it), once the
+// request's speculative scope confirmed them.
+func (h *Handler) confirmFollowed(v Versions, at time.Time) {
+	h.followMu.Lock()
+	defer h.followMu.Unlock()
+	for _, t := range []struct {
+		name string
+		v    uint64
+	}{{tracking.RunsTable, v.Runs}, {tracking.ParamsTable, v.Params}, {tracking.SeriesTable, v.Series}, {tracking.MetricsTable, v.Metrics}} {
+		key := store.Join(h.root, t.name)
+		if cur, ok := h.follow[key]; ok && cur.d.Version() == t.v && cur.checked.Before(at) {
+			cur.checked = at
+			h.follow[key] = cur
+		}
+	}
+}
+
+// findLatest opens the latest version of the dataset at key. The first
+// time (prev nil) it opens it with the manifest read that finds it (on a
+// store that cannot list, the hint and probes read the manifest anyway);
+// later it finds the number (one listing) and opens that version from the
+// cache of opened versions when it is there.
+func (h *Handler) findLatest(ctx context.Context, key string, prev *lance.Dataset) (*lance.Dataset, error) {
+	if prev == nil {
+		d, err := lance.Open(ctx, h.st, key, lance.OpenOptions{Files: h.files})
+		if err != nil {
+			return nil, err
+		}
+		ck := key + "\x00" + strconv.FormatUint(d.Version(), 10)
+		if c := h.datasets.get(ck); c != nil {
+			return c, nil // the one already opened, with its files
+		}
+		h.datasets.put(ck, d)
+		return d, nil
+	}
+	v, err := lance.LatestVersion(ctx, h.st, key)
+	if err != nil {
+		return nil, err
+	}
+	if v == 0 {
+		return nil, lance.ErrNotFound
+	}
+	return h.openVersion(ctx, key, v)
 }
 
 // DefaultAnswerCache is the default of Options.AnswerCache: 16 MiB, some

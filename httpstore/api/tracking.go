@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/kv0/kv0/core/inspect"
+	"github.com/kv0/kv0/core/lance"
 	"github.com/kv0/kv0/core/store"
 	"github.com/kv0/kv0/core/tracking"
 )
@@ -72,7 +73,43 @@ func isNotFound(err error) bool {
 // request and tagged by their content instead of the versions.
 func (h *Handler) answer(w http.ResponseWriter, r *http.Request, route string, q query, keep bool,
 	build func(ctx context.Context, repo *tracking.Repo) ([]byte, error)) error {
-	ctx := r.Context()
+	// The request's reads agree on each table's latest version and find
+	// it once (a lance scope); a speculative scope takes the hinted
+	// versions before their successors are known to be missing, and the
+	// answer waits for that confirmation before it is sent. When a
+	// confirmation fails (a commit landed), the request is answered again
+	// without speculation.
+	ctx := lance.WithLatestScope(r.Context(), lance.ScopeOptions{Speculative: true})
+	again, err := h.answerIn(w, r, ctx, route, q, keep, build)
+	if err != nil && !again {
+		// An error (a series not found, say) may come of a version taken
+		// too soon: then it is no answer either. Nothing was written.
+		if ok, cerr := lance.ConfirmScope(ctx); cerr == nil && !ok {
+			again = true
+		}
+	}
+	if !again {
+		return err
+	}
+	// The versions followed were taken from the failed speculation:
+	// find them again.
+	h.followMu.Lock()
+	clear(h.follow)
+	h.followMu.Unlock()
+	_, err = h.answerIn(w, r, lance.WithLatestScope(r.Context(), lance.ScopeOptions{}), route, q, keep, build)
+	return err
+}
+
+// answerIn is answer in the scope of ctx. It reports again, writing
+// nothing, when ctx's speculative scope took a version that was not the
+// latest; it writes nothing either when it returns an error.
+func (h *Handler) answerIn(w http.ResponseWriter, r *http.Request, ctx context.Context, route string, q query, keep bool,
+	build func(ctx context.Context, repo *tracking.Repo) ([]byte, error)) (again bool, err error) {
+	start := h.clock()
+	confirmed := func() (bool, error) { return lance.ConfirmScope(ctx) }
+	// No probe outlives the request, even one that fails: the worker ties
+	// every read to the request that made it.
+	defer func() { _, _ = lance.ConfirmScope(ctx) }()
 	if !keep {
 		// The answer also follows the clock (a running run whose heartbeat
 		// grew old reads as crashed at the same versions), so its tag
@@ -80,17 +117,20 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, route string, q
 		// client revalidating a stale copy gets the new answer, not a 304.
 		repo, err := h.openRepo(ctx)
 		if err != nil {
-			return err
+			return false, err
 		}
 		b, err := build(ctx, repo)
 		if err != nil {
-			return err
+			return false, err
+		}
+		if ok, err := confirmed(); err != nil || !ok {
+			return err == nil, err
 		}
 		if h.setCaching(w, r, validator{etag: "W/" + makeETag(route, q.v.Encode(), string(b))}) {
-			return nil
+			return false, nil
 		}
 		writeJSONBytes(w, r, http.StatusOK, b)
-		return nil
+		return false, nil
 	}
 	// The repository handle (opened on first use) is prepared while the
 	// versions are read: it reads manifests, not the answer's data, and
@@ -112,35 +152,53 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, route string, q
 		<-opened
 	}
 	if err != nil {
-		return err
+		return false, err
 	}
 	// Weak: the versions are read before the answer, which a commit
 	// landing in between makes newer than the ETag says (never older).
 	etag := "W/" + makeETag(route, q.v.Encode(), strconv.FormatUint(v.Runs, 10), strconv.FormatUint(v.Params, 10),
 		strconv.FormatUint(v.Series, 10), strconv.FormatUint(v.Metrics, 10))
-	if h.setCaching(w, r, validator{etag: etag}) {
-		return nil
+	kept := h.answers.get(etag)
+	if kept != nil || r.Header.Get("If-None-Match") != "" {
+		// Nothing to read before the answer: the versions must be
+		// confirmed now.
+		if ok, err := confirmed(); err != nil || !ok {
+			return err == nil, err
+		}
+		h.confirmFollowed(v, start)
 	}
-	if b := h.answers.get(etag); b != nil {
-		writeJSONBytes(w, r, http.StatusOK, b)
-		return nil
+	if h.setCaching(w, r, validator{etag: etag}) {
+		return false, nil
+	}
+	if kept != nil {
+		writeJSONBytes(w, r, http.StatusOK, kept)
+		return false, nil
 	}
 	if repoErr != nil {
-		return repoErr
+		return false, repoErr
 	}
 	b, err := build(ctx, repo)
 	if err != nil {
-		return err
+		return false, err
 	}
+	if ok, err := confirmed(); err != nil || !ok {
+		return err == nil, err
+	}
+	h.confirmFollowed(v, start)
+	writeJSONBytes(w, r, http.StatusOK, b)
 	// Kept only as the answer of exactly these versions: a commit that
-	// landed while it was built may show in it.
+	// landed while it was built may show in it. The versions are read
+	// again (outside the request's scope) once the answer is sent, so the
+	// client does not wait for them.
 	if h.answers.max > 0 {
-		if after, err := h.versions(ctx); err == nil && after == v {
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+		if after, err := h.versions(r.Context()); err == nil && after == v {
 			h.answers.put(etag, b)
 		}
 	}
-	writeJSONBytes(w, r, http.StatusOK, b)
-	return nil
+	return false, nil
 }
 
 func (h *Handler) getVersions(w http.ResponseWriter, r *http.Request) error {

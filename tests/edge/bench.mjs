@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { EDGE_DIR, fillR2, freePort, REPO, roundTrips, startOrigin, startServe, startWorker, stopAll, WRANGLER } from './lib.mjs';
+import { EDGE_DIR, fillR2, freePort, idle, REPO, roundTrips, startOrigin, startServe, startWorker, stopAll, WRANGLER } from './lib.mjs';
 
 const run = promisify(execFile);
 const dataDir = process.argv[2] ?? join(REPO, 'out/edge-bench');
@@ -108,6 +108,15 @@ const w :Workerd.Worker = (
   return { url: `http://127.0.0.1:${port}`, pid: child.pid, stop: () => child.kill('SIGKILL') };
 }
 
+// The resident memory of a process, now and at its peak (MiB): workerd
+// alone holds one isolate, so this bounds what the isolate uses (its heap,
+// the wasm module's memory) from above.
+async function memory(pid) {
+  const st = await readFile(`/proc/${pid}/status`, 'utf8');
+  const kb = (name) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(st)?.[1] ?? NaN);
+  return { rss_mib: Math.round(kb('VmRSS') / 102.4) / 10, peak_rss_mib: Math.round(kb('VmHWM') / 102.4) / 10 };
+}
+
 async function pidCPU(pid) {
   const f = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1].split(' ');
   return (Number(f[11]) + Number(f[12])) / 100;
@@ -140,6 +149,7 @@ try {
     const b = await bareWorkerd(`${origin.url}/repo`);
     try {
       const first = (await timed(`${b.url}/healthz`)).ms;
+      const started = await memory(b.pid); // Go started, nothing read
       await timed(b.url + series);
       await timed(b.url + series);
       let c0 = await pidCPU(b.pid);
@@ -148,7 +158,7 @@ try {
       c0 = await pidCPU(b.pid);
       for (let i = 0; i < CPU_N; i++) await timed(`${b.url}/healthz`);
       const healthCPU = ((await pidCPU(b.pid)) - c0) / CPU_N * 1000;
-      results.workerd = { first_healthz_ms: first, cpu_warm_series_ms: Math.round(seriesCPU * 100) / 100, cpu_healthz_ms: Math.round(healthCPU * 100) / 100, warm_series_ms: await warm(b.url + series) };
+      results.workerd = { first_healthz_ms: first, cpu_warm_series_ms: Math.round(seriesCPU * 100) / 100, cpu_healthz_ms: Math.round(healthCPU * 100) / 100, warm_series_ms: await warm(b.url + series), rss_started_mib: started.rss_mib, ...(await memory(b.pid)) };
     } finally {
       b.stop();
     }
@@ -178,14 +188,24 @@ try {
   origin.state.latencyMs = 50;
   {
     const w = await startWorker({ vars: varsFor('origin'), persist: persistFor('origin'), probePath: '/' });
-    origin.state.spans = [];
-    const cold = await timed(w.url + series);
-    results.latency50_worker = { cold_ms: cold.ms, origin_requests: origin.state.spans.length, round_trips: roundTrips(origin.state.spans), browser_requests: 1 };
+    // Requests made after the answer (kv0 serve's check of the versions
+    // before it keeps an answer) are counted apart, once the origin is idle.
+    const measure = async (url) => {
+      origin.state.spans = [];
+      const cold = await timed(url);
+      const until = performance.now();
+      await idle(origin.state);
+      const spans = origin.state.spans;
+      const before = spans.filter((sp) => sp.end <= until);
+      return {
+        cold_ms: cold.ms, origin_requests: before.length, origin_requests_after: spans.length - before.length,
+        origin_bytes: before.reduce((n, sp) => n + (sp.bytes ?? 0), 0), round_trips: roundTrips(spans, until),
+      };
+    };
+    results.latency50_worker = { ...(await measure(w.url + series)), browser_requests: 1 };
     await w.stop();
     const s = await startServe(`${origin.url}/repo`);
-    origin.state.spans = [];
-    const c2 = await timed(s.url + series);
-    results.latency50_serve = { cold_ms: c2.ms, origin_requests: origin.state.spans.length, round_trips: roundTrips(origin.state.spans) };
+    results.latency50_serve = await measure(s.url + series);
     await s.stop();
   }
 } finally {
@@ -207,5 +227,5 @@ console.log(`
 ratios (worker / kv0 serve on disk): origin cold ${ratio(r.worker_origin.cold_ms, r.serve_disk.cold_ms)}, warm ${ratio(r.worker_origin.warm_ms, r.serve_disk.warm_ms)}; R2 cold ${ratio(r.worker_r2.cold_ms, r.serve_disk.cold_ms)}, warm ${ratio(r.worker_r2.warm_ms, r.serve_disk.warm_ms)}
 upload ${r.upload.raw} / gzip ${r.upload.gzip}; first request of a fresh isolate ${r.start.first_healthz_ms} ms (warm ${r.start.warm_healthz_ms} ms)
 workerd CPU per warm request (under wrangler): series ${r.cpu_warm_series_ms} ms, /healthz ${r.cpu_healthz_ms} ms
-workerd alone: first request ${r.workerd.first_healthz_ms} ms; CPU per warm request: series ${r.workerd.cpu_warm_series_ms} ms, /healthz ${r.workerd.cpu_healthz_ms} ms; warm series ${r.workerd.warm_series_ms} ms
-50 ms per origin request: worker ${r.latency50_worker.round_trips} round trips (${r.latency50_worker.origin_requests} requests, ${r.latency50_worker.cold_ms} ms), kv0 serve ${r.latency50_serve.round_trips} (${r.latency50_serve.origin_requests} requests, ${r.latency50_serve.cold_ms} ms), browser 1`);
+workerd alone: first request ${r.workerd.first_healthz_ms} ms; CPU per warm request: series ${r.workerd.cpu_warm_series_ms} ms, /healthz ${r.workerd.cpu_healthz_ms} ms; warm series ${r.workerd.warm_series_ms} ms; resident ${r.workerd.rss_mib} MiB (peak ${r.workerd.peak_rss_mib} MiB; ${r.workerd.rss_started_mib} MiB once started)
+50 ms per origin request: worker ${r.latency50_worker.round_trips} round trips (${r.latency50_worker.origin_requests} requests, ${r.latency50_worker.origin_bytes} bytes, ${r.latency50_worker.cold_ms} ms; ${r.latency50_worker.origin_requests_after} after the answer), kv0 serve ${r.latency50_serve.round_trips} (${r.latency50_serve.origin_requests} requests, ${r.latency50_serve.origin_bytes} bytes, ${r.latency50_serve.cold_ms} ms; ${r.latency50_serve.origin_requests_after} after the answer), browser 1`);

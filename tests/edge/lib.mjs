@@ -153,18 +153,27 @@ export async function startWorker({ vars = {}, persist, probePath = '/healthz' }
 /**
  * The dependent round trips of a set of request spans ({start, end}):
  * the longest chain of requests each sent after the previous one ended.
+ * With until (a performance.now() time, when the client had its answer),
+ * only the requests that ended by then count: a later one (the API's
+ * check that the versions did not move while it built a kept answer,
+ * made once the answer is sent) is no step of the answer.
  */
-export function roundTrips(spans) {
-  const s = [...spans].sort((a, b) => a.start - b.start);
+export function roundTrips(spans, until = Infinity) {
+  return Math.max(0, ...waves(spans.filter((s) => s.end <= until).sort((a, b) => a.start - b.start)));
+}
+
+/**
+ * The wave of each span of spans (sorted by start): 1 plus the deepest
+ * wave of the spans that ended before it started.
+ */
+export function waves(s) {
   const depth = [];
-  let most = 0;
   for (let i = 0; i < s.length; i++) {
     let d = 1;
     for (let j = 0; j < i; j++) if (s[j].end <= s[i].start) d = Math.max(d, depth[j] + 1);
     depth.push(d);
-    most = Math.max(most, d);
   }
-  return most;
+  return depth;
 }
 
 /**
@@ -197,17 +206,33 @@ export async function fillR2(persist, dir, prefix, extra = {}) {
  * each request's path and the peak of requests in flight.
  */
 export async function startOrigin(root, { latencyMs = 0 } = {}) {
-  const state = { fault: () => undefined, paths: [], spans: [], inflight: 0, peak: 0, latencyMs };
+  const state = { fault: () => undefined, paths: [], spans: [], open: new Set(), inflight: 0, peak: 0, peakAt: [], latencyMs };
   const srv = createServer(async (req, res) => {
     state.inflight++;
-    state.peak = Math.max(state.peak, state.inflight);
     const path = decodeURIComponent(new URL(req.url, 'http://x').pathname);
-    const span = { path, start: performance.now(), end: Infinity };
+    const span = { path, range: req.headers.range, start: performance.now(), end: Infinity };
     state.spans.push(span);
-    res.on('close', () => {
+    state.open.add(span);
+    if (state.inflight > state.peak) {
+      state.peak = state.inflight;
+      state.peakAt = [...state.open].map((sp) => `${sp.path} ${sp.range ?? ''}`); // what was in flight at the peak
+    }
+    // A request is in flight until its answer is complete: until res.end
+    // is called (the events that follow, 'finish' and 'close', may come
+    // after the client read the answer and sent its next request, which
+    // would count the two at once), or until it is given up ('close').
+    const done = () => {
+      if (!state.open.delete(span)) return;
       state.inflight--;
       span.end = performance.now();
-    });
+      span.status = res.statusCode;
+    };
+    const end = res.end.bind(res);
+    res.end = (...args) => {
+      done();
+      return end(...args);
+    };
+    res.on('close', done);
     state.paths.push(path);
     if (state.latencyMs) await new Promise((r) => setTimeout(r, state.latencyMs));
     const f = state.fault(path);
@@ -260,6 +285,7 @@ export async function startOrigin(root, { latencyMs = 0 } = {}) {
       await fh.close();
     }
     headers['content-length'] = String(data.length);
+    span.bytes = data.length;
     res.writeHead(status, headers);
     if (f === 'cut' && data.length > 1) {
       res.write(data.subarray(0, data.length >> 1));
@@ -276,6 +302,24 @@ export async function startOrigin(root, { latencyMs = 0 } = {}) {
       srv.close(r);
     }),
   };
+}
+
+/**
+ * Resolves once the origin of state has had no request in flight for
+ * quietMs (requests a server makes after its answer), or after limitMs.
+ */
+export async function idle(state, { quietMs = 300, limitMs = 5000 } = {}) {
+  const t0 = performance.now();
+  let since = performance.now(), seen = state.spans.length;
+  while (performance.now() - t0 < limitMs) {
+    if (state.inflight > 0 || state.spans.length !== seen) {
+      since = performance.now();
+      seen = state.spans.length;
+    } else if (performance.now() - since >= quietMs) {
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }
 
 /**
