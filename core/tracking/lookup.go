@@ -1,6 +1,10 @@
 package tracking
 
-import "context"
+import (
+	"context"
+
+	"github.com/kv0/kv0/core/internal/par"
+)
 
 // FindSeries returns, by id, the series among ids that belong to live runs;
 // ids it does not hold are absent from the map.
@@ -8,11 +12,20 @@ func (r *Repo) FindSeries(ctx context.Context, ids []SeriesID) (map[SeriesID]Ser
 	if err := r.prepareRead(ctx); err != nil {
 		return nil, err
 	}
-	runs, err := r.runsView(ctx)
-	if err != nil {
-		return nil, err
-	}
-	v, err := r.seriesView(ctx)
+	// The two tables are independent: read them at once, not one after
+	// the other (on a cold handle each is a chain of requests).
+	var (
+		runs *runsView
+		v    *seriesView
+	)
+	err := par.Do(ctx, 2, 2, func(ctx context.Context, i int) (err error) {
+		if i == 0 {
+			runs, err = r.runsView(ctx)
+		} else {
+			v, err = r.seriesView(ctx)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

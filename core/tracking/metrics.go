@@ -213,6 +213,10 @@ func (r *Repo) visitPlan(ctx context.Context, d *lance.Dataset, p metricsPlan, s
 	// and handed to fn in plan order.
 	recs := make([][]arrow.RecordBatch, len(holding))
 	unknown := make([]bool, len(holding))
+	// The unsorted fragments are scanned one by one below, in plan order;
+	// opening their files now, all at once, leaves each scan its pages.
+	opened := openScanned(ctx, d, p.scanned)
+	defer func() { <-opened }() // the scans share the opens under way
 	defer func() {
 		for _, l := range recs {
 			for _, rec := range l {
@@ -279,6 +283,27 @@ func (r *Repo) visitPlan(ctx context.Context, d *lance.Dataset, p metricsPlan, s
 		}
 	}
 	return nil
+}
+
+// openScanned opens the data files of the unsorted fragments frags in the
+// background (at most warmFragments of them), so that their scans, which
+// must run in order, do not each begin with a footer request. The channel
+// closes when the opens are done; their errors are left to the scans.
+func openScanned(ctx context.Context, d *lance.Dataset, frags []lance.Fragment) <-chan struct{} {
+	done := make(chan struct{})
+	if len(frags) < 2 || len(frags) > warmFragments {
+		close(done)
+		return done
+	}
+	ids := make([]uint64, len(frags))
+	for i, f := range frags {
+		ids[i] = f.ID
+	}
+	go func() {
+		defer close(done)
+		_ = d.OpenFiles(ctx, ids)
+	}()
+	return done
 }
 
 // warmSeries returns a latestWarm hook that finds the rows of the series in

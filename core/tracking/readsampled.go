@@ -104,6 +104,8 @@ func (r *Repo) readSegments(ctx context.Context, d *lance.Dataset, ids []SeriesI
 		unknown bool                // no series index: scanned below
 	}
 	reads := make([]ranged, len(holding))
+	opened := openScanned(ctx, d, p.scanned) // scanned in order below
+	defer func() { <-opened }()
 	release := func() []arrow.RecordBatch {
 		var l []arrow.RecordBatch
 		for _, rd := range reads {
