@@ -412,6 +412,33 @@ func (x *levelIndex) entriesOrNil() []levelEntry {
 // describe exactly (see the top of this file), in a read of opts on
 // metrics version d. The others are left to the caller.
 func (r *Repo) readLevels(ctx context.Context, d *lance.Dataset, ids []SeriesID, opts ReadOptions) (map[SeriesID]MetricData, error) {
+	plan, err := r.planLevels(ctx, d, ids, opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.fetchLevels(ctx, d, plan, opts)
+}
+
+// levelPlan is where the levels that will answer a read are: their index
+// entries by fragment.
+type levelPlan map[uint64][]levelEntry
+
+// has reports whether the plan answers series id.
+func (p levelPlan) has(id SeriesID) bool {
+	for _, es := range p {
+		for _, e := range es {
+			if e.sid == uint64(id) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// planLevels decides which series of ids a stored level answers exactly
+// (see the top of this file); it reads the files' tails (both indexes)
+// and the unsorted fragments' series ids, not the levels themselves.
+func (r *Repo) planLevels(ctx context.Context, d *lance.Dataset, ids []SeriesID, opts ReadOptions) (levelPlan, error) {
 	if d == nil || opts.Time != nil || opts.MaxPoints != levelPoints {
 		return nil, nil
 	}
@@ -470,7 +497,7 @@ func (r *Repo) readLevels(ctx context.Context, d *lance.Dataset, ids []SeriesID,
 		return nil, err
 	}
 	// Which series a level describes exactly, and where it is.
-	byFrag := map[uint64][]levelEntry{}
+	byFrag := levelPlan{}
 	for _, s := range want {
 		if inUnsorted[s] {
 			continue
@@ -506,13 +533,21 @@ func (r *Repo) readLevels(ctx context.Context, d *lance.Dataset, ids []SeriesID,
 	if len(byFrag) == 0 {
 		return nil, nil
 	}
+	return byFrag, nil
+}
+
+// fetchLevels reads and decodes the levels of a plan.
+func (r *Repo) fetchLevels(ctx context.Context, d *lance.Dataset, byFrag levelPlan, opts ReadOptions) (map[SeriesID]MetricData, error) {
+	if len(byFrag) == 0 {
+		return nil, nil
+	}
 	frags := make([]uint64, 0, len(byFrag))
 	for f := range byFrag {
 		frags = append(frags, f)
 	}
 	slices.Sort(frags)
 	got := make([][]MetricData, len(frags))
-	err = par.Do(ctx, len(frags), 8, func(ctx context.Context, i int) error {
+	err := par.Do(ctx, len(frags), 8, func(ctx context.Context, i int) error {
 		es := byFrag[frags[i]]
 		parts := make([]lancefile.Part, len(es))
 		for k, e := range es {

@@ -299,23 +299,33 @@ func joinSegs(segs []pointSeg) pointSeg {
 // Series a stored level describes exactly are answered from it
 // (levels.go); the others are read and downsampled here.
 func (r *Repo) readSampled(ctx context.Context, d *lance.Dataset, ids []SeriesID, opts ReadOptions) ([]MetricData, error) {
-	lvl, err := r.readLevels(ctx, d, ids, opts)
+	plan, err := r.planLevels(ctx, d, ids, opts)
 	if err != nil {
 		return nil, err
 	}
 	var rest []SeriesID
 	for _, id := range ids {
-		if _, ok := lvl[id]; !ok {
+		if !plan.has(id) {
 			rest = append(rest, id)
 		}
 	}
-	var segs map[SeriesID][]pointSeg
-	if len(rest) > 0 {
-		var recs []arrow.RecordBatch
-		if segs, recs, err = r.readSegments(ctx, d, rest); err != nil {
-			return nil, err
+	// The levels and the points of the other series are read at once.
+	var (
+		lvl  map[SeriesID]MetricData
+		segs map[SeriesID][]pointSeg
+		recs []arrow.RecordBatch
+	)
+	err = par.Do(ctx, 2, 2, func(ctx context.Context, i int) (err error) {
+		if i == 0 {
+			lvl, err = r.fetchLevels(ctx, d, plan, opts)
+		} else if len(rest) > 0 {
+			segs, recs, err = r.readSegments(ctx, d, rest)
 		}
-		defer releaseRecs(recs)
+		return err
+	})
+	defer releaseRecs(recs)
+	if err != nil {
+		return nil, err
 	}
 	out := make([]MetricData, len(ids))
 	handed := make(map[SeriesID]bool, len(lvl))
