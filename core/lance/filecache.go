@@ -103,15 +103,7 @@ func (d *Dataset) openDataFile(ctx context.Context, df *tablepb.DataFile) (*lanc
 // file's footer is read through the dataset's file cache, so a later read of
 // the fragment does not read it again.
 func (d *Dataset) DataFileBuffer(ctx context.Context, fragment uint64, i int) ([]byte, error) {
-	frags, err := d.selectFragments([]uint64{fragment})
-	if err != nil {
-		return nil, err
-	}
-	f := frags[0]
-	if err := d.checkFiles(f); err != nil {
-		return nil, err
-	}
-	lf, err := d.openDataFile(ctx, f.pb.GetFiles()[0])
+	lf, err := d.firstDataFile(ctx, fragment)
 	if err != nil {
 		return nil, err
 	}
@@ -126,6 +118,19 @@ func (d *Dataset) DataFileBuffer(ctx context.Context, fragment uint64, i int) ([
 // Len bytes from offset Off within the buffer, fetched together where they
 // lie close. It returns nil, nil when the file has no buffer i.
 func (d *Dataset) DataFileBufferParts(ctx context.Context, fragment uint64, i int, parts []lancefile.Part) ([][]byte, error) {
+	lf, err := d.firstDataFile(ctx, fragment)
+	if err != nil {
+		return nil, err
+	}
+	if i < 1 || i >= lf.NumGlobalBuffers() {
+		return nil, nil
+	}
+	return lf.GlobalBufferParts(ctx, i, parts)
+}
+
+// firstDataFile opens the first data file of a fragment through the file
+// cache.
+func (d *Dataset) firstDataFile(ctx context.Context, fragment uint64) (*lancefile.File, error) {
 	frags, err := d.selectFragments([]uint64{fragment})
 	if err != nil {
 		return nil, err
@@ -134,14 +139,7 @@ func (d *Dataset) DataFileBufferParts(ctx context.Context, fragment uint64, i in
 	if err := d.checkFiles(f); err != nil {
 		return nil, err
 	}
-	lf, err := d.openDataFile(ctx, f.pb.GetFiles()[0])
-	if err != nil {
-		return nil, err
-	}
-	if i < 1 || i >= lf.NumGlobalBuffers() {
-		return nil, nil
-	}
-	return lf.GlobalBufferParts(ctx, i, parts)
+	return d.openDataFile(ctx, f.pb.GetFiles()[0])
 }
 
 // OpenFiles opens the data files of the given fragments (every fragment

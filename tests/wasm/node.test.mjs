@@ -1,6 +1,7 @@
 // The wasm module in Node: every answer equals the kv0 CLI's on the same
 // data, read through a static HTTP server (Range requests, no listing).
 import { describe, it, before, after } from 'node:test';
+import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { startServer } from './server.mjs';
@@ -23,6 +24,17 @@ after(async () => {
 // module's: quote them before parsing so no digit is lost.
 const quoteIDs = (s) => s.replace(/"series_id": (\d+)/g, '"series_id": "$1"');
 const cliJSON = async (args) => JSON.parse(quoteIDs(await kv0(args)));
+
+
+// tracker(repo) returns track(args, lines): `kv0 track repo args` fed the
+// lines as JSON, resolving when it exits 0.
+function tracker(repo) {
+  return (args, lines) => new Promise((resolve, reject) => {
+    const p = spawn(process.env.KV0 ?? join(import.meta.dirname, '../../bin/kv0'), ['track', repo, ...args, '--no-wal'], { stdio: ['pipe', 'ignore', 'inherit'] });
+    p.on('exit', (c) => (c === 0 ? resolve() : reject(new Error(`kv0 track exited ${c}`))));
+    p.stdin.end(lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+  });
+}
 
 describe('package', () => {
   it('installs as @kv0/wasm: exports and types resolve, the module loads by name', async () => {
@@ -259,13 +271,7 @@ describe('tracking', () => {
   });
 
   it('two watches of one handle each see a commit; a throwing callback does not stop watching', { timeout: 60000 }, async () => {
-    const { spawn } = await import('node:child_process');
-    const live = join(data.dir, 'live-node');
-    const track = (args, lines) => new Promise((resolve, reject) => {
-      const p = spawn(process.env.KV0 ?? join(import.meta.dirname, '../../bin/kv0'), ['track', live, ...args, '--no-wal'], { stdio: ['pipe', 'ignore', 'inherit'] });
-      p.on('exit', (c) => (c === 0 ? resolve() : reject(new Error(`kv0 track exited ${c}`))));
-      p.stdin.end(lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
-    });
+    const track = tracker(join(data.dir, 'live-node'));
     await track(['--run', 'w'], [{ name: 'loss', step: 0, value: 1 }]);
     const r = await mod.openRepo(`${srv.url}/live-node`);
     const seen = [[], []];
@@ -295,13 +301,7 @@ describe('tracking', () => {
   });
 
   it('versionTTL: reads keep the version confirmed within it; versions() ends its grace', { timeout: 60000 }, async () => {
-    const { spawn } = await import('node:child_process');
-    const live = join(data.dir, 'ttl-node');
-    const track = (args, lines) => new Promise((resolve, reject) => {
-      const p = spawn(process.env.KV0 ?? join(import.meta.dirname, '../../bin/kv0'), ['track', live, ...args, '--no-wal'], { stdio: ['pipe', 'ignore', 'inherit'] });
-      p.on('exit', (c) => (c === 0 ? resolve() : reject(new Error(`kv0 track exited ${c}`))));
-      p.stdin.end(lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
-    });
+    const track = tracker(join(data.dir, 'ttl-node'));
     await track(['--run', 'a'], [{ name: 'loss', step: 0, value: 1 }]);
     await assert.rejects(mod.openRepo(`${srv.url}/ttl-node`, { versionTTL: -1 }), (e) => e.code === 'Invalid' && /versionTTL/.test(e.message));
     const held = await mod.openRepo(`${srv.url}/ttl-node`, { versionTTL: 3_600_000, prefetch: true });
