@@ -381,22 +381,8 @@ func repoRead(args []js.Value) js.Value {
 		off := 0
 		for i, m := range data {
 			n := m.Len()
-			steps, vals, ts, eps := buf[off:off+n], buf[off+n:off+2*n], buf[off+2*n:off+3*n], buf[off+3*n:off+4*n]
+			inspect.PointColumns(buf[off:off+4*n], m)
 			off += 4 * n
-			for k, s := range m.Steps[:n] {
-				steps[k] = float64(s)
-			}
-			copy(vals, m.Values[:n])
-			for k, t := range m.Timestamps[:n] {
-				ts[k] = float64(t.UnixMicro()) / 1000
-			}
-			for k, e := range m.Epochs[:n] {
-				if e == tracking.NoEpoch {
-					eps[k] = math.NaN()
-				} else {
-					eps[k] = float64(e)
-				}
-			}
 			if mins[i] != nil {
 				off += copy(buf[off:], mins[i][:n])
 				off += copy(buf[off:], maxs[i][:n])

@@ -190,6 +190,29 @@ func SeriesPoints(ctx context.Context, r *tracking.Repo, ids []tracking.SeriesID
 	return out, nil
 }
 
+// PointColumns writes m's steps, values, timestamps (ms since the epoch,
+// the µs as a fraction) and epochs (NaN for none) into dst, one column
+// after another, as float64s: the layout in which the wasm module hands a
+// read to JavaScript. dst must hold 4 × m.Len() values.
+func PointColumns(dst []float64, m tracking.MetricData) {
+	n := m.Len()
+	steps, vals, ts, eps := dst[:n], dst[n:2*n], dst[2*n:3*n], dst[3*n:4*n]
+	for k, s := range m.Steps[:n] {
+		steps[k] = float64(s)
+	}
+	copy(vals, m.Values[:n])
+	for k, t := range m.Timestamps[:n] {
+		ts[k] = float64(t.UnixMicro()) / 1000
+	}
+	for k, e := range m.Epochs[:n] {
+		if e == tracking.NoEpoch {
+			eps[k] = math.NaN()
+		} else {
+			eps[k] = float64(e)
+		}
+	}
+}
+
 // Bands returns each point's band of a downsampled read: the minimum and
 // maximum of the points kept of its bucket (the bucket's finite extremes),
 // or the value itself for the first and last points, which no bucket

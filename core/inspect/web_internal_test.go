@@ -260,3 +260,18 @@ func BenchmarkPointsJSON(b *testing.B) {
 		b.SetBytes(int64(len(buf)))
 	})
 }
+
+// PointColumns lays out steps, values, timestamps in ms and epochs (NaN
+// for none) one column after another.
+func TestPointColumns(t *testing.T) {
+	m := tracking.MetricData{Steps: []int64{3, 9}, Values: []float64{0.5, math.Inf(-1)},
+		Timestamps: []time.Time{time.UnixMicro(1_500), time.UnixMicro(2_000_250)}, Epochs: []int64{tracking.NoEpoch, 4}}
+	got := make([]float64, 8)
+	PointColumns(got, m)
+	want := []float64{3, 9, 0.5, math.Inf(-1), 1.5, 2000.25, math.NaN(), 4}
+	for i := range want {
+		if got[i] != want[i] && !(math.IsNaN(got[i]) && math.IsNaN(want[i])) {
+			t.Fatalf("column value %d = %v, want %v (all %v)", i, got[i], want[i], got)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -77,7 +78,6 @@ type levelEntry struct {
 	firstStep, last int64
 	off             uint64
 	length          uint32
-	fragment        uint64 // set by the reader
 }
 
 // levelIndex is the decoded buffer 3 of a data file.
@@ -392,55 +392,27 @@ func (r *Repo) fragLevels(ctx context.Context, d *lance.Dataset, f lance.Fragmen
 			x = nil
 		}
 	}
-	for i := range x.entriesOrNil() {
-		x.entries[i].fragment = f.ID
-	}
 	r.cacheMu.Lock()
 	r.levels[k] = x
 	r.cacheMu.Unlock()
 	return x, nil
 }
 
-func (x *levelIndex) entriesOrNil() []levelEntry {
-	if x == nil {
-		return nil
-	}
-	return x.entries
-}
-
-// readLevels answers from the stored levels the series of ids that they
-// describe exactly (see the top of this file), in a read of opts on
-// metrics version d. The others are left to the caller.
-func (r *Repo) readLevels(ctx context.Context, d *lance.Dataset, ids []SeriesID, opts ReadOptions) (map[SeriesID]MetricData, error) {
-	plan, err := r.planLevels(ctx, d, ids, opts)
-	if err != nil {
-		return nil, err
-	}
-	return r.fetchLevels(ctx, d, plan, opts)
-}
-
-// levelPlan is where the levels that will answer a read are: their index
-// entries by fragment.
-type levelPlan map[uint64][]levelEntry
-
-// has reports whether the plan answers series id.
-func (p levelPlan) has(id SeriesID) bool {
-	for _, es := range p {
-		for _, e := range es {
-			if e.sid == uint64(id) {
-				return true
-			}
-		}
-	}
-	return false
+// levelPlan is where the levels that answer a read are: their index
+// entries by fragment, and the series they answer.
+type levelPlan struct {
+	byFrag map[uint64][]levelEntry
+	ids    map[SeriesID]bool
 }
 
 // planLevels decides which series of ids a stored level answers exactly
-// (see the top of this file); it reads the files' tails (both indexes)
-// and the unsorted fragments' series ids, not the levels themselves.
+// (see the top of this file). It reads the sorted files' tails (both
+// indexes; cached by the handle) and, only when some level could answer,
+// the unsorted fragments' series ids; not the levels themselves.
 func (r *Repo) planLevels(ctx context.Context, d *lance.Dataset, ids []SeriesID, opts ReadOptions) (levelPlan, error) {
+	var plan levelPlan
 	if d == nil || opts.Time != nil || opts.MaxPoints != levelPoints {
-		return nil, nil
+		return plan, nil
 	}
 	want := make([]uint64, len(ids))
 	for i, id := range ids {
@@ -451,59 +423,35 @@ func (r *Repo) planLevels(ctx context.Context, d *lance.Dataset, ids []SeriesID,
 	p := planMetrics(d)
 	holding := p.holding(want)
 	if len(holding) == 0 {
-		return nil, nil // nothing sorted: no levels, and no scan of the rest twice
+		return plan, nil
 	}
 	type opened struct {
 		rs  []sidRange
 		lvl *levelIndex
 	}
 	files := make([]opened, len(holding))
-	inUnsorted := map[uint64]bool{}
-	wanted := map[uint64]bool{}
-	for _, s := range want {
-		wanted[s] = true
-	}
-	// Open the sorted files (their tails hold both indexes) and, at the
-	// same time, find which wanted series the unsorted fragments hold.
-	err := par.Do(ctx, len(holding)+len(p.scanned), 8, func(ctx context.Context, i int) error {
-		if i < len(holding) {
-			f := holding[i]
-			rs, err := r.fragRanges(ctx, d, f)
-			if err != nil || rs == nil {
-				return err
-			}
-			lvl, err := r.fragLevels(ctx, d, f)
-			files[i] = opened{rs: rs, lvl: lvl}
+	err := par.Do(ctx, len(holding), 8, func(ctx context.Context, i int) error {
+		rs, err := r.fragRanges(ctx, d, holding[i])
+		if err != nil || rs == nil {
 			return err
 		}
-		f := p.scanned[i-len(holding)]
-		var found []uint64
-		err := scanAll(ctx, d, lance.ScanOptions{Columns: []string{"series_id"}, Fragments: []uint64{f.ID}, BatchRows: 1 << 16}, func(rec arrow.RecordBatch) error {
-			for _, s := range rec.Column(0).(*array.Uint64).Uint64Values() {
-				if wanted[s] && (len(found) == 0 || found[len(found)-1] != s) {
-					found = append(found, s)
-				}
-			}
-			return nil
-		})
-		r.cacheMu.Lock()
-		for _, s := range found {
-			inUnsorted[s] = true
-		}
-		r.cacheMu.Unlock()
+		lvl, err := r.fragLevels(ctx, d, holding[i])
+		files[i] = opened{rs: rs, lvl: lvl}
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return plan, err
 	}
-	// Which series a level describes exactly, and where it is.
-	byFrag := levelPlan{}
+	// Which series a level describes as far as the sorted fragments tell,
+	// and where it is.
+	type candidate struct {
+		e        levelEntry
+		fragment uint64
+	}
+	cands := map[uint64]candidate{}
 	for _, s := range want {
-		if inUnsorted[s] {
-			continue
-		}
 		var rows uint64
-		var e levelEntry
+		var c candidate
 		found, usable := 0, true
 		for i, f := range holding {
 			if !p.spans[f.ID].holdsAny([]uint64{s}) {
@@ -519,25 +467,51 @@ func (r *Repo) planLevels(ctx context.Context, d *lance.Dataset, ids []SeriesID,
 				rows += uint64(o.rs[k].hi - o.rs[k].lo)
 			}
 			if le, ok := o.lvl.find(s); ok && o.lvl.maxPoints == opts.MaxPoints {
-				e, found = le, found+1
+				c, found = candidate{e: le, fragment: f.ID}, found+1
 			}
 		}
-		if !usable || found != 1 || rows != e.points {
+		if !usable || found != 1 || rows != c.e.points {
 			continue
 		}
-		if st := opts.Steps; st != nil && (st.From > e.firstStep || st.To <= e.last) {
+		if st := opts.Steps; st != nil && (st.From > c.e.firstStep || st.To <= c.e.last) {
 			continue
 		}
-		byFrag[e.fragment] = append(byFrag[e.fragment], e)
+		cands[s] = c
 	}
-	if len(byFrag) == 0 {
-		return nil, nil
+	if len(cands) == 0 {
+		return plan, nil
 	}
-	return byFrag, nil
+	// A point of a candidate in an unsorted fragment makes its level stale.
+	var mu sync.Mutex
+	err = par.Do(ctx, len(p.scanned), 8, func(ctx context.Context, i int) error {
+		return scanAll(ctx, d, lance.ScanOptions{Columns: []string{"series_id"}, Fragments: []uint64{p.scanned[i].ID}, BatchRows: 1 << 16}, func(rec arrow.RecordBatch) error {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, s := range rec.Column(0).(*array.Uint64).Uint64Values() {
+				delete(cands, s)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return plan, err
+	}
+	if len(cands) == 0 {
+		return plan, nil
+	}
+	plan = levelPlan{byFrag: map[uint64][]levelEntry{}, ids: make(map[SeriesID]bool, len(cands))}
+	for _, s := range want {
+		if c, ok := cands[s]; ok {
+			plan.byFrag[c.fragment] = append(plan.byFrag[c.fragment], c.e)
+			plan.ids[SeriesID(s)] = true
+		}
+	}
+	return plan, nil
 }
 
 // fetchLevels reads and decodes the levels of a plan.
-func (r *Repo) fetchLevels(ctx context.Context, d *lance.Dataset, byFrag levelPlan, opts ReadOptions) (map[SeriesID]MetricData, error) {
+func (r *Repo) fetchLevels(ctx context.Context, d *lance.Dataset, plan levelPlan, opts ReadOptions) (map[SeriesID]MetricData, error) {
+	byFrag := plan.byFrag
 	if len(byFrag) == 0 {
 		return nil, nil
 	}

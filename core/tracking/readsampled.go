@@ -192,19 +192,11 @@ func (r *Repo) readSegments(ctx context.Context, d *lance.Dataset, ids []SeriesI
 				at = end
 				continue
 			}
-			sid := col[*array.Uint64](rec, "series_id").Uint64Values()
-			for i := 0; i < len(sid); {
-				j := i + 1
-				for j < len(sid) && sid[j] == sid[i] {
-					j++
+			forSeriesRuns(col[*array.Uint64](rec, "series_id").Uint64Values(), func(id SeriesID, i, j int) {
+				if _, ok := out[id]; ok {
+					out[id] = append(out[id], segOf(step, ep, ts, val, i, j))
 				}
-				if id := SeriesID(sid[i]); sid[i] != 0 {
-					if _, ok := out[id]; ok {
-						out[id] = append(out[id], segOf(step, ep, ts, val, i, j))
-					}
-				}
-				i = j
-			}
+			})
 		}
 	}
 	recs := release()
@@ -212,29 +204,22 @@ func (r *Repo) readSegments(ctx context.Context, d *lance.Dataset, ids []SeriesI
 	// order: their batches live only during the callback, so the points
 	// are copied.
 	copyRows := func(rec arrow.RecordBatch) error {
-		sid := rec.Column(0).(*array.Uint64).Uint64Values()
 		step, ep := rec.Column(1).(*array.Int64), rec.Column(2).(*array.Int64)
 		ts, val := rec.Column(3).(*array.Timestamp), rec.Column(4).(*array.Float64)
-		for i := 0; i < len(sid); {
-			j := i + 1
-			for j < len(sid) && sid[j] == sid[i] {
-				j++
+		forSeriesRuns(rec.Column(0).(*array.Uint64).Uint64Values(), func(id SeriesID, i, j int) {
+			if _, ok := out[id]; !ok {
+				return
 			}
-			if id := SeriesID(sid[i]); sid[i] != 0 {
-				if _, ok := out[id]; ok {
-					s := pointSeg{step: slices.Clone(step.Int64Values()[i:j]), val: slices.Clone(val.Float64Values()[i:j]),
-						ts: slices.Clone(ts.TimestampValues()[i:j]), epv: make([]int64, j-i)}
-					for k := range s.epv {
-						s.epv[k] = NoEpoch
-						if ep.IsValid(i + k) {
-							s.epv[k] = ep.Value(i + k)
-						}
-					}
-					out[id] = append(out[id], s)
+			s := pointSeg{step: slices.Clone(step.Int64Values()[i:j]), val: slices.Clone(val.Float64Values()[i:j]),
+				ts: slices.Clone(ts.TimestampValues()[i:j]), epv: make([]int64, j-i)}
+			for k := range s.epv {
+				s.epv[k] = NoEpoch
+				if ep.IsValid(i + k) {
+					s.epv[k] = ep.Value(i + k)
 				}
 			}
-			i = j
-		}
+			out[id] = append(out[id], s)
+		})
 		return nil
 	}
 	var scan []uint64
@@ -253,6 +238,21 @@ func (r *Repo) readSegments(ctx context.Context, d *lance.Dataset, ids []SeriesI
 		}
 	}
 	return out, recs, nil
+}
+
+// forSeriesRuns calls fn for each run [i, j) of equal series ids in sid
+// (the reserved id 0 left out).
+func forSeriesRuns(sid []uint64, fn func(id SeriesID, i, j int)) {
+	for i := 0; i < len(sid); {
+		j := i + 1
+		for j < len(sid) && sid[j] == sid[i] {
+			j++
+		}
+		if sid[i] != 0 {
+			fn(SeriesID(sid[i]), i, j)
+		}
+		i = j
+	}
 }
 
 func releaseRecs(l []arrow.RecordBatch) {
@@ -305,7 +305,7 @@ func (r *Repo) readSampled(ctx context.Context, d *lance.Dataset, ids []SeriesID
 	}
 	var rest []SeriesID
 	for _, id := range ids {
-		if !plan.has(id) {
+		if !plan.ids[id] {
 			rest = append(rest, id)
 		}
 	}

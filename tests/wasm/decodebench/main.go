@@ -14,13 +14,13 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"time"
 
+	"github.com/kv0/kv0/core/inspect"
 	"github.com/kv0/kv0/core/store"
 	"github.com/kv0/kv0/core/tracking"
 )
@@ -99,25 +99,10 @@ func run(root, id string, rest []string) error {
 	return nil
 }
 
-// columns is repoRead's conversion: steps, values, timestamps (ms) and
-// epochs (NaN for none) as one []float64.
+// columns is repoRead's conversion (inspect.PointColumns) into a new
+// slice.
 func columns(m tracking.MetricData) []float64 {
-	n := m.Len()
-	buf := make([]float64, 4*n)
-	steps, vals, ts, eps := buf[:n], buf[n:2*n], buf[2*n:3*n], buf[3*n:]
-	for k, s := range m.Steps[:n] {
-		steps[k] = float64(s)
-	}
-	copy(vals, m.Values[:n])
-	for k, t := range m.Timestamps[:n] {
-		ts[k] = float64(t.UnixMicro()) / 1000
-	}
-	for k, e := range m.Epochs[:n] {
-		if e == tracking.NoEpoch {
-			eps[k] = math.NaN()
-		} else {
-			eps[k] = float64(e)
-		}
-	}
+	buf := make([]float64, 4*m.Len())
+	inspect.PointColumns(buf, m)
 	return buf
 }
