@@ -179,10 +179,14 @@ func OpenRepo(ctx context.Context, st store.Store, root string, opts RepoOptions
 	r.tables.records = map[string]*lance.Dataset{}
 	r.tombScan.seen = map[uint64]bool{}
 	if opts.ReadOnly {
-		// Open the four tables at once: that proves the repository exists,
-		// and a first read then only checks that its table has not moved on
-		// (one listing) while it already fetches the data it needs.
-		tables := []string{RunsTable, ParamsTable, SeriesTable, MetricsTable}
+		// Open the tables every read of series needs at once: that proves
+		// the repository exists, and a first read then only checks that
+		// its table has not moved on (one listing) while it already
+		// fetches the data it needs. The params table is opened by the
+		// first read of parameters (or Prefetch): a server's read of
+		// points never touches it, so opening it here would only add its
+		// requests to that read's (the API's cold series read).
+		tables := []string{RunsTable, SeriesTable, MetricsTable}
 		found := make([]*lance.Dataset, len(tables))
 		err := par.Do(ctx, len(tables), len(tables), func(ctx context.Context, i int) error {
 			var err error

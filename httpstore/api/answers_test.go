@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/kv0/kv0/core/lance"
 	"github.com/kv0/kv0/core/store"
 	"github.com/kv0/kv0/core/tracking"
 )
@@ -32,6 +34,20 @@ func trackPoint(t *testing.T, st store.Store, run string, step int64, v float64)
 	}
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// dropParams deletes a run's parameters straight from the params table: a
+// new version of that table alone.
+func dropParams(t *testing.T, st store.Store, run string) {
+	t.Helper()
+	ctx := context.Background()
+	d, err := lance.Open(ctx, st, tracking.ParamsTable, lance.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, stats, err := d.Delete(ctx, fmt.Sprintf("run_id = '%s'", run)); err != nil || stats.RowsDeleted == 0 {
+		t.Fatalf("deleting the params of %s: %+v %v", run, stats, err)
 	}
 }
 
@@ -82,6 +98,19 @@ func TestAnswerCache(t *testing.T) {
 	w := get(t, h, targets[0])
 	if !strings.Contains(w.Body.String(), ",7777]") || !strings.Contains(w.Body.String(), ",0.25]") {
 		t.Errorf("points after a new point: %.200s...", w.Body)
+	}
+	// Parameters play no part in points and statistics: a commit of the
+	// params table alone keeps their answers (the same ETag, nothing read
+	// again), while /api/v1/versions reports it.
+	vBefore := get(t, h, "/api/v1/versions").Body.String()
+	dropParams(t, f.st, f.runIDs[0])
+	if vAfter := get(t, h, "/api/v1/versions").Body.String(); vAfter == vBefore || !strings.Contains(vAfter, `"runs"`) {
+		t.Errorf("versions after a params commit: %s, before %s", vAfter, vBefore)
+	}
+	kept := h.answers.len()
+	check("after a params commit")
+	if n := h.answers.len(); n != kept {
+		t.Errorf("a params commit made %d new answers, want none (versions %s, before %s)", n-kept, get(t, h, "/api/v1/versions").Body, vBefore)
 	}
 	// Errors are never kept.
 	for i := 0; i < 2; i++ {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/kv0/kv0/core/lance"
 	"github.com/kv0/kv0/core/store"
-	"github.com/kv0/kv0/core/tracking"
 )
 
 // apiVersion is part of every ETag, so answers of another encoding never
@@ -250,18 +249,15 @@ func (h *Handler) latest(ctx context.Context, key string) (uint64, error) {
 	return v, nil
 }
 
-// confirmFollowed marks the tables' followed versions that are v's as
-// confirmed at the time at (Options.VersionTTL counts from it), once the
+// confirmFollowed marks the tables' followed versions that are v's (the
+// tables v names: a version 0 was not read) as confirmed at the time at (Options.VersionTTL counts from it), once the
 // request's speculative scope confirmed them.
 func (h *Handler) confirmFollowed(v Versions, at time.Time) {
 	h.followMu.Lock()
 	defer h.followMu.Unlock()
-	for _, t := range []struct {
-		name string
-		v    uint64
-	}{{tracking.RunsTable, v.Runs}, {tracking.ParamsTable, v.Params}, {tracking.SeriesTable, v.Series}, {tracking.MetricsTable, v.Metrics}} {
+	for _, t := range tablesOf(allTables, &v) {
 		key := store.Join(h.root, t.name)
-		if cur, ok := h.follow[key]; ok && cur.d.Version() == t.v && cur.checked.Before(at) {
+		if cur, ok := h.follow[key]; ok && *t.dst != 0 && cur.d.Version() == *t.dst && cur.checked.Before(at) {
 			cur.checked = at
 			h.follow[key] = cur
 		}
@@ -302,10 +298,11 @@ const DefaultAnswerCache = 16 << 20
 
 // answerCache keeps encoded answers of points and statistics by their ETag,
 // least recently used out first, within a byte budget. The ETag names the
-// route, the query and the four tables' versions, and an answer is kept
-// only when the versions read after building it are those read before
-// (see Handler.answer), so an entry is the exact answer of its versions:
-// a new version of any table makes a new key, never a stale answer.
+// route, the query and the versions of the tables the answer follows from
+// (runs, series and metrics: dataTables), and an answer is kept only when
+// the versions read after building it are those read before (see
+// Handler.answer), so an entry is the exact answer of its versions: a new
+// version of any of those tables makes a new key, never a stale answer.
 type answerCache struct {
 	mu    sync.Mutex
 	max   int64 // 0: keep nothing

@@ -27,11 +27,53 @@ type Versions struct {
 // versions reads the tables' latest versions, concurrently (lance's cheap
 // probes, or a listing once a second; see Handler.latest).
 func (h *Handler) versions(ctx context.Context) (Versions, error) {
+	return h.versionsOf(ctx, allTables)
+}
+
+// tableSet names tables of the repository, one bit each.
+type tableSet uint8
+
+const (
+	runsBit tableSet = 1 << iota
+	paramsBit
+	seriesBit
+	metricsBit
+
+	// allTables are the four tables /api/v1/versions reports.
+	allTables = runsBit | paramsBit | seriesBit | metricsBit
+	// dataTables are those a series' points and statistics follow from:
+	// the series table names the series, the runs table says whether its
+	// run still lives, the metrics table holds the points. Parameters
+	// play no part in them, so those answers neither read nor name the
+	// params table's version (a cold read probes three tables, not four).
+	dataTables = runsBit | seriesBit | metricsBit
+)
+
+// tableField is one table of the repository and its field of a Versions.
+type tableField struct {
+	bit  tableSet
+	name string
+	dst  *uint64
+}
+
+// tablesOf lists the tables of set with their fields of v.
+func tablesOf(set tableSet, v *Versions) []tableField {
+	var out []tableField
+	for _, t := range []tableField{{runsBit, tracking.RunsTable, &v.Runs}, {paramsBit, tracking.ParamsTable, &v.Params},
+		{seriesBit, tracking.SeriesTable, &v.Series}, {metricsBit, tracking.MetricsTable, &v.Metrics}} {
+		if set&t.bit != 0 {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// versionsOf reads the latest versions of the tables of set, concurrently;
+// the others are left 0. The runs table is always among them (it proves
+// the repository exists).
+func (h *Handler) versionsOf(ctx context.Context, set tableSet) (Versions, error) {
 	var v Versions
-	tables := []struct {
-		name string
-		dst  *uint64
-	}{{tracking.RunsTable, &v.Runs}, {tracking.ParamsTable, &v.Params}, {tracking.SeriesTable, &v.Series}, {tracking.MetricsTable, &v.Metrics}}
+	tables := tablesOf(set|runsBit, &v)
 	errs := make([]error, len(tables))
 	var wg sync.WaitGroup
 	for i, t := range tables {
@@ -61,13 +103,13 @@ func isNotFound(err error) bool {
 	return classify(err).status == http.StatusNotFound
 }
 
-// answer answers a request about the repository: it reads the tables'
-// versions, sets the caching headers from them (answering 304 when the
+// answer answers a request about the repository: it reads the versions of
+// the tables the answer follows from (dataTables), sets the caching headers from them (answering 304 when the
 // client's copy is current), and writes the answer kept for those
 // versions, or builds it, keeping it (when keep is set) if the versions
 // did not change meanwhile. build encodes the answer (a JSON document)
 // from the open repository; q has been checked. Only answers that follow
-// from the tables alone may be kept: points and statistics, not runs,
+// from those tables alone may be kept: points and statistics, not runs,
 // whose status also follows the clock (a running run whose heartbeat is
 // old enough reads as crashed); answers not kept are built for every
 // request and tagged by their content instead of the versions.
@@ -147,7 +189,7 @@ func (h *Handler) answerIn(w http.ResponseWriter, r *http.Request, ctx context.C
 			repo, repoErr = h.openRepo(ctx)
 		}()
 	}
-	v, err := h.versions(ctx)
+	v, err := h.versionsOf(ctx, dataTables)
 	if opened != nil {
 		<-opened
 	}
@@ -156,7 +198,7 @@ func (h *Handler) answerIn(w http.ResponseWriter, r *http.Request, ctx context.C
 	}
 	// Weak: the versions are read before the answer, which a commit
 	// landing in between makes newer than the ETag says (never older).
-	etag := "W/" + makeETag(route, q.v.Encode(), strconv.FormatUint(v.Runs, 10), strconv.FormatUint(v.Params, 10),
+	etag := "W/" + makeETag(route, q.v.Encode(), strconv.FormatUint(v.Runs, 10),
 		strconv.FormatUint(v.Series, 10), strconv.FormatUint(v.Metrics, 10))
 	kept := h.answers.get(etag)
 	if kept != nil || r.Header.Get("If-None-Match") != "" {
@@ -194,7 +236,7 @@ func (h *Handler) answerIn(w http.ResponseWriter, r *http.Request, ctx context.C
 		if f, ok := w.(http.Flusher); ok {
 			f.Flush()
 		}
-		if after, err := h.versions(r.Context()); err == nil && after == v {
+		if after, err := h.versionsOf(r.Context(), dataTables); err == nil && after == v {
 			h.answers.put(etag, b)
 		}
 	}
