@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/kv0/kv0/core/inspect"
+	"github.com/kv0/kv0/core/lance"
 	"github.com/kv0/kv0/core/tracking"
 )
 
@@ -142,7 +143,13 @@ func repoCall(args []js.Value) js.Value {
 		if h, err = handle(args[0]); err != nil {
 			return nil, err
 		}
-		v, err := h.call(ctx, args[1].String(), args)
+		// A warm handle reads on while its versions are checked
+		// (lance.Speculate), and again should a check find a commit.
+		var v any
+		err = lance.Speculate(ctx, func(ctx context.Context) (err error) {
+			v, err = h.call(ctx, args[1].String(), args)
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -351,7 +358,11 @@ func repoRead(args []js.Value) js.Value {
 		if o.Time != nil {
 			ro.Time = &tracking.TimeRange{From: msTime(o.Time[0]), To: msTime(o.Time[1])}
 		}
-		data, err := h.r.ReadMany(ctx, ids, ro)
+		var data []tracking.MetricData
+		err = lance.Speculate(ctx, func(ctx context.Context) (err error) {
+			data, err = h.r.ReadMany(ctx, ids, ro)
+			return err
+		})
 		if err != nil {
 			return nil, err
 		}

@@ -17,6 +17,9 @@ import (
 // version hint (which catches a next version removed by a cleanup while a
 // tag kept d). Three small requests, issued together; a V1-named dataset falls back to
 // LatestVersion. A true answer is a snapshot: a commit may follow at once.
+// In a speculative scope (WithLatestScope) that holds no version of the
+// dataset yet, it answers true at once and checks in the background;
+// ConfirmScope reports the outcome.
 func (d *Dataset) IsLatest(ctx context.Context) (bool, error) {
 	v := d.Version()
 	if s := scopeOf(ctx); s != nil {
@@ -31,6 +34,8 @@ func (d *Dataset) IsLatest(ctx context.Context) (bool, error) {
 				}
 				// d is newer than the scope's version: ask the store.
 			}
+		} else if s.spec && s.assume(d) {
+			return true, nil
 		} else {
 			same, err := d.isLatest(ctx)
 			if err == nil && same {

@@ -22,7 +22,9 @@ import (
 // that cannot list, the version the hint names as the latest as soon as
 // its manifest is read, and confirms it (the next version's manifest is
 // missing) in the background, so the reads that follow overlap the
-// confirmation instead of waiting for it. ConfirmScope waits for those
+// confirmation instead of waiting for it; likewise Dataset.IsLatest
+// answers yes at once for the first version asked about, and checks it in
+// the background. ConfirmScope waits for those
 // confirmations; a caller must confirm before it answers, and read again
 // without speculation when a confirmation fails.
 
@@ -98,6 +100,26 @@ func ConfirmScope(ctx context.Context) (bool, error) {
 		}
 	}
 	return ok, nil
+}
+
+// Speculate runs read in a speculative scope made from ctx (see
+// ScopeOptions.Speculative) and confirms the versions it took. When the
+// confirmation fails or cannot be had (a newer version was committed
+// meanwhile, or a probe failed), read runs again in a scope that does not
+// speculate, and that run's outcome is Speculate's: read must leave its
+// results only through its last run. A reader that holds versions from
+// earlier reads (a warm handle) so reads its data while the checks that
+// its versions are still the latest run, instead of after them.
+func Speculate(ctx context.Context, read func(ctx context.Context) error) error {
+	sctx := WithLatestScope(ctx, ScopeOptions{Speculative: true})
+	err := read(sctx)
+	if ok, cerr := ConfirmScope(sctx); cerr == nil && ok {
+		return err
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return read(WithLatestScope(ctx, ScopeOptions{}))
 }
 
 // NoteLatest records d as the latest version of its dataset in the scope
@@ -209,6 +231,39 @@ func (s *latestScope) speculate(ctx context.Context, st store.Store, k keys) (*m
 		}
 	}()
 	return cur, nil
+}
+
+// assume takes d for the latest version of its dataset in the scope, when
+// the scope holds no version of it yet, and checks it in the background
+// (Dataset.isLatest's probes), its outcome going to the scope's
+// confirmations: a reader that already holds a version (a handle's last
+// read) reads on while the check runs instead of after it. It reports
+// false, assuming nothing, when the scope already holds a version of the
+// dataset.
+func (s *latestScope) assume(d *Dataset) bool {
+	s.mu.Lock()
+	if _, ok := s.entries[d.k.root]; ok {
+		s.mu.Unlock()
+		return false
+	}
+	done := make(chan struct{})
+	close(done)
+	s.entries[d.k.root] = &scopeEntry{st: d.st, done: done, mf: d.mf}
+	c := make(chan error, 1)
+	s.pending = append(s.pending, c)
+	s.mu.Unlock()
+	go func() {
+		same, err := d.isLatest(s.base)
+		switch {
+		case err != nil:
+			c <- err
+		case !same:
+			c <- errMoved
+		default:
+			c <- nil
+		}
+	}()
+	return true
 }
 
 // byHint is latestByHint, or its speculative form in a speculative scope.

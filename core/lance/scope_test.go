@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/kv0/kv0/core/store"
 )
@@ -130,5 +131,116 @@ func TestScopeConfirmationError(t *testing.T) {
 	}
 	if ok, err := ConfirmScope(ctx); err == nil || ok {
 		t.Fatalf("ConfirmScope = %v, %v, want the probe's error", ok, err)
+	}
+}
+
+// gateStore holds every Stat until its gate opens.
+type gateStore struct {
+	noList
+	gate chan struct{}
+}
+
+func (s gateStore) Stat(ctx context.Context, key string) (store.ObjectInfo, error) {
+	select {
+	case <-s.gate:
+	case <-ctx.Done():
+		return store.ObjectInfo{}, ctx.Err()
+	}
+	return s.noList.Stat(ctx, key)
+}
+
+// TestScopeAssumesHeldVersion checks IsLatest in a speculative scope: for a
+// version a reader already holds it answers yes before any probe returns,
+// the scope's later reads take that version, and ConfirmScope reports the
+// probes' outcome: confirmed while nothing newer exists, refuted once a
+// commit landed. A scope that does not speculate waits for the probes.
+func TestScopeAssumesHeldVersion(t *testing.T) {
+	mem := store.NewMemory()
+	putVersions(t, mem, "t.lance", 4, NamingV2, 4)
+	d, err := Open(t.Context(), noList{mem}, "t.lance", OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := gateStore{noList{mem}, make(chan struct{})}
+	held, err := Open(t.Context(), noList{mem}, "t.lance", OpenOptions{Version: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held.st = gs // its probes wait at the gate
+	// Bounded, so that an IsLatest waiting for its probes fails the test
+	// instead of hanging it.
+	bounded, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	ctx := WithLatestScope(bounded, ScopeOptions{Speculative: true})
+	if same, err := held.IsLatest(ctx); err != nil || !same {
+		t.Fatalf("speculative IsLatest = %v, %v, want true at once", same, err)
+	}
+	if v, err := LatestVersion(ctx, gs, "t.lance"); err != nil || v != 4 {
+		t.Fatalf("LatestVersion in the scope = %d, %v, want the assumed 4", v, err)
+	}
+	close(gs.gate)
+	if ok, err := ConfirmScope(ctx); err != nil || !ok {
+		t.Fatalf("ConfirmScope = %v, %v, want confirmed", ok, err)
+	}
+
+	putVersions(t, mem, "t.lance", 5, NamingV2, 5)
+	ctx = WithLatestScope(t.Context(), ScopeOptions{Speculative: true})
+	if same, err := d.IsLatest(ctx); err != nil || !same {
+		t.Fatalf("speculative IsLatest after a commit = %v, %v, want true (checked later)", same, err)
+	}
+	if ok, err := ConfirmScope(ctx); err != nil || ok {
+		t.Fatalf("ConfirmScope after a commit = %v, %v, want refuted", ok, err)
+	}
+	if same, err := d.IsLatest(WithLatestScope(t.Context(), ScopeOptions{})); err != nil || same {
+		t.Fatalf("IsLatest without speculation = %v, %v, want false", same, err)
+	}
+}
+
+// TestSpeculate checks lance.Speculate: a read on a held version that is
+// still the latest runs once; one that a commit made stale runs again
+// without speculation and that run's answer stands, errors included.
+func TestSpeculate(t *testing.T) {
+	mem := store.NewMemory()
+	st := noList{mem}
+	putVersions(t, mem, "t.lance", 2, NamingV2, 2)
+	held, err := Open(t.Context(), st, "t.lance", OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// read answers the version it takes for the latest: the held one when
+	// IsLatest says so, else the newest.
+	read := func(runs *[]uint64, failStale bool) func(ctx context.Context) error {
+		return func(ctx context.Context) error {
+			d := held
+			same, err := held.IsLatest(ctx)
+			if err != nil {
+				return err
+			}
+			if !same {
+				if d, err = held.Latest(ctx); err != nil {
+					return err
+				}
+			}
+			*runs = append(*runs, d.Version())
+			if failStale && d.Version() == held.Version() {
+				return fmt.Errorf("series 7 of version %d: %w", d.Version(), ErrNotFound)
+			}
+			return nil
+		}
+	}
+	var runs []uint64
+	if err := Speculate(t.Context(), read(&runs, false)); err != nil || fmt.Sprint(runs) != "[2]" {
+		t.Fatalf("Speculate on the latest = %v, runs %v, want one run at version 2", err, runs)
+	}
+	putVersions(t, mem, "t.lance", 3, NamingV2, 3)
+	runs = nil
+	if err := Speculate(t.Context(), read(&runs, false)); err != nil || fmt.Sprint(runs) != "[2 3]" {
+		t.Fatalf("Speculate after a commit = %v, runs %v, want version 2 then 3", err, runs)
+	}
+	// An error built on the stale version is no answer: the second run's is.
+	held, _ = Open(t.Context(), st, "t.lance", OpenOptions{Version: 2})
+	runs = nil
+	if err := Speculate(t.Context(), read(&runs, true)); err != nil || fmt.Sprint(runs) != "[2 3]" {
+		t.Fatalf("Speculate with an error on the stale version = %v, runs %v", err, runs)
 	}
 }

@@ -309,6 +309,11 @@ func (r *Repo) latestWarm(ctx context.Context, table string, warm func(context.C
 		listed  = time.Now()
 		checked = listed // the grace counts from before the check
 	)
+	if lance.Speculative(ctx) {
+		// A speculative scope's versions are confirmed after the read
+		// (lance.Speculate): they start no grace.
+		checked = time.Time{}
+	}
 	if prev.d == nil {
 		d, err = lance.Open(ctx, r.st, r.key(table), lance.OpenOptions{Files: r.files})
 	} else {
