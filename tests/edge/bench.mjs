@@ -72,11 +72,42 @@ async function cpuPerRequest(w, path) {
 }
 
 // The worker in workerd alone (no wrangler, no inspector, no proxy worker),
-// KV0_ORIGIN only (workerd has no R2 of its own): { url, pid, stop }.
-async function bareWorkerd(originURL) {
-  const dir = join(dataDir, 'workerd');
+// KV0_ORIGIN only (workerd has no R2 of its own): { url, pid, stop }. With
+// empty set, a worker of a few lines of JavaScript instead, answering
+// every request with "ok": what workerd itself holds with one isolate.
+async function bareWorkerd(originURL, { empty = false } = {}) {
+  const dir = join(dataDir, empty ? 'workerd-empty' : 'workerd');
   await mkdir(dir, { recursive: true });
-  for (const f of ['worker.mjs', 'wasm_exec.js', 'kv0edge.wasm']) await writeFile(join(dir, f), await readFile(join(EDGE_DIR, f)));
+  if (empty) {
+    await writeFile(join(dir, 'main.mjs'), "export default { fetch() { return new Response('ok'); } };\n");
+  } else {
+    for (const f of ['worker.mjs', 'wasm_exec.js', 'kv0edge.wasm']) await writeFile(join(dir, f), await readFile(join(EDGE_DIR, f)));
+    // The benchmark's entry: the worker as shipped, and /__memory, the
+    // byte length of the Go program's wasm memory (its heap, which it
+    // never gives back). instances.mjs, evaluated before worker.mjs,
+    // keeps the instances the worker makes.
+    await writeFile(join(dir, 'instances.mjs'), `export const made = [];
+// A proxy of the constructor, so that instanceof still holds (Go.run checks it).
+WebAssembly.Instance = new Proxy(WebAssembly.Instance, {
+  construct(target, args, newTarget) {
+    const inst = Reflect.construct(target, args, newTarget);
+    made.push(inst);
+    return inst;
+  },
+});
+`);
+    await writeFile(join(dir, 'main.mjs'), `import { made } from './instances.mjs';
+import worker from './worker.mjs';
+export default {
+  fetch(req, env, ctx) {
+    if (new URL(req.url).pathname === '/__memory') {
+      return Response.json({ wasm_bytes: made.map((i) => i.exports.mem.buffer.byteLength) });
+    }
+    return worker.fetch(req, env, ctx);
+  },
+};
+`);
+  }
   const port = await freePort();
   await writeFile(join(dir, 'config.capnp'), `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
@@ -85,9 +116,11 @@ const config :Workerd.Config = (
 );
 const w :Workerd.Worker = (
   modules = [
+    (name = "main.mjs", esModule = embed "main.mjs"),${empty ? '' : `
+    (name = "instances.mjs", esModule = embed "instances.mjs"),
     (name = "worker.mjs", esModule = embed "worker.mjs"),
     (name = "wasm_exec.js", esModule = embed "wasm_exec.js"),
-    (name = "kv0edge.wasm", wasm = embed "kv0edge.wasm"),
+    (name = "kv0edge.wasm", wasm = embed "kv0edge.wasm"),`}
   ],
   compatibilityDate = "2026-04-01",
   bindings = [(name = "KV0_ORIGIN", text = "${originURL}")],
@@ -159,8 +192,23 @@ try {
       for (let i = 0; i < CPU_N; i++) await timed(`${b.url}/healthz`);
       const healthCPU = ((await pidCPU(b.pid)) - c0) / CPU_N * 1000;
       results.workerd = { first_healthz_ms: first, cpu_warm_series_ms: Math.round(seriesCPU * 100) / 100, cpu_healthz_ms: Math.round(healthCPU * 100) / 100, warm_series_ms: await warm(b.url + series), rss_started_mib: started.rss_mib, ...(await memory(b.pid)) };
+      // The Go heap's share of the isolate: its wasm memory after every
+      // read above.
+      const mem = await (await fetch(`${b.url}/__memory`)).json();
+      results.workerd.wasm_memory_mib = Math.round(Math.max(...mem.wasm_bytes) / (1 << 20) * 10) / 10;
     } finally {
       b.stop();
+    }
+    // What workerd holds with an isolate of its own that does nothing: the
+    // kv0 isolate's share is the difference.
+    const e = await bareWorkerd(`${origin.url}/repo`, { empty: true });
+    try {
+      for (let i = 0; i < 5; i++) await timed(`${e.url}/`);
+      const base = await memory(e.pid);
+      results.workerd.rss_empty_worker_mib = base.rss_mib;
+      results.workerd.isolate_mib = Math.round((results.workerd.peak_rss_mib - base.rss_mib) * 10) / 10;
+    } finally {
+      e.stop();
     }
   }
 
@@ -227,5 +275,5 @@ console.log(`
 ratios (worker / kv0 serve on disk): origin cold ${ratio(r.worker_origin.cold_ms, r.serve_disk.cold_ms)}, warm ${ratio(r.worker_origin.warm_ms, r.serve_disk.warm_ms)}; R2 cold ${ratio(r.worker_r2.cold_ms, r.serve_disk.cold_ms)}, warm ${ratio(r.worker_r2.warm_ms, r.serve_disk.warm_ms)}
 upload ${r.upload.raw} / gzip ${r.upload.gzip}; first request of a fresh isolate ${r.start.first_healthz_ms} ms (warm ${r.start.warm_healthz_ms} ms)
 workerd CPU per warm request (under wrangler): series ${r.cpu_warm_series_ms} ms, /healthz ${r.cpu_healthz_ms} ms
-workerd alone: first request ${r.workerd.first_healthz_ms} ms; CPU per warm request: series ${r.workerd.cpu_warm_series_ms} ms, /healthz ${r.workerd.cpu_healthz_ms} ms; warm series ${r.workerd.warm_series_ms} ms; resident ${r.workerd.rss_mib} MiB (peak ${r.workerd.peak_rss_mib} MiB; ${r.workerd.rss_started_mib} MiB once started)
+workerd alone: first request ${r.workerd.first_healthz_ms} ms; CPU per warm request: series ${r.workerd.cpu_warm_series_ms} ms, /healthz ${r.workerd.cpu_healthz_ms} ms; warm series ${r.workerd.warm_series_ms} ms; resident ${r.workerd.rss_mib} MiB (peak ${r.workerd.peak_rss_mib} MiB; ${r.workerd.rss_started_mib} MiB once started; an empty worker's workerd ${r.workerd.rss_empty_worker_mib} MiB, so the kv0 isolate at its peak ≈ ${r.workerd.isolate_mib} MiB, of which the Go program's wasm memory ${r.workerd.wasm_memory_mib} MiB)
 50 ms per origin request: worker ${r.latency50_worker.round_trips} round trips (${r.latency50_worker.origin_requests} requests, ${r.latency50_worker.origin_bytes} bytes, ${r.latency50_worker.cold_ms} ms; ${r.latency50_worker.origin_requests_after} after the answer), kv0 serve ${r.latency50_serve.round_trips} (${r.latency50_serve.origin_requests} requests, ${r.latency50_serve.origin_bytes} bytes, ${r.latency50_serve.cold_ms} ms; ${r.latency50_serve.origin_requests_after} after the answer), browser 1`);
