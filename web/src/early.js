@@ -95,10 +95,13 @@ import { parseState } from './state.js';
       if (els.some(([, el]) => !el)) return; // app.js asks for other lists
     }
     const specs = panelSpecs(els.map(([id]) => id), els.map(([, el]) => (el.error ? [] : el.series ?? [])), st.q);
-    const first = specs.slice(0, await onScreen(panelGroups(specs)));
     const opts = readOptions(st.x, st.zoom ? zoomSteps(st.zoom) : null);
+    const read = (s) => { for (const q of pointsQueries(s.series.map((x) => x.series_id), opts)) send('series/points', q).catch(() => {}); };
+    // The first panel at once (the page reads it wherever it lands), the
+    // others once the layout says which fit.
     performance.mark('kv0:early-points');
-    for (const s of first) for (const q of pointsQueries(s.series.map((x) => x.series_id), opts)) send('series/points', q).catch(() => {});
+    if (specs.length) read(specs[0]);
+    specs.slice(1, await onScreen(panelGroups(specs))).forEach(read);
   }).catch(() => { /* app.js asks and reports */ });
 })();
 
