@@ -42,6 +42,8 @@ import { parseState } from './state.js';
   const sent = new Map(); // URL -> Promise<Response>
   const asked = new Set(); // URLs app.js asked for before the starter sent them
   const log = { sent: [], taken: [] }; // what it sent and what app.js took (for tests)
+  let decided;
+  const points = new Promise((res) => { decided = res; });
   const send = (path, query) => {
     const url = apiURL(base, path, query).href;
     if (asked.has(url)) return Promise.reject(new Error('sent by app.js'));
@@ -53,6 +55,8 @@ import { parseState } from './state.js';
   };
   window.kv0early = {
     log,
+    /** Resolves once the starter sent the first panels' points requests, or chose not to. */
+    points,
     /** The answer of url when the starter sent it with this token, once. */
     take(url, tok) {
       const p = sent.get(url);
@@ -72,16 +76,16 @@ import { parseState } from './state.js';
   const wanted = st.sel ? st.sel.filter((id) => !hidden.has(id)) : null;
   let lists = null;
   if (wanted?.length) lists = send('series', seriesQuery(wanted));
-  if (st.exp || st.status || st.tags.length || st.params.length || st.archived) return;
+  if (st.exp || st.status || st.tags.length || st.params.length || st.archived) return decided();
   const runs = send('runs');
   // A first visit draws the newest runs: their series lists go now too.
   if (!st.sel) lists = send('series', newestQuery);
   // The points of the first panels: app.js reads a panel's lines as
   // charts.js asks (no zoom, or a zoom of steps), in the charts view.
-  if (!lists || st.view !== 'charts' || (st.zoom && st.x !== 'step')) return;
+  if (!lists || st.view !== 'charts' || (st.zoom && st.x !== 'step')) return decided();
   // The bodies are read from copies: app.js takes the answers themselves.
   const body = (p) => p.then((r) => (r.ok ? r.clone().json() : Promise.reject(new Error(`HTTP ${r.status}`))));
-  Promise.all([body(runs), body(lists)]).then(async ([listed, answer]) => {
+  Promise.all([body(runs), body(lists)]).then(([listed, answer]) => {
     // The drawn runs as main.js finds them: the selection (or the newest
     // runs) that the listing holds, not hidden; each one's series list
     // (none for a run the answer has an error for).
@@ -101,8 +105,8 @@ import { parseState } from './state.js';
     // others once the layout says which fit.
     performance.mark('kv0:early-points');
     if (specs.length) read(specs[0]);
-    specs.slice(1, await onScreen(panelGroups(specs))).forEach(read);
-  }).catch(() => { /* app.js asks and reports */ });
+    specs.slice(1, onScreen(panelGroups(specs))).forEach(read);
+  }).catch(() => { /* app.js asks and reports */ }).finally(decided);
 })();
 
 /**
@@ -112,17 +116,13 @@ import { parseState } from './state.js';
  * with the page's style as charts.js lays them out, measured, and removed
  * before anything is painted (index.html gives #runs its class, so the
  * runs table's box is in place before app.js fills it). 1 when the
- * document or its style is not there yet, 0 when the page already drew
- * its panels.
+ * document or its style is not there yet (the first panel is read
+ * wherever it lands), 0 when the page already placed its panels.
  */
-async function onScreen(groups) {
+function onScreen(groups) {
+  // app.js waits for the starter before it places its panels: no waiting here.
   const charts = document.getElementById('charts');
-  const link = document.querySelector('link[rel="stylesheet"]');
-  if (!charts || !link) return 1;
-  if (!link.sheet) {
-    await new Promise((res) => { link.addEventListener('load', res, { once: true }); link.addEventListener('error', res, { once: true }); });
-    if (!link.sheet) return 1;
-  }
+  if (!charts || !document.querySelector('link[rel="stylesheet"]')?.sheet) return 1;
   if (charts.firstChild) return 0;
   const panel = '<article class="panel"><header><h3>x</h3><span class="tools"><button>CSV</button></span></header><div class="plot"></div><div class="legend"></div></article>';
   charts.innerHTML = groups.map(([, ss]) => `<section class="panel-group"><h2><button class="group-toggle">x</button> <span class="count">${ss.length}</span></h2><div class="panel-grid">${panel.repeat(ss.length)}</div></section>`).join('');

@@ -315,6 +315,10 @@ async function updatePanels() {
   const ids = drawnRuns();
   const lists = await Promise.all(ids.map((id) => seriesOf(id).catch((e) => { showError(e, `series of ${runById.get(id)?.name ?? id}`); return []; })));
   if (gen !== panelsGen) return;
+  // The page's starter may be sending the first panels' reads from the
+  // same answers: app.js asks for its panels once it has, and takes them.
+  await window.kv0early?.points;
+  if (gen !== panelsGen) return;
   // first.js builds the panels, as the page's starter does to predict the first reads.
   const specs = panelSpecs(ids, lists, state.q);
   knownMetrics = [...new Set(lists.flat().map((s) => s.name))].sort();
