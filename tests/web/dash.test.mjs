@@ -184,15 +184,36 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     return points;
   }
 
+  /**
+   * The page's starter (early.js, inlined in index.html) sent the points
+   * requests of the panels on screen, with the URLs app.js builds: app.js
+   * took each of its answers and sent none of its own, and no points URL
+   * was fetched twice.
+   */
+  async function checkStarterPoints(page, api, what) {
+    const fetched = api.filter((u) => u.pathname === '/api/v1/series/points').map((u) => u.href);
+    assert.equal(new Set(fetched).size, fetched.length, `${what}: a points URL fetched twice: ${fetched.join(' ')}`);
+    const log = await page.evaluate(() => window.kv0early.log);
+    const sent = log.sent.filter((u) => new URL(u).pathname === '/api/v1/series/points');
+    assert.ok(sent.length >= 1, `${what}: the starter sent no points request`);
+    const taken = new Set(log.taken);
+    for (const u of sent) assert.ok(taken.has(u), `${what}: app.js did not take the starter's ${u}`);
+    const bySent = new Set(sent);
+    for (const u of fetched) assert.ok(bySent.has(u), `${what}: app.js sent ${u} itself (the starter's URLs differ, or it missed a panel on screen)`);
+    return sent;
+  }
+
   it('api mode: a first visit sends the versions, the runs and the newest runs\' series lists together, then the points', async () => {
     const { page, api, all } = await openCounting('');
     const paths = api.map((u) => u.pathname + (u.pathname === '/api/v1/series' ? u.search : ''));
     assert.deepEqual(paths.filter((p) => !p.startsWith('/api/v1/series/points')).sort(),
       ['/api/v1/runs', '/api/v1/series?newest=10', '/api/v1/versions'], `api requests before ready: ${paths.join(' ')}`);
     const points = checkPointsRequests(api, 'first visit');
-    // The lines drawn came in those requests: one per panel of ≤ 10 lines.
+    // The lines drawn came in those requests: one per panel of ≤ 10 lines,
+    // sent by the starter as soon as the runs and their lists were in.
     const charts = await hook(page, 'charts');
     assert.ok(charts.length >= 3 && points.length >= charts.length, `${points.length} points requests for ${charts.length} drawn panels`);
+    assert.equal((await checkStarterPoints(page, api, 'first visit')).length, points.length);
     const newest = new Set([...cliRuns].sort((a, b) => (a.created_at < b.created_at ? 1 : -1)).slice(0, 10).map((r) => r.run_id));
     assert.ok(charts.every((c) => c.runs.length > 0 && c.runs.every((r) => newest.has(r.run_id))), 'the drawn panels show the newest runs');
     // The page itself: the document, its script and its style, nothing else.
@@ -208,6 +229,7 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     assert.equal(series[0].searchParams.get('runs'), `${known.run_id},nope,${other.run_id}`);
     assert.equal(api.filter((u) => /^\/api\/v1\/runs\/[^/]+\/(series|params)$/.test(u.pathname)).length, 0, 'no request per run');
     checkPointsRequests(api, 'selected runs');
+    await checkStarterPoints(page, api, 'selected runs');
     const drawn = await hook(page, 'charts');
     assert.ok(drawn.length > 0 && drawn.every((c) => c.runs.every((r) => r.run_id === known.run_id || r.run_id === other.run_id)));
     assert.equal(await page.locator('#errors .error').count(), 0, 'a selected run that is gone shows no error');

@@ -158,6 +158,12 @@ async function coldLoad(url, srv, { firstChart = true, viewport = { width: 1400,
     last_response_ms: rel(lastEnd),
     after_last_response_ms: r1(b.readyAt - (lastEnd - b.origin)),
   };
+  // api mode: the wait from the series lists' answer to the first points request, and how many
+  // points requests the page's starter sent (web/src/early.js; null for a page without its log).
+  const lists = ends.find((e) => /\/api\/v1\/series\?/.test(e.path));
+  const apiPoints = data.filter((e) => e.path.includes('/series/points'));
+  phases.lists_to_points_ms = lists && apiPoints.length ? r1(Math.min(...apiPoints.map((e) => e.at)) - lists.end) : null;
+  phases.starter_points = await page.evaluate(() => window.kv0early?.log?.sent.filter((u) => u.includes('/series/points')).length ?? null);
   const charts = await page.evaluate(() => window.kv0dash.charts().map((c) => ({ metric: c.metric, runs: c.runs.length, points: c.runs.map((r) => r.steps.length) })));
   const panels = await page.evaluate(() => window.kv0dash.panels().length);
   await ctx.close();

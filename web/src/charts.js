@@ -8,31 +8,11 @@
 
 import uPlot from 'uplot';
 
-export const MAX_POINTS = 1000;
+import { MAX_POINTS, contextLabel, isTimeX, panelGroups, panelMatcher, prefixOf, readOptions, zoomSteps } from './first.js';
+
+export { MAX_POINTS, contextLabel, panelMatcher, prefixOf };
 
 const esc = (s) => String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' }[c]));
-
-/** The group of a metric: its name up to the first '/', or "Charts". */
-export function prefixOf(metric) {
-  const i = metric.indexOf('/');
-  return i > 0 ? metric.slice(0, i) : 'Charts';
-}
-
-/** A panel filter: a case-insensitive regex when q parses as one, else a substring. */
-export function panelMatcher(q) {
-  if (!q) return () => true;
-  let re = null;
-  try { re = new RegExp(q, 'i'); } catch { /* not a regex */ }
-  const lower = q.toLowerCase();
-  return (text) => (re ? re.test(text) : text.toLowerCase().includes(lower));
-}
-
-export function contextLabel(ctx) {
-  if (!ctx || ctx === '{}') return '';
-  try {
-    return Object.entries(JSON.parse(ctx)).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' ');
-  } catch { return ctx; }
-}
 
 function lowerBound(a, x) {
   let lo = 0, hi = a.length;
@@ -97,8 +77,9 @@ export class ChartsView {
    */
   setPanels(specs) {
     const keep = new Set();
-    const groups = new Map();
-    for (const s of specs) {
+    // Grouped as first.js groups them: the page's starter predicts the
+    // first panels (and sends their reads) from the same order.
+    const groups = panelGroups(specs).map(([g, ss]) => [g, ss.map((s) => {
       const key = `${s.metric}\u0000${s.context}`;
       keep.add(key);
       let p = this.panels.get(key);
@@ -110,10 +91,8 @@ export class ChartsView {
       const before = p.series.map((x) => x.series_id).join(',');
       p.series = s.series;
       if (p.series.map((x) => x.series_id).join(',') !== before) p.dirty = true;
-      const g = prefixOf(s.metric);
-      if (!groups.has(g)) groups.set(g, []);
-      groups.get(g).push(p);
-    }
+      return p;
+    })]);
     for (const [k, p] of this.panels) {
       if (!keep.has(k)) this.drop(p);
     }
@@ -149,6 +128,9 @@ export class ChartsView {
       for (const p of fresh) {
         const r = p.el.getBoundingClientRect();
         if (r.width > 0 && r.bottom >= top && r.top <= bottom) p.visible = true;
+        // A panel whose read the page's starter already sent (it guessed
+        // the layout) reads too, so that no answer goes unused.
+        else if (r.width > 0 && this.app.source?.prefetched?.(p.series.map((s) => s.series_id), this.readPlan(p).opts)) p.visible = true;
       }
     }
     for (const p of this.order) {
@@ -197,7 +179,7 @@ export class ChartsView {
     const z = this.app.state.zoom;
     if (!z) return null;
     const x = this.app.state.x;
-    if (x === 'step') return [Math.floor(z[0]), Math.floor(z[1]) + 1];
+    if (x === 'step') return zoomSteps(z);
     // Time axes: the steps whose x falls in the zoom, from the full read.
     let lo = Infinity, hi = -Infinity;
     for (const s of p.series) {
@@ -216,10 +198,15 @@ export class ChartsView {
     return Number.isFinite(lo) ? [lo, hi + 1] : null;
   }
 
+  /** What a read of the panel asks for: the step range (null: all), its key, and the read options. */
+  readPlan(p) {
+    const want = this.stepRange(p);
+    return { want, rkey: want ? want.join(':') : 'all', opts: readOptions(this.app.state.x, want) };
+  }
+
   /** Reads what a visible panel lacks, then draws it. */
   ensure(p) {
-    const want = this.stepRange(p);
-    const rkey = want ? want.join(':') : 'all';
+    const { want, rkey, opts } = this.readPlan(p);
     // Lines read for x = step have no timestamps: a time axis reads them again.
     const timeX = this.timeX();
     // The same read already under way (setPanels and the observer both ask).
@@ -244,9 +231,6 @@ export class ChartsView {
     p.pending = gen;
     p.asked = asked;
     p.el.classList.add('loading');
-    // Only what the panel draws: timestamps for a time axis, never epochs.
-    const opts = { maxPoints: MAX_POINTS, fields: timeX ? ['steps', 'values', 'timestamps', 'mins', 'maxs'] : ['steps', 'values', 'mins', 'maxs'] };
-    if (want) { opts.fromStep = want[0]; opts.toStep = want[1]; }
     p.reading = this.app.source.read(ids, opts).then((pts) => {
       if (p.pending !== gen) return;
       if (p.rkey !== rkey) p.data = new Map();
@@ -287,7 +271,7 @@ export class ChartsView {
   }
 
   /** Whether the x axis is a time (the lines need their timestamps). */
-  timeX() { return this.app.state.x === 'wall' || this.app.state.x === 'rel'; }
+  timeX() { return isTimeX(this.app.state.x); }
 
   /** x values of a run's points for the current x axis. */
   xOf(runId, d) {

@@ -51,3 +51,100 @@ export function wasmBase(params, pageURL = location.href) {
   if (!base.pathname.endsWith('/')) base.pathname += '/';
   return base.href;
 }
+
+// ---- the first panels' points ------------------------------------------------
+// The starter sends the points requests of the first panels as soon as it
+// has the runs and their series lists; app.js builds its requests with the
+// same functions, so that the URLs are the same and the starter's answers
+// are taken. What decides a URL: the panels (their order and the order of
+// their lines), the read options, and how the ids are split into requests.
+
+/** Points per line the panels ask for. */
+export const MAX_POINTS = 1000;
+
+/** Series per points request in api mode (the server decodes a request on one goroutine). */
+export const READ_CHUNK = 10;
+
+/** The group of a metric: its name up to the first '/', or "Charts". */
+export function prefixOf(metric) {
+  const i = metric.indexOf('/');
+  return i > 0 ? metric.slice(0, i) : 'Charts';
+}
+
+/** A panel filter: a case-insensitive regex when q parses as one, else a substring. */
+export function panelMatcher(q) {
+  if (!q) return () => true;
+  let re = null;
+  try { re = new RegExp(q, 'i'); } catch { /* not a regex */ }
+  const lower = q.toLowerCase();
+  return (text) => (re ? re.test(text) : text.toLowerCase().includes(lower));
+}
+
+/** A context as words ("subset=train"); "" for none. */
+export function contextLabel(ctx) {
+  if (!ctx || ctx === '{}') return '';
+  try {
+    return Object.entries(JSON.parse(ctx)).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`).join(' ');
+  } catch { return ctx; }
+}
+
+/**
+ * The panels of the drawn runs: ids (in the selection's order) and each
+ * run's series list; one panel per (metric, context) matching the panel
+ * filter q, sorted by metric then context, its lines in the order of ids.
+ */
+export function panelSpecs(ids, lists, q) {
+  const byKey = new Map();
+  ids.forEach((id, i) => {
+    for (const s of lists[i]) {
+      const key = `${s.name}\u0000${s.context}`;
+      if (!byKey.has(key)) byKey.set(key, { metric: s.name, context: s.context, series: [] });
+      byKey.get(key).series.push({ run_id: id, series_id: String(s.series_id), stats: s.stats });
+    }
+  });
+  const match = panelMatcher(q);
+  return [...byKey.values()]
+    .filter((s) => match(`${s.metric} ${contextLabel(s.context)}`) || match(s.metric))
+    .sort((a, b) => (a.metric < b.metric ? -1 : a.metric > b.metric ? 1 : a.context < b.context ? -1 : a.context > b.context ? 1 : 0));
+}
+
+/** The panels grouped as the page lays them out: [[group, [spec, ...]], ...], groups in order of their first panel. */
+export function panelGroups(specs) {
+  const groups = new Map();
+  for (const s of specs) {
+    const g = prefixOf(s.metric);
+    if (!groups.has(g)) groups.set(g, []);
+    groups.get(g).push(s);
+  }
+  return [...groups];
+}
+
+/** Whether the x axis is a time (the lines need their timestamps). */
+export const isTimeX = (x) => x === 'wall' || x === 'rel';
+
+/**
+ * The read options of a panel: x the axis, steps the step range of a zoom
+ * ([from, to), or null for every step).
+ */
+export function readOptions(x, steps) {
+  // Only what the panel draws: timestamps for a time axis, never epochs.
+  const o = { maxPoints: MAX_POINTS, fields: isTimeX(x) ? ['steps', 'values', 'timestamps', 'mins', 'maxs'] : ['steps', 'values', 'mins', 'maxs'] };
+  if (steps) { o.fromStep = steps[0]; o.toStep = steps[1]; }
+  return o;
+}
+
+/** The step range of a zoom [lo, hi] when x is the step. */
+export const zoomSteps = (z) => [Math.floor(z[0]), Math.floor(z[1]) + 1];
+
+/** The queries of the points requests reading ids with opts (readOptions): READ_CHUNK series each. */
+export function pointsQueries(ids, { maxPoints = MAX_POINTS, fromStep, toStep, fields } = {}) {
+  const out = [];
+  for (let i = 0; i < ids.length; i += READ_CHUNK) {
+    const q = [['ids', ids.slice(i, i + READ_CHUNK).join(',')], ['max_points', String(maxPoints)]];
+    if (fromStep !== undefined && fromStep !== null) q.push(['from_step', String(Math.max(0, Math.floor(fromStep)))]);
+    if (toStep !== undefined && toStep !== null && Number.isFinite(toStep)) q.push(['to_step', String(Math.ceil(toStep))]);
+    if (fields) q.push(['fields', fields.join(',')]);
+    out.push(q);
+  }
+  return out;
+}

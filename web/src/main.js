@@ -6,10 +6,10 @@
 import 'uplot/dist/uPlot.min.css';
 import './style.css';
 import { openSource, describeError, parseParamFilter } from './source.js';
-import { newestRuns } from './first.js';
+import { newestRuns, panelSpecs } from './first.js';
 import { parseState, stateQuery } from './state.js';
 import { RunsTable, parseSummary, runDuration } from './table.js';
-import { ChartsView, panelMatcher, contextLabel } from './charts.js';
+import { ChartsView, contextLabel } from './charts.js';
 import { smoothEMA } from './lib/smooth.js';
 import { runColor } from './lib/colors.js';
 import { yRange } from './lib/range.js';
@@ -315,19 +315,13 @@ async function updatePanels() {
   const ids = drawnRuns();
   const lists = await Promise.all(ids.map((id) => seriesOf(id).catch((e) => { showError(e, `series of ${runById.get(id)?.name ?? id}`); return []; })));
   if (gen !== panelsGen) return;
-  const byKey = new Map();
-  ids.forEach((id, i) => {
-    for (const s of lists[i]) {
-      const key = `${s.name}\u0000${s.context}`;
-      if (!byKey.has(key)) byKey.set(key, { metric: s.name, context: s.context, series: [] });
-      byKey.get(key).series.push({ run_id: id, series_id: s.series_id, stats: s.stats });
-    }
-  });
-  const match = panelMatcher(state.q);
-  const specs = [...byKey.values()]
-    .filter((s) => match(`${s.metric} ${contextLabel(s.context)}`) || match(s.metric))
-    .sort((a, b) => (a.metric < b.metric ? -1 : a.metric > b.metric ? 1 : a.context < b.context ? -1 : a.context > b.context ? 1 : 0));
-  knownMetrics = [...new Set([...byKey.values()].map((s) => s.metric))].sort();
+  // The page's starter may be sending the first panels' reads from the
+  // same answers: app.js asks for its panels once it has, and takes them.
+  await window.kv0early?.points;
+  if (gen !== panelsGen) return;
+  // first.js builds the panels, as the page's starter does to predict the first reads.
+  const specs = panelSpecs(ids, lists, state.q);
+  knownMetrics = [...new Set(lists.flat().map((s) => s.name))].sort();
   fillXOptions();
   fillGroupOptions();
   charts.setPanels(specs);

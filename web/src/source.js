@@ -13,7 +13,7 @@
 // 401) and a message naming the URL; describeError() turns it into words
 // that say what to fix.
 
-import { FIRST_SELECTION, apiBase, apiURL, newestQuery, seriesQuery, tokenKey, wasmBase } from './first.js';
+import { FIRST_SELECTION, apiBase, apiURL, newestQuery, pointsQueries, seriesQuery, tokenKey, wasmBase } from './first.js';
 
 export { wasmBase };
 
@@ -97,8 +97,6 @@ export function parseParamFilter(text) {
 
 // ---- api mode -------------------------------------------------------------
 
-/** Series per points request in api mode. */
-const READ_CHUNK = 10;
 /** Runs per request of their series lists in api mode (the server's bound). */
 const SERIES_CHUNK = 1000;
 
@@ -174,20 +172,19 @@ class APISource {
     const where = new URL('series', this.where);
     return sourceError(el.error.code ?? 'Invalid', `${where.origin}${where.pathname}: run ${el.run}: ${el.error.message}`, { url: String(where) });
   }
-  async read(ids, { maxPoints = 1000, fromStep, toStep, fields } = {}) {
+  async read(ids, opts = {}) {
     if (ids.length === 0) return [];
-    // Requests of at most READ_CHUNK series, in parallel: the server decodes
-    // each request on one goroutine, so a panel of many lines uses every core.
-    const chunks = [];
-    for (let i = 0; i < ids.length; i += READ_CHUNK) chunks.push(ids.slice(i, i + READ_CHUNK));
-    const answers = await Promise.all(chunks.map((part) => {
-      const q = [['ids', part.join(',')], ['max_points', String(maxPoints)]];
-      if (fromStep !== undefined && fromStep !== null) q.push(['from_step', String(Math.max(0, Math.floor(fromStep)))]);
-      if (toStep !== undefined && toStep !== null && Number.isFinite(toStep)) q.push(['to_step', String(Math.ceil(toStep))]);
-      if (fields) q.push(['fields', fields.join(',')]);
-      return this.get('series/points', q);
-    }));
+    // Requests of at most READ_CHUNK series (first.js, shared with the
+    // page's starter, which may have sent them), in parallel: the server
+    // decodes each request on one goroutine, so a panel of many lines uses
+    // every core.
+    const answers = await Promise.all(pointsQueries(ids, opts).map((q) => this.get('series/points', q)));
     return answers.flat().map(normPoints);
+  }
+  /** Whether the page's starter sent the points requests of read(ids, opts) (and they were not taken). */
+  prefetched(ids, opts = {}) {
+    const early = globalThis.kv0early;
+    return !!early && ids.length > 0 && pointsQueries(ids, opts).every((q) => early.has(apiURL(this.where, 'series/points', q).href, this.token));
   }
   async stats(ids) {
     if (ids.length === 0) return [];
