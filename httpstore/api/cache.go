@@ -83,8 +83,13 @@ func (h *Handler) setCaching(w http.ResponseWriter, r *http.Request, v validator
 
 // writeJSONBytes answers a JSON document already encoded.
 func writeJSONBytes(w http.ResponseWriter, r *http.Request, status int, b []byte) {
+	writeBytes(w, r, status, "application/json", b)
+}
+
+// writeBytes answers b, of the Content-Type ctype.
+func writeBytes(w http.ResponseWriter, r *http.Request, status int, ctype string, b []byte) {
 	hd := w.Header()
-	hd.Set("Content-Type", "application/json")
+	hd.Set("Content-Type", ctype)
 	hd.Set("Content-Length", strconv.Itoa(len(b)))
 	hd.Set("X-Content-Type-Options", "nosniff")
 	if r.Method == http.MethodHead {

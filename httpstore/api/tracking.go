@@ -213,7 +213,7 @@ func (h *Handler) answerIn(w http.ResponseWriter, r *http.Request, ctx context.C
 		return false, nil
 	}
 	if kept != nil {
-		writeJSONBytes(w, r, http.StatusOK, kept)
+		writeBytes(w, r, http.StatusOK, q.answerType(), kept)
 		return false, nil
 	}
 	if repoErr != nil {
@@ -227,7 +227,7 @@ func (h *Handler) answerIn(w http.ResponseWriter, r *http.Request, ctx context.C
 		return err == nil, err
 	}
 	h.confirmFollowed(v, start)
-	writeJSONBytes(w, r, http.StatusOK, b)
+	writeBytes(w, r, http.StatusOK, q.answerType(), b)
 	// Kept only as the answer of exactly these versions: a commit that
 	// landed while it was built may show in it. The versions are read
 	// again (outside the request's scope) once the answer is sent, so the
@@ -241,6 +241,15 @@ func (h *Handler) answerIn(w http.ResponseWriter, r *http.Request, ctx context.C
 		}
 	}
 	return false, nil
+}
+
+// answerType is the Content-Type of a kept answer to q: JSON, or the
+// binary form of points that format=f64 asks for.
+func (q query) answerType() string {
+	if q.str("format") == "f64" {
+		return PointsF64Type
+	}
+	return "application/json"
 }
 
 func (h *Handler) getVersions(w http.ResponseWriter, r *http.Request) error {
@@ -352,9 +361,17 @@ func (h *Handler) getSeries(w http.ResponseWriter, r *http.Request, id string) e
 const maxPointsLimit = 10_000_000
 
 func (h *Handler) getPoints(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseQuery(r.URL.RawQuery, []string{"ids", "max_points", "from_step", "to_step", "from_time", "to_time", "fields"}, nil)
+	q, err := parseQuery(r.URL.RawQuery, []string{"ids", "max_points", "from_step", "to_step", "from_time", "to_time", "fields", "format"}, nil)
 	if err != nil {
 		return err
+	}
+	binaryForm := false
+	switch f := q.str("format"); f {
+	case "", "json":
+	case "f64":
+		binaryForm = true
+	default:
+		return argErr("format", "want json or f64, got %q", f)
 	}
 	ids, err := q.seriesIDs()
 	if err != nil {
@@ -408,6 +425,9 @@ func (h *Handler) getPoints(w http.ResponseWriter, r *http.Request) error {
 		pts, err := inspect.SeriesPoints(ctx, repo, ids, opts)
 		if err != nil {
 			return nil, err
+		}
+		if binaryForm {
+			return appendPointsF64(nil, pts, fields)
 		}
 		size := 4
 		for i := range pts {

@@ -91,6 +91,7 @@ before(async () => {
     `/api/v1/series/points?ids=${ids[1]}&max_points=0`, `/api/v1/series/points?ids=${ids[2]}&from_step=100&to_step=900`,
     `/api/v1/series/points?ids=${ids[0]}&from_time=2000-01-01T00:00:00Z&max_points=50`,
     `/api/v1/series/points?ids=${ids.slice(0, 2).join(',')}&max_points=100&fields=steps,values,mins,maxs`,
+    `/api/v1/series/points?ids=${ids.slice(0, 3).join(',')}&max_points=100&format=f64`, `/api/v1/series/points?ids=${ids[1]}&max_points=0&format=f64`,
     `/api/v1/series?runs=${r0.run_id},no-such-run,${encodeURIComponent(r0.name)}`, '/api/v1/series?newest=2',
     `/api/v1/stats?ids=${ids.join(',')}`,
     '/api/v1/datasets/metrics.lance/rows?version=2&limit=20', '/api/v1/datasets/metrics.lance/rows?tag=first&limit=5&format=arrow',
@@ -100,7 +101,7 @@ before(async () => {
     '/api/v1/datasets/metrics.lance/rows', // long enough to stream in pieces
     // errors, as kv0 serve answers them
     '/api/v1/runs/no-such-run', '/api/v1/series/points?ids=notanumber', '/api/v1/series/points?ids=1&max_points=-3',
-    '/api/v1/datasets/none.lance/info', '/api/v1/datasets/metrics.lance/rows?format=xml', '/api/v1/datasets/metrics.lance/info?version=999',
+    `/api/v1/series/points?ids=${ids[0]}&format=csv`, '/api/v1/datasets/none.lance/info', '/api/v1/datasets/metrics.lance/rows?format=xml', '/api/v1/datasets/metrics.lance/info?version=999',
     '/api/v1/runs?archived=maybe', '/api/v1/nothing-here',
   ];
   for (const d of datasets) {

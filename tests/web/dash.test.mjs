@@ -179,6 +179,7 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     assert.equal(new Set(ids).size, ids.length, `${what}: a series read twice (${ids.length} ids, ${new Set(ids).size} distinct)`);
     for (const u of points) {
       assert.equal(u.searchParams.get('fields'), 'steps,values,mins,maxs', `${what}: points without timestamps and epochs when x is the step`);
+      assert.equal(u.searchParams.get('format'), 'f64', `${what}: points in the binary form`);
       assert.ok(u.searchParams.get('ids').split(',').length <= 10, `${what}: at most 10 series a request`);
     }
     return points;
@@ -233,6 +234,29 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     const drawn = await hook(page, 'charts');
     assert.ok(drawn.length > 0 && drawn.every((c) => c.runs.every((r) => r.run_id === known.run_id || r.run_id === other.run_id)));
     assert.equal(await page.locator('#errors .error').count(), 0, 'a selected run that is gone shows no error');
+    await page.close();
+  });
+
+  it('api mode against a server without the binary points form: the page asks for JSON and draws the same lines', async () => {
+    const page = await ctx.newPage();
+    const refused = [];
+    // A server of before format=f64 refuses the parameter, as parseQuery
+    // refuses any it does not know.
+    await page.route((u) => u.pathname === '/api/v1/series/points' && u.searchParams.get('format') === 'f64', (route) => {
+      refused.push(route.request().url());
+      return route.fulfill({ status: 400, contentType: 'application/json', body: JSON.stringify({ error: { code: 'Invalid', message: 'format: unknown parameter' } }) });
+    });
+    const json = [];
+    page.on('request', (r) => {
+      const u = new URL(r.url());
+      if (u.pathname === '/api/v1/series/points' && !u.searchParams.has('format')) json.push(u);
+    });
+    await page.goto(`${srv.url}/`);
+    await ready(page);
+    assert.ok(refused.length >= 1, 'the page asked for the binary form first');
+    assert.ok(json.length >= 1, 'then for JSON');
+    const lines = checkLines(await hook(page, 'charts'), 'JSON points');
+    assert.ok(lines >= 3, `${lines} lines`);
     await page.close();
   });
 

@@ -136,15 +136,42 @@ export function readOptions(x, steps) {
 /** The step range of a zoom [lo, hi] when x is the step. */
 export const zoomSteps = (z) => [Math.floor(z[0]), Math.floor(z[1]) + 1];
 
-/** The queries of the points requests reading ids with opts (readOptions): READ_CHUNK series each. */
-export function pointsQueries(ids, { maxPoints = MAX_POINTS, fromStep, toStep, fields } = {}) {
+/**
+ * The queries of the points requests reading ids with opts (readOptions):
+ * READ_CHUNK series each, in the binary form (format=f64, typed arrays
+ * without a JSON parse) unless json is set.
+ */
+export function pointsQueries(ids, { maxPoints = MAX_POINTS, fromStep, toStep, fields } = {}, json = false) {
   const out = [];
   for (let i = 0; i < ids.length; i += READ_CHUNK) {
     const q = [['ids', ids.slice(i, i + READ_CHUNK).join(',')], ['max_points', String(maxPoints)]];
     if (fromStep !== undefined && fromStep !== null) q.push(['from_step', String(Math.max(0, Math.floor(fromStep)))]);
     if (toStep !== undefined && toStep !== null && Number.isFinite(toStep)) q.push(['to_step', String(Math.ceil(toStep))]);
     if (fields) q.push(['fields', fields.join(',')]);
+    if (!json) q.push(['format', 'f64']);
     out.push(q);
   }
+  return out;
+}
+
+/**
+ * The series of a binary points answer (format=f64, docs/http-api.md):
+ * [{ series_id, <field>: Float64Array, ... }], the arrays views of buf.
+ * Throws a RangeError or SyntaxError when buf is not such an answer.
+ */
+export function pointsFromF64(buf) {
+  const h = new DataView(buf).getUint32(0, true);
+  const heads = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 4, h)));
+  if (!Array.isArray(heads)) throw new SyntaxError('the header is not a list');
+  let off = (4 + h + 7) & ~7;
+  const out = heads.map((hd) => {
+    const o = { series_id: String(hd.series_id) };
+    for (const f of hd.fields) {
+      o[f] = new Float64Array(buf, off, hd.n);
+      off += 8 * hd.n;
+    }
+    return o;
+  });
+  if (off !== buf.byteLength) throw new RangeError(`${buf.byteLength - off} bytes after the arrays`);
   return out;
 }

@@ -13,7 +13,7 @@
 // 401) and a message naming the URL; describeError() turns it into words
 // that say what to fix.
 
-import { FIRST_SELECTION, apiBase, apiURL, newestQuery, pointsQueries, seriesQuery, tokenKey, wasmBase } from './first.js';
+import { FIRST_SELECTION, apiBase, apiURL, newestQuery, pointsFromF64, pointsQueries, seriesQuery, tokenKey, wasmBase } from './first.js';
 
 export { wasmBase };
 
@@ -109,6 +109,27 @@ class APISource {
   }
 
   async get(path, query) {
+    const { res, url } = await this.fetchOK(path, query);
+    try {
+      return await res.json();
+    } catch (e) {
+      throw sourceError('Network', `${url.origin}${url.pathname}: the answer was cut short or is not JSON (${e.message})`, { notJSON: true, url: String(url) });
+    }
+  }
+
+  /** A points request's series: the binary answer (format=f64) decoded, or the JSON one's. */
+  async getPoints(query) {
+    const { res, url } = await this.fetchOK('series/points', query);
+    if (!query.some(([k, v]) => k === 'format' && v === 'f64')) return res.json();
+    try {
+      return pointsFromF64(await res.arrayBuffer());
+    } catch (e) {
+      throw sourceError('Network', `${url.origin}${url.pathname}: the answer was cut short or is not a binary points answer (${e.message})`, { url: String(url) });
+    }
+  }
+
+  /** The answer of a request, once its status says it succeeded (else the error it names). */
+  async fetchOK(path, query) {
     const url = apiURL(this.where, path, query);
     const headers = {};
     if (this.token) headers.Authorization = `Bearer ${this.token}`;
@@ -128,11 +149,7 @@ class APISource {
       const msg = body?.error?.message ?? `HTTP ${res.status}`;
       throw sourceError(code === 'StoreFailed' ? 'Network' : code, `${url.origin}${url.pathname}: ${res.status}: ${msg}`, { status: res.status, url: String(url) });
     }
-    try {
-      return await res.json();
-    } catch (e) {
-      throw sourceError('Network', `${url.origin}${url.pathname}: the answer was cut short or is not JSON (${e.message})`, { notJSON: true, url: String(url) });
-    }
+    return { res, url };
   }
 
   runs(filter = {}) {
@@ -178,13 +195,22 @@ class APISource {
     // page's starter, which may have sent them), in parallel: the server
     // decodes each request on one goroutine, so a panel of many lines uses
     // every core.
-    const answers = await Promise.all(pointsQueries(ids, opts).map((q) => this.get('series/points', q)));
+    let answers;
+    try {
+      answers = await Promise.all(pointsQueries(ids, opts, this.jsonPoints).map((q) => this.getPoints(q)));
+    } catch (e) {
+      // A server of before the binary form refuses the parameter: ask it
+      // for JSON from then on.
+      if (this.jsonPoints || e.code !== 'Invalid' || !/format/.test(e.message)) throw e;
+      this.jsonPoints = true;
+      answers = await Promise.all(pointsQueries(ids, opts, true).map((q) => this.getPoints(q)));
+    }
     return answers.flat().map(normPoints);
   }
   /** Whether the page's starter sent the points requests of read(ids, opts) (and they were not taken). */
   prefetched(ids, opts = {}) {
     const early = globalThis.kv0early;
-    return !!early && ids.length > 0 && pointsQueries(ids, opts).every((q) => early.has(apiURL(this.where, 'series/points', q).href, this.token));
+    return !!early && ids.length > 0 && pointsQueries(ids, opts, this.jsonPoints).every((q) => early.has(apiURL(this.where, 'series/points', q).href, this.token));
   }
   async stats(ids) {
     if (ids.length === 0) return [];
