@@ -82,6 +82,15 @@ async function instantiate(go, wasmURL) {
 // never rejects: a failed fetch settles with [0, '', null, its error's
 // text], a body cut short with [status, headers, null, the error's text].
 async function fetchRange(url, headers, signal) {
+  const early = takePreload(url);
+  if (early) {
+    const a = await settleOrAbort(early.answer, signal);
+    if (a === aborted) return [0, '', null, 'AbortError: the request was aborted'];
+    const served = a && Date.now() < early.until ? servePreload(a, headers) : null;
+    if (served) return served;
+    // Not usable for this request (failed, expired, another range): the
+    // network answers, as without a preload.
+  }
   let r;
   try {
     r = await fetch(url, { method: 'GET', headers, signal });
@@ -96,6 +105,201 @@ async function fetchRange(url, headers, signal) {
     return [r.status, h, null, errorText(err)];
   }
 }
+
+// Preloads (preload() below): answers fetched before the Go program asks
+// for them, kept by normalized URL. An entry is one-shot: the first request
+// of its URL takes it, whether or not it can serve that request, so an
+// answer (a missing next version above all) is never reused as a later
+// proof. It also expires maxAge ms after it arrived, and is dropped then.
+const preloads = new Map(); // href -> { answer: Promise<kept | null>, until, timer, resolve? }
+const aborted = Symbol('aborted');
+// The tail the Go side asks for first when it reads a hint or a manifest
+// whose size it does not know yet (core/lance manifestTail, httpstore's
+// ReadTail): the preload asks for the same bytes.
+const firstRead = 64 << 10;
+const tables = ['runs.lance', 'params.lance', 'series.lance', 'metrics.lance'];
+
+function normURL(url) {
+  try {
+    const u = new URL(url);
+    u.hash = '';
+    return u.href;
+  } catch {
+    return null;
+  }
+}
+
+// takePreload removes and returns the entry of url, if any.
+function takePreload(url) {
+  if (preloads.size === 0) return null;
+  const key = normURL(url);
+  const e = key && preloads.get(key);
+  if (!e) return null;
+  preloads.delete(key);
+  clearTimeout(e.timer);
+  return e;
+}
+
+// expireAt arms the entry's expiry: maxAge ms from now (its answer's
+// arrival), after which it is neither used nor kept.
+function expireAt(key, e, until) {
+  e.until = until;
+  clearTimeout(e.timer);
+  e.timer = setTimeout(() => { if (preloads.get(key) === e) preloads.delete(key); }, Math.max(0, until - Date.now()));
+  e.timer?.unref?.(); // Node: a kept answer never holds the process open
+}
+
+function settleOrAbort(p, signal) {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.resolve(aborted);
+  return new Promise((resolve) => {
+    const onAbort = () => resolve(aborted);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then((v) => { signal.removeEventListener('abort', onAbort); resolve(v); });
+  });
+}
+
+// preloadGet fetches url with the Range the Go side sends first and keeps
+// the answer when it can stand in for one: a 200, a 206 with its
+// Content-Range, a 404 or 410. Anything else (a 403, a 5xx, a failure) is
+// not kept, and the Go side's own request meets it.
+function preloadGet(url, maxAge) {
+  const key = normURL(url);
+  if (!key) return Promise.resolve(null);
+  const had = preloads.get(key);
+  if (had) return had.answer;
+  const e = { answer: null, until: Infinity, timer: null };
+  e.answer = (async () => {
+    let r;
+    try {
+      r = await fetch(url, { method: 'GET', headers: { Range: `bytes=0-${firstRead - 1}` } });
+      const headers = [...r.headers].map(([k, v]) => [k, v.replaceAll('\n', ' ')]);
+      const body = new Uint8Array(await r.arrayBuffer());
+      let start = 0, total = body.length;
+      if (r.status === 206) {
+        const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(r.headers.get('content-range') ?? '');
+        if (!m || Number(m[2]) - Number(m[1]) + 1 !== body.length) throw new Error('unusable Content-Range');
+        start = Number(m[1]);
+        total = Number(m[3]);
+      } else if (r.status !== 200 && r.status !== 404 && r.status !== 410) {
+        throw new Error(`HTTP ${r.status}`);
+      }
+      const kept = { status: r.status, headers, body, start, total };
+      e.until = Date.now() + maxAge;
+      if (preloads.get(key) === e) expireAt(key, e, e.until);
+      return kept;
+    } catch {
+      if (preloads.get(key) === e) { preloads.delete(key); clearTimeout(e.timer); }
+      return null;
+    }
+  })();
+  preloads.set(key, e);
+  forwardTo?.(key, e);
+  return e.answer;
+}
+
+// servePreload answers a request (its headers as the Go side sent them)
+// from a kept answer, in fetchRange's form, or returns null when it
+// cannot: another header than Range, a range outside the kept bytes, a
+// whole body asked for and only part kept. A 404 or 410 answers any range.
+function servePreload(a, headers) {
+  const names = Object.keys(headers ?? {});
+  if (names.some((k) => k.toLowerCase() !== 'range')) return null;
+  const text = (list) => list.map(([k, v]) => `${k}\n${v}\n`).join('');
+  if (a.status === 404 || a.status === 410) return [a.status, text(a.headers), a.body, null];
+  const range = names.length ? String(headers[names[0]]) : null;
+  const T = a.total;
+  const kept = a.headers.filter(([k]) => !['content-length', 'content-range', 'content-encoding'].includes(k.toLowerCase()));
+  if (range === null) {
+    if (a.start !== 0 || a.body.length !== T) return null;
+    return [200, text([...kept, ['content-length', String(T)]]), a.body, null];
+  }
+  let from, to;
+  let m = /^bytes=(\d+)-(\d*)$/.exec(range);
+  if (m) {
+    from = Number(m[1]);
+    to = m[2] === '' ? T - 1 : Math.min(Number(m[2]), T - 1);
+  } else if ((m = /^bytes=-(\d+)$/.exec(range)) && Number(m[1]) > 0) {
+    from = Math.max(0, T - Number(m[1]));
+    to = T - 1;
+  } else {
+    return null;
+  }
+  if (!Number.isSafeInteger(from) || from >= T || from < a.start || to >= a.start + a.body.length) return null;
+  const body = from === a.start && to === a.start + a.body.length - 1 ? a.body : a.body.slice(from - a.start, to + 1 - a.start);
+  return [206, text([...kept, ['content-range', `bytes ${from}-${to}/${T}`], ['content-length', String(to - from + 1)]]), body, null];
+}
+
+// v2Name is the V2 file name of manifest v (core/lance naming.go).
+function v2Name(v) {
+  return `${(2n ** 64n - 1n - BigInt(v)).toString().padStart(20, '0')}.manifest`;
+}
+
+// preloadDataset fetches what opening the dataset at root (a URL, no
+// trailing slash) reads first on a static server: the version hint, then
+// the manifests of the version it names and of the next one (under V2
+// names, then V1 names when neither is there). It resolves with the number
+// of answers kept.
+async function preloadDataset(root, suffix, maxAge) {
+  const at = (key) => `${root}/${key}${suffix}`;
+  const hint = await preloadGet(at('_versions/latest_version_hint.json'), maxAge);
+  if (!hint) return 0;
+  if ((hint.status !== 200 && hint.status !== 206) || hint.start !== 0 || hint.body.length !== hint.total) return 1;
+  let v;
+  try { v = JSON.parse(new TextDecoder().decode(hint.body)).version; } catch { return 1; }
+  if (!Number.isSafeInteger(v) || v < 1) return 1;
+  const pair = (a, b) => Promise.all([preloadGet(at(`_versions/${a}`), maxAge), preloadGet(at(`_versions/${b}`), maxAge)]);
+  let [cur, next] = await pair(v2Name(v), v2Name(v + 1));
+  let n = 1 + !!cur + !!next;
+  if (cur?.status === 404 && next?.status === 404) {
+    [cur, next] = await pair(`${v}.manifest`, `${v + 1}.manifest`);
+    n += !!cur + !!next;
+  }
+  return n;
+}
+
+/**
+ * Starts fetching what opening location will read first, before the module
+ * is loaded (it needs no Go code): for each dataset (default: the four
+ * tables of a tracking repository; opts.datasets: paths under location,
+ * '' for location itself) its version hint, then the manifests of the
+ * version the hint names and of the next one. The module's requests for
+ * those URLs are then answered from memory, each once, within opts.maxAge
+ * ms (default 5000) of the answer's arrival; anything else goes to the
+ * network. Static (http(s) URL) locations only: a signed location preloads
+ * nothing. Resolves, never rejects, with the number of answers kept.
+ */
+export async function preload(location, opts = {}) {
+  if (typeof location !== 'string') return 0;
+  const maxAge = Number.isFinite(opts.maxAge) && opts.maxAge >= 0 ? opts.maxAge : 5000;
+  let u;
+  try { u = new URL(location); } catch { return 0; }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return 0;
+  // The URLs httpstore builds: the base's path without its last '/', the
+  // key, the base's query.
+  const root = u.origin + u.pathname.replace(/\/$/, '');
+  const suffix = u.search;
+  const sets = Array.isArray(opts.datasets) ? opts.datasets.map(String) : tables;
+  const counts = await Promise.all(sets.map((d) => {
+    const path = d.replace(/^\/+|\/+$/g, '');
+    return preloadDataset(path ? `${root}/${path}` : root, suffix, maxAge).catch(() => 0);
+  }));
+  return counts.reduce((a, b) => a + b, 0);
+}
+
+// forwardPreloads moves the page's kept and pending preloads to a Worker
+// (post, a postMessage to it), and those started later too.
+function forwardPreloads(post) {
+  const send = (key, e) => {
+    preloads.delete(key);
+    clearTimeout(e.timer);
+    post({ id: 0, fn: '__preload', args: [key] });
+    e.answer.then((a) => post({ id: 0, fn: '__preloaded', args: [key, a, a ? e.until : 0] }));
+  };
+  for (const [key, e] of [...preloads]) send(key, e);
+  forwardTo = send;
+}
+let forwardTo = null; // the Worker that takes preloads, once one started
 
 // errorText is an error's name and message, and its cause's message (a
 // fetch TypeError's reason) when it has one.
@@ -251,6 +455,9 @@ async function startWorker(options) {
     worker.terminate();
     throw err;
   }
+  // The Worker's requests come from here on: preloads made on the page go
+  // to it (a copy each; the page keeps none).
+  forwardPreloads((msg) => { if (!failed) worker.postMessage(msg); });
   return call;
 }
 
@@ -346,7 +553,28 @@ function wrap(call) {
 // Worker named kv0-worker, runs kv0.wasm and answers the page's calls.
 if (typeof WorkerGlobalScope !== 'undefined' && globalThis instanceof WorkerGlobalScope && globalThis.name === 'kv0-worker') {
   let callGo = null;
+  const waiting = new Map(); // href -> the entry a __preloaded message settles
   globalThis.onmessage = async ({ data: { id, fn, args } }) => {
+    if (fn === '__preload') {
+      // A preload of the page, on its way: a request of its URL waits for it.
+      const [key] = args;
+      const e = { answer: null, until: Infinity, timer: null };
+      e.answer = new Promise((resolve) => { e.resolve = resolve; });
+      preloads.set(key, e);
+      waiting.set(key, e);
+      return;
+    }
+    if (fn === '__preloaded') {
+      const [key, a, until] = args;
+      const e = waiting.get(key);
+      if (!e) return;
+      waiting.delete(key);
+      if (a && preloads.get(key) === e) expireAt(key, e, until);
+      else if (!a && preloads.get(key) === e) preloads.delete(key);
+      e.until = a ? until : 0;
+      e.resolve(a);
+      return;
+    }
     try {
       let ok;
       if (fn === '__start') {
