@@ -82,7 +82,7 @@ async function instantiate(go, wasmURL) {
 // never rejects: a failed fetch settles with [0, '', null, its error's
 // text], a body cut short with [status, headers, null, the error's text].
 async function fetchRange(url, headers, signal) {
-  const early = takePreload(url);
+  const early = takePreload(url, headers);
   if (early) {
     const a = await settleOrAbort(early.answer, signal);
     if (a === aborted) return [0, '', null, 'AbortError: the request was aborted'];
@@ -107,17 +107,25 @@ async function fetchRange(url, headers, signal) {
 }
 
 // Preloads (preload() below): answers fetched before the Go program asks
-// for them, kept by normalized URL. An entry is one-shot: the first request
-// of its URL takes it, whether or not it can serve that request, so an
+// for them, kept by normalized URL, each with the range it asked for. An
+// entry is one-shot: the first request of its URL whose range it asked
+// for takes it, whether or not its answer can serve that request, so an
 // answer (a missing next version above all) is never reused as a later
-// proof. It also expires maxAge ms after it arrived, and is dropped then.
-const preloads = new Map(); // href -> { answer: Promise<kept | null>, until, timer, resolve? }
+// proof. It also expires maxAge ms after its answer arrived, and is
+// dropped then.
+const preloads = new Map(); // href -> [{ id, from, to, answer: Promise<kept | null>, until, timer }]
+let preloadIDs = 0;
 const aborted = Symbol('aborted');
 // The tail the Go side asks for first when it reads a hint or a manifest
 // whose size it does not know yet (core/lance manifestTail, httpstore's
-// ReadTail): the preload asks for the same bytes.
+// ReadTail), and of a data file it opens (core/lancefile tailRead): the
+// preload asks for the same bytes.
 const firstRead = 64 << 10;
 const tables = ['runs.lance', 'params.lance', 'series.lance', 'metrics.lance'];
+// At most this many fragments' data files are preloaded per dataset: the
+// bound under which openRepo's prefetch opens a table's files
+// (core/tracking warmFragments).
+const warmFragments = 64;
 
 function normURL(url) {
   try {
@@ -129,23 +137,47 @@ function normURL(url) {
   }
 }
 
-// takePreload removes and returns the entry of url, if any.
-function takePreload(url) {
+// rangeOf reads "bytes=A-B" as [A, B]; anything else (none, open-ended,
+// a suffix) is null.
+function rangeOf(headers) {
+  const names = Object.keys(headers ?? {});
+  const k = names.find((n) => n.toLowerCase() === 'range');
+  const m = k && /^bytes=(\d+)-(\d+)$/.exec(String(headers[k]));
+  return m ? [Number(m[1]), Number(m[2])] : null;
+}
+
+// dropEntry removes e from the list of key.
+function dropEntry(key, e) {
+  clearTimeout(e.timer);
+  const list = preloads.get(key);
+  const i = list ? list.indexOf(e) : -1;
+  if (i < 0) return false;
+  list.splice(i, 1);
+  if (list.length === 0) preloads.delete(key);
+  return true;
+}
+
+// takePreload removes and returns the entry of url that asked for the
+// range the request asks for (or a wider one), or the only entry when the
+// request's range is not of the form "bytes=A-B".
+function takePreload(url, headers) {
   if (preloads.size === 0) return null;
   const key = normURL(url);
-  const e = key && preloads.get(key);
+  const list = key && preloads.get(key);
+  if (!list) return null;
+  const want = rangeOf(headers);
+  const e = want ? list.find((x) => x.from <= want[0] && want[1] <= x.to) : list.length === 1 ? list[0] : null;
   if (!e) return null;
-  preloads.delete(key);
-  clearTimeout(e.timer);
+  dropEntry(key, e);
   return e;
 }
 
-// expireAt arms the entry's expiry: maxAge ms from now (its answer's
-// arrival), after which it is neither used nor kept.
+// expireAt arms the entry's expiry at until (ms since the epoch): after it
+// the entry is neither used nor kept.
 function expireAt(key, e, until) {
   e.until = until;
   clearTimeout(e.timer);
-  e.timer = setTimeout(() => { if (preloads.get(key) === e) preloads.delete(key); }, Math.max(0, until - Date.now()));
+  e.timer = setTimeout(() => dropEntry(key, e), Math.max(0, until - Date.now()));
   e.timer?.unref?.(); // Node: a kept answer never holds the process open
 }
 
@@ -159,20 +191,28 @@ function settleOrAbort(p, signal) {
   });
 }
 
-// preloadGet fetches url with the Range the Go side sends first and keeps
-// the answer when it can stand in for one: a 200, a 206 with its
-// Content-Range, a 404 or 410. Anything else (a 403, a 5xx, a failure) is
-// not kept, and the Go side's own request meets it.
-function preloadGet(url, maxAge) {
+// addEntry files an entry under key (and hands it to the Worker that takes
+// preloads, if one started).
+function addEntry(key, e) {
+  const list = preloads.get(key);
+  if (list) list.push(e);
+  else preloads.set(key, [e]);
+  forwardTo?.(key, e);
+}
+
+// preloadGet fetches bytes [from, to] of url, the range the Go side will
+// ask for, and keeps the answer when it can stand in for one: a 200, a 206
+// with its Content-Range, a 404 or 410. Anything else (a 403, a 5xx, a
+// failure) is not kept, and the Go side's own request meets it.
+function preloadGet(url, from, to, maxAge) {
   const key = normURL(url);
   if (!key) return Promise.resolve(null);
-  const had = preloads.get(key);
+  const had = preloads.get(key)?.find((x) => x.from === from && x.to === to);
   if (had) return had.answer;
-  const e = { answer: null, until: Infinity, timer: null };
+  const e = { id: ++preloadIDs, from, to, answer: null, until: Infinity, timer: null };
   e.answer = (async () => {
-    let r;
     try {
-      r = await fetch(url, { method: 'GET', headers: { Range: `bytes=0-${firstRead - 1}` } });
+      const r = await fetch(url, { method: 'GET', headers: { Range: `bytes=${from}-${to}` } });
       const headers = [...r.headers].map(([k, v]) => [k, v.replaceAll('\n', ' ')]);
       const body = new Uint8Array(await r.arrayBuffer());
       let start = 0, total = body.length;
@@ -184,17 +224,15 @@ function preloadGet(url, maxAge) {
       } else if (r.status !== 200 && r.status !== 404 && r.status !== 410) {
         throw new Error(`HTTP ${r.status}`);
       }
-      const kept = { status: r.status, headers, body, start, total };
       e.until = Date.now() + maxAge;
-      if (preloads.get(key) === e) expireAt(key, e, e.until);
-      return kept;
+      if (preloads.get(key)?.includes(e)) expireAt(key, e, e.until);
+      return { status: r.status, headers, body, start, total };
     } catch {
-      if (preloads.get(key) === e) { preloads.delete(key); clearTimeout(e.timer); }
+      dropEntry(key, e);
       return null;
     }
   })();
-  preloads.set(key, e);
-  forwardTo?.(key, e);
+  addEntry(key, e);
   return e.answer;
 }
 
@@ -226,7 +264,8 @@ function servePreload(a, headers) {
     return null;
   }
   if (!Number.isSafeInteger(from) || from >= T || from < a.start || to >= a.start + a.body.length) return null;
-  const body = from === a.start && to === a.start + a.body.length - 1 ? a.body : a.body.slice(from - a.start, to + 1 - a.start);
+  const whole = from === a.start && to === a.start + a.body.length - 1;
+  const body = whole ? a.body : a.body.slice(from - a.start, to + 1 - a.start);
   return [206, text([...kept, ['content-range', `bytes ${from}-${to}/${T}`], ['content-length', String(to - from + 1)]]), body, null];
 }
 
@@ -235,27 +274,121 @@ function v2Name(v) {
   return `${(2n ** 64n - 1n - BigInt(v)).toString().padStart(20, '0')}.manifest`;
 }
 
+// protoFields calls f(field, wire type, value) for each field of the
+// protobuf message b: a Number for varints (null past 2^53), a Uint8Array
+// for length-delimited fields. It returns false on malformed input.
+function protoFields(b, f) {
+  let i = 0;
+  const varint = () => {
+    let v = 0, mul = 1;
+    for (let k = 0; k < 10; k++) {
+      if (i >= b.length) throw new Error('short varint');
+      const x = b[i++];
+      v += (x & 0x7f) * mul;
+      mul *= 128;
+      if (x < 0x80) return v;
+    }
+    throw new Error('long varint');
+  };
+  try {
+    while (i < b.length) {
+      const tag = varint();
+      const field = Math.floor(tag / 8), wire = tag % 8;
+      if (wire === 0) {
+        const v = varint();
+        f(field, wire, Number.isSafeInteger(v) ? v : null);
+      } else if (wire === 2) {
+        const n = varint();
+        if (i + n > b.length) return false;
+        f(field, wire, b.subarray(i, i + n));
+        i += n;
+      } else if (wire === 1) i += 8;
+      else if (wire === 5) i += 4;
+      else return false;
+    }
+    return i === b.length;
+  } catch {
+    return false;
+  }
+}
+
+// manifestFiles lists the data files ({ path, size }) of the manifest in a
+// kept answer: [] when it has more than warmFragments fragments, null when
+// the answer does not hold the whole manifest section or it does not parse.
+// Files under another base path, or of unknown size, are left out.
+function manifestFiles(a) {
+  if (!a || (a.status !== 200 && a.status !== 206) || a.start + a.body.length !== a.total || a.body.length < 20) return null;
+  const b = a.body, n = b.length;
+  if (String.fromCharCode(...b.subarray(n - 4)) !== 'LANC') return null;
+  const dv = new DataView(b.buffer, b.byteOffset, n);
+  const pos = Number(dv.getBigUint64(n - 16, true)) - a.start;
+  if (pos < 0 || pos + 4 > n - 16) return null;
+  const len = dv.getUint32(pos, true);
+  if (pos + 4 + len !== n - 16) return null;
+  const files = [];
+  let fragments = 0, bad = false;
+  const fine = (r) => { if (!r) bad = true; };
+  fine(protoFields(b.subarray(pos + 4, pos + 4 + len), (field, wire, v) => {
+    if (field !== 2 || wire !== 2) return;
+    fragments++;
+    fine(protoFields(v, (ff, fw, fv) => {
+      if (ff !== 2 || fw !== 2) return;
+      const df = { path: null, size: 0, base: false };
+      fine(protoFields(fv, (k, w, x) => {
+        if (k === 1 && w === 2) df.path = new TextDecoder().decode(x);
+        else if (k === 6 && w === 0) df.size = x ?? 0;
+        else if (k === 7) df.base = true;
+      }));
+      if (df.path && df.size > 0 && !df.base) files.push({ path: df.path, size: df.size });
+    }));
+  }));
+  if (bad) return null;
+  return fragments > warmFragments ? [] : files;
+}
+
+// preloadFile fetches what opening a data file of size bytes reads (core/
+// lancefile Open): its last 64 KiB, and the rest of its metadata when that
+// starts earlier (the footer's first field).
+async function preloadFile(url, size, maxAge) {
+  const n = Math.min(size, firstRead);
+  const tail = await preloadGet(url, size - n, size - 1, maxAge);
+  if (!tail || tail.status !== 206 || tail.start !== size - n || tail.total !== size || size < 40) return tail ? 1 : 0;
+  const dv = new DataView(tail.body.buffer, tail.body.byteOffset, tail.body.length);
+  const meta = Number(dv.getBigUint64(tail.body.length - 40, true));
+  if (String.fromCharCode(...tail.body.subarray(tail.body.length - 4)) !== 'LANC' || meta >= size - n) return 1;
+  if (size - n - meta > maxPreloadBytes) return 1;
+  return 1 + !!(await preloadGet(url, meta, size - n - 1, maxAge));
+}
+// maxPreloadBytes bounds one preloaded range of a data file's metadata.
+const maxPreloadBytes = 4 << 20;
+
 // preloadDataset fetches what opening the dataset at root (a URL, no
 // trailing slash) reads first on a static server: the version hint, then
 // the manifests of the version it names and of the next one (under V2
-// names, then V1 names when neither is there). It resolves with the number
-// of answers kept.
-async function preloadDataset(root, suffix, maxAge) {
-  const at = (key) => `${root}/${key}${suffix}`;
-  const hint = await preloadGet(at('_versions/latest_version_hint.json'), maxAge);
+// names, then V1 names when neither is there), and with files the data
+// files' footers. It resolves with the number of answers kept.
+async function preloadDataset(root, suffix, maxAge, files) {
+  const at = (key) => `${root}/${key.split('/').map(encodeURIComponent).join('/')}${suffix}`;
+  const get = (key) => preloadGet(at(key), 0, firstRead - 1, maxAge);
+  const hint = await get('_versions/latest_version_hint.json');
   if (!hint) return 0;
   if ((hint.status !== 200 && hint.status !== 206) || hint.start !== 0 || hint.body.length !== hint.total) return 1;
   let v;
   try { v = JSON.parse(new TextDecoder().decode(hint.body)).version; } catch { return 1; }
   if (!Number.isSafeInteger(v) || v < 1) return 1;
-  const pair = (a, b) => Promise.all([preloadGet(at(`_versions/${a}`), maxAge), preloadGet(at(`_versions/${b}`), maxAge)]);
+  const pair = (a, b) => Promise.all([get(`_versions/${a}`), get(`_versions/${b}`)]);
   let [cur, next] = await pair(v2Name(v), v2Name(v + 1));
   let n = 1 + !!cur + !!next;
   if (cur?.status === 404 && next?.status === 404) {
     [cur, next] = await pair(`${v}.manifest`, `${v + 1}.manifest`);
     n += !!cur + !!next;
   }
-  return n;
+  // A next version there means the Go side climbs: what it opens is not
+  // this manifest's files.
+  if (!files || next?.status !== 404) return n;
+  const list = manifestFiles(cur) ?? [];
+  const kept = await Promise.all(list.map((f) => preloadFile(at(`data/${f.path}`), f.size, maxAge)));
+  return n + kept.reduce((x, y) => x + y, 0);
 }
 
 /**
@@ -263,8 +396,10 @@ async function preloadDataset(root, suffix, maxAge) {
  * is loaded (it needs no Go code): for each dataset (default: the four
  * tables of a tracking repository; opts.datasets: paths under location,
  * '' for location itself) its version hint, then the manifests of the
- * version the hint names and of the next one. The module's requests for
- * those URLs are then answered from memory, each once, within opts.maxAge
+ * version the hint names and of the next one; with opts.files, also the
+ * footers of the latest version's data files (of datasets of at most 64
+ * fragments: what openRepo's prefetch opens). The module's requests for
+ * those bytes are then answered from memory, each once, within opts.maxAge
  * ms (default 5000) of the answer's arrival; anything else goes to the
  * network. Static (http(s) URL) locations only: a signed location preloads
  * nothing. Resolves, never rejects, with the number of answers kept.
@@ -278,11 +413,10 @@ export async function preload(location, opts = {}) {
   // The URLs httpstore builds: the base's path without its last '/', the
   // key, the base's query.
   const root = u.origin + u.pathname.replace(/\/$/, '');
-  const suffix = u.search;
   const sets = Array.isArray(opts.datasets) ? opts.datasets.map(String) : tables;
   const counts = await Promise.all(sets.map((d) => {
     const path = d.replace(/^\/+|\/+$/g, '');
-    return preloadDataset(path ? `${root}/${path}` : root, suffix, maxAge).catch(() => 0);
+    return preloadDataset(path ? `${root}/${path}` : root, u.search, maxAge, !!opts.files).catch(() => 0);
   }));
   return counts.reduce((a, b) => a + b, 0);
 }
@@ -291,12 +425,11 @@ export async function preload(location, opts = {}) {
 // (post, a postMessage to it), and those started later too.
 function forwardPreloads(post) {
   const send = (key, e) => {
-    preloads.delete(key);
-    clearTimeout(e.timer);
-    post({ id: 0, fn: '__preload', args: [key] });
-    e.answer.then((a) => post({ id: 0, fn: '__preloaded', args: [key, a, a ? e.until : 0] }));
+    dropEntry(key, e);
+    post({ id: 0, fn: '__preload', args: [key, e.id, e.from, e.to] });
+    e.answer.then((a) => post({ id: 0, fn: '__preloaded', args: [key, e.id, a, a ? e.until : 0] }));
   };
-  for (const [key, e] of [...preloads]) send(key, e);
+  for (const [key, list] of [...preloads]) for (const e of [...list]) send(key, e);
   forwardTo = send;
 }
 let forwardTo = null; // the Worker that takes preloads, once one started
@@ -553,26 +686,27 @@ function wrap(call) {
 // Worker named kv0-worker, runs kv0.wasm and answers the page's calls.
 if (typeof WorkerGlobalScope !== 'undefined' && globalThis instanceof WorkerGlobalScope && globalThis.name === 'kv0-worker') {
   let callGo = null;
-  const waiting = new Map(); // href -> the entry a __preloaded message settles
+  const waiting = new Map(); // preload id -> { key, entry } a __preloaded message settles
   globalThis.onmessage = async ({ data: { id, fn, args } }) => {
     if (fn === '__preload') {
-      // A preload of the page, on its way: a request of its URL waits for it.
-      const [key] = args;
-      const e = { answer: null, until: Infinity, timer: null };
+      // A preload of the page, on its way: a request of its URL and range
+      // waits for it.
+      const [key, pid, from, to] = args;
+      const e = { id: pid, from, to, answer: null, until: Infinity, timer: null };
       e.answer = new Promise((resolve) => { e.resolve = resolve; });
-      preloads.set(key, e);
-      waiting.set(key, e);
+      addEntry(key, e);
+      waiting.set(pid, { key, e });
       return;
     }
     if (fn === '__preloaded') {
-      const [key, a, until] = args;
-      const e = waiting.get(key);
-      if (!e) return;
-      waiting.delete(key);
-      if (a && preloads.get(key) === e) expireAt(key, e, until);
-      else if (!a && preloads.get(key) === e) preloads.delete(key);
-      e.until = a ? until : 0;
-      e.resolve(a);
+      const [key, pid, a, until] = args;
+      const w = waiting.get(pid);
+      if (!w) return;
+      waiting.delete(pid);
+      if (!a) dropEntry(key, w.e);
+      else if (preloads.get(key)?.includes(w.e)) expireAt(key, w.e, until);
+      w.e.until = a ? until : 0;
+      w.e.resolve(a);
       return;
     }
     try {

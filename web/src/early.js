@@ -18,13 +18,14 @@ import { parseState } from './state.js';
     const loaded = imported.then((m) => {
       const started = m.load({ worker: true });
       // While kv0.wasm compiles and the Go program starts, the tables'
-      // version hints and latest manifests come (static mode: what
-      // openRepo reads first); the module's requests for them are then
-      // answered from memory, once each. A module without preload, or a
-      // failed preload, leaves them to the network.
+      // version hints, latest manifests and data files' footers come
+      // (static mode: what openRepo and its prefetch read first); the
+      // module's requests for them are then answered from memory, once
+      // each. A module without preload, or a failed preload, leaves them
+      // to the network.
       const repo = params.get('repo');
       if (repo && typeof m.preload === 'function') {
-        m.preload(new URL(repo, location.href).href.replace(/\/+$/, '')).catch(() => {});
+        m.preload(new URL(repo, location.href).href.replace(/\/+$/, ''), { files: true }).catch(() => {});
       }
       return started;
     });
