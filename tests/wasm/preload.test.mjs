@@ -125,6 +125,24 @@ describe('preload', () => {
     assert.ok(srv.log.slice(n).some((r) => r.path.endsWith('latest_version_hint.json')), 'the hint came from the network again');
   });
 
+  it('a refused or failed preload is not kept: the module meets the server itself, with its code', async () => {
+    const faulty = await startServer({ root: data.dir, faults: (p) => (p.startsWith('/repo/runs.lance/') ? { status: 403 } : p.startsWith('/repo/series.lance/') ? { status: 503 } : undefined) });
+    try {
+      const url = `${faulty.url}/repo`;
+      const plain = await mod.openRepo(url).then(() => null, (e) => ({ code: e.code, message: e.message }));
+      assert.equal(plain?.code, 'Forbidden');
+      faulty.reset();
+      const kept = await preload(url);
+      assert.equal(kept, 6, 'params and metrics: hint and two manifests each; nothing of runs (403) or series (503)');
+      const n = faulty.requests;
+      const got = await mod.openRepo(url).then(() => null, (e) => ({ code: e.code, message: e.message }));
+      assert.deepEqual(got, plain);
+      assert.ok(faulty.log.slice(n).some((r) => r.path === '/repo/runs.lance/_versions/latest_version_hint.json'), 'the refused hint was asked for again');
+    } finally {
+      await faulty.close();
+    }
+  });
+
   it('a signed or bad location preloads nothing and never rejects', async () => {
     srv.reset();
     assert.equal(await preload({ signer: { url: `${srv.url}/sign`, token: 't' }, key: 'repo' }), 0);
