@@ -81,6 +81,7 @@ async function instantiate(go, wasmURL) {
 // per request rather than for the headers and again for the body. It
 // never rejects: a failed fetch settles with [0, '', null, its error's
 // text], a body cut short with [status, headers, null, the error's text].
+// A request a preload (below) holds the bytes of is answered from memory.
 async function fetchRange(url, headers, signal) {
   const early = takePreload(url, headers);
   if (early) {
@@ -126,6 +127,8 @@ const tables = ['runs.lance', 'params.lance', 'series.lance', 'metrics.lance'];
 // bound under which openRepo's prefetch opens a table's files
 // (core/tracking warmFragments).
 const warmFragments = 64;
+// A preload's request is abandoned after this many ms.
+const preloadTimeout = 10000;
 
 function normURL(url) {
   try {
@@ -211,10 +214,16 @@ function preloadGet(url, from, to, maxAge) {
   if (had) return had.answer;
   const e = { id: ++preloadIDs, from, to, answer: null, until: Infinity, timer: null };
   e.answer = (async () => {
+    // A preload that hangs gives up, so that a request waiting on it
+    // goes to the network instead.
+    const ac = new AbortController();
+    const timer = setTimeout(() => ac.abort(), preloadTimeout);
+    timer?.unref?.();
     try {
-      const r = await fetch(url, { method: 'GET', headers: { Range: `bytes=${from}-${to}` } });
+      const r = await fetch(url, { method: 'GET', headers: { Range: `bytes=${from}-${to}` }, signal: ac.signal });
       const headers = [...r.headers].map(([k, v]) => [k, v.replaceAll('\n', ' ')]);
       const body = new Uint8Array(await r.arrayBuffer());
+      clearTimeout(timer);
       let start = 0, total = body.length;
       if (r.status === 206) {
         const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(r.headers.get('content-range') ?? '');
@@ -228,6 +237,7 @@ function preloadGet(url, from, to, maxAge) {
       if (preloads.get(key)?.includes(e)) expireAt(key, e, e.until);
       return { status: r.status, headers, body, start, total };
     } catch {
+      clearTimeout(timer);
       dropEntry(key, e);
       return null;
     }
