@@ -206,12 +206,19 @@ function addEntry(key, e) {
 // preloadGet fetches bytes [from, to] of url, the range the Go side will
 // ask for, and keeps the answer when it can stand in for one: a 200, a 206
 // with its Content-Range, a 404 or 410. Anything else (a 403, a 5xx, a
-// failure) is not kept, and the Go side's own request meets it.
-function preloadGet(url, from, to, maxAge) {
+// failure) is not kept, and the Go side's own request meets it. next(kept
+// or null) runs before the answer settles, so that the entries it makes
+// for what the Go side asks next exist before the Go side has this answer
+// (in a Worker: their messages go first).
+function preloadGet(url, from, to, maxAge, next) {
   const key = normURL(url);
   if (!key) return Promise.resolve(null);
   const had = preloads.get(key)?.find((x) => x.from === from && x.to === to);
   if (had) return had.answer;
+  const then = (a) => {
+    try { next?.(a); } catch { /* a preload step that fails leaves the rest to the network */ }
+    return a;
+  };
   const e = { id: ++preloadIDs, from, to, answer: null, until: Infinity, timer: null };
   e.answer = (async () => {
     // A preload that hangs gives up, so that a request waiting on it
@@ -235,11 +242,11 @@ function preloadGet(url, from, to, maxAge) {
       }
       e.until = Date.now() + maxAge;
       if (preloads.get(key)?.includes(e)) expireAt(key, e, e.until);
-      return { status: r.status, headers, body, start, total };
+      return then({ status: r.status, headers, body, start, total });
     } catch {
       clearTimeout(timer);
       dropEntry(key, e);
-      return null;
+      return then(null);
     }
   })();
   addEntry(key, e);
@@ -357,17 +364,17 @@ function manifestFiles(a) {
 }
 
 // preloadFile fetches what opening a data file of size bytes reads (core/
-// lancefile Open): its last 64 KiB, and the rest of its metadata when that
-// starts earlier (the footer's first field).
-async function preloadFile(url, size, maxAge) {
+// lancefile Open): its last 64 KiB, then the rest of its metadata when that
+// starts earlier (the footer's first field). got(answer) runs for each.
+function preloadFile(url, size, maxAge, got) {
   const n = Math.min(size, firstRead);
-  const tail = await preloadGet(url, size - n, size - 1, maxAge);
-  if (!tail || tail.status !== 206 || tail.start !== size - n || tail.total !== size || size < 40) return tail ? 1 : 0;
-  const dv = new DataView(tail.body.buffer, tail.body.byteOffset, tail.body.length);
-  const meta = Number(dv.getBigUint64(tail.body.length - 40, true));
-  if (String.fromCharCode(...tail.body.subarray(tail.body.length - 4)) !== 'LANC' || meta >= size - n) return 1;
-  if (size - n - meta > maxPreloadBytes) return 1;
-  return 1 + !!(await preloadGet(url, meta, size - n - 1, maxAge));
+  got(preloadGet(url, size - n, size - 1, maxAge, (tail) => {
+    if (!tail || tail.status !== 206 || tail.start !== size - n || tail.total !== size || size < 40) return;
+    const b = tail.body;
+    if (String.fromCharCode(...b.subarray(b.length - 4)) !== 'LANC') return;
+    const meta = Number(new DataView(b.buffer, b.byteOffset, b.length).getBigUint64(b.length - 40, true));
+    if (meta < size - n && size - n - meta <= maxPreloadBytes) got(preloadGet(url, meta, size - n - 1, maxAge));
+  }));
 }
 // maxPreloadBytes bounds one preloaded range of a data file's metadata.
 const maxPreloadBytes = 4 << 20;
@@ -376,29 +383,35 @@ const maxPreloadBytes = 4 << 20;
 // trailing slash) reads first on a static server: the version hint, then
 // the manifests of the version it names and of the next one (under V2
 // names, then V1 names when neither is there), and with files the data
-// files' footers. It resolves with the number of answers kept.
-async function preloadDataset(root, suffix, maxAge, files) {
+// files' footers. Each step starts as the answer it depends on arrives
+// (preloadGet's next); got(answer) runs for every preload started.
+function preloadDataset(root, suffix, maxAge, files, got) {
   const at = (key) => `${root}/${key.split('/').map(encodeURIComponent).join('/')}${suffix}`;
-  const get = (key) => preloadGet(at(key), 0, firstRead - 1, maxAge);
-  const hint = await get('_versions/latest_version_hint.json');
-  if (!hint) return 0;
-  if ((hint.status !== 200 && hint.status !== 206) || hint.start !== 0 || hint.body.length !== hint.total) return 1;
-  let v;
-  try { v = JSON.parse(new TextDecoder().decode(hint.body)).version; } catch { return 1; }
-  if (!Number.isSafeInteger(v) || v < 1) return 1;
-  const pair = (a, b) => Promise.all([get(`_versions/${a}`), get(`_versions/${b}`)]);
-  let [cur, next] = await pair(v2Name(v), v2Name(v + 1));
-  let n = 1 + !!cur + !!next;
-  if (cur?.status === 404 && next?.status === 404) {
-    [cur, next] = await pair(`${v}.manifest`, `${v + 1}.manifest`);
-    n += !!cur + !!next;
-  }
+  const get = (key, next) => got(preloadGet(at(key), 0, firstRead - 1, maxAge, next));
+  // pair preloads manifests a and b (version v and v + 1); done(cur, next)
+  // runs when both are in, before the second settles.
+  const pair = (a, b, done) => {
+    const seen = [];
+    const one = (i) => (ans) => { seen[i] = ans; if (0 in seen && 1 in seen) done(seen[0], seen[1]); };
+    get(`_versions/${a}`, one(0));
+    get(`_versions/${b}`, one(1));
+  };
   // A next version there means the Go side climbs: what it opens is not
   // this manifest's files.
-  if (!files || next?.status !== 404) return n;
-  const list = manifestFiles(cur) ?? [];
-  const kept = await Promise.all(list.map((f) => preloadFile(at(`data/${f.path}`), f.size, maxAge)));
-  return n + kept.reduce((x, y) => x + y, 0);
+  const opened = (cur, next) => {
+    if (!files || next?.status !== 404) return;
+    for (const f of manifestFiles(cur) ?? []) preloadFile(at(`data/${f.path}`), f.size, maxAge, got);
+  };
+  get('_versions/latest_version_hint.json', (hint) => {
+    if (!hint || (hint.status !== 200 && hint.status !== 206) || hint.start !== 0 || hint.body.length !== hint.total) return;
+    let v;
+    try { v = JSON.parse(new TextDecoder().decode(hint.body)).version; } catch { return; }
+    if (!Number.isSafeInteger(v) || v < 1) return;
+    pair(v2Name(v), v2Name(v + 1), (cur, next) => {
+      if (cur?.status === 404 && next?.status === 404) pair(`${v}.manifest`, `${v + 1}.manifest`, opened);
+      else opened(cur, next);
+    });
+  });
 }
 
 /**
@@ -424,11 +437,17 @@ export async function preload(location, opts = {}) {
   // key, the base's query.
   const root = u.origin + u.pathname.replace(/\/$/, '');
   const sets = Array.isArray(opts.datasets) ? opts.datasets.map(String) : tables;
-  const counts = await Promise.all(sets.map((d) => {
+  const started = [];
+  const got = (p) => { started.push(p); return p; };
+  for (const d of sets) {
     const path = d.replace(/^\/+|\/+$/g, '');
-    return preloadDataset(path ? `${root}/${path}` : root, u.search, maxAge, !!opts.files).catch(() => 0);
-  }));
-  return counts.reduce((a, b) => a + b, 0);
+    try { preloadDataset(path ? `${root}/${path}` : root, u.search, maxAge, !!opts.files, got); } catch { /* nothing more for it */ }
+  }
+  let kept = 0;
+  // Each answer may start more preloads (before it settles): wait until
+  // every one started has settled.
+  for (let i = 0; i < started.length; i++) if (await started[i]) kept++;
+  return kept;
 }
 
 // forwardPreloads moves the page's kept and pending preloads to a Worker
