@@ -1,5 +1,5 @@
-// Direct mode's first load, two page builds side by side (WEB_A, default
-// out/web, and WEB_B), alternating, N cold loads each (default 6), over the
+// Direct mode's first load, two or three page builds side by side (WEB_A,
+// default out/web, WEB_B and optionally WEB_C), alternating, N cold loads each (default 6), over the
 // repository bench-web writes (REPO, default out/webbench/first/repo) from a
 // static server adding 50 ms per request. Per load: when the module's Worker
 // answered its start (go, ms after navigation start), when kv0dash.ready
@@ -12,7 +12,7 @@ import { mkdtemp, rm, symlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 const sides = {};
-for (const [name, w] of [['a', process.env.WEB_A ?? new URL('../../out/web', import.meta.url).pathname], ['b', process.env.WEB_B]].filter(([, w]) => w)) {
+for (const [name, w] of [['a', process.env.WEB_A ?? new URL('../../out/web', import.meta.url).pathname], ['b', process.env.WEB_B], ['c', process.env.WEB_C]].filter(([, w]) => w)) {
   const dir = await mkdtemp(join(tmpdir(), 'kv0-try-'));
   await symlink(w, join(dir, 'site'));
   await symlink(process.env.REPO ?? new URL('../../out/webbench/first/repo', import.meta.url).pathname, join(dir, 'repo'));
