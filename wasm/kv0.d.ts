@@ -268,3 +268,30 @@ export interface LoadOptions {
 }
 
 export function load(options?: LoadOptions): Promise<Kv0>;
+
+export interface PreloadOptions {
+  /**
+   * The datasets to preload, as paths under the location ('' for the location itself, a Lance dataset).
+   * Default: the four tables of a tracking repository (runs.lance, params.lance, series.lance, metrics.lance).
+   */
+  datasets?: string[];
+  /**
+   * Also fetch the footers (last 64 KiB, and the rest of the metadata when it starts earlier) of the data files
+   * the latest manifest of each dataset lists, for datasets of at most 64 fragments: what
+   * `openRepo(loc, { prefetch: true })` opens. Default false.
+   */
+  files?: boolean;
+  /** Milliseconds after its arrival during which a preloaded answer may be used (default 5000; 0: never). */
+  maxAge?: number;
+}
+
+/**
+ * Fetches, before the module is loaded (it needs no Go code), what opening `location` reads first: each dataset's
+ * version hint, then the manifests of the version it names and of the next one (V2 names, then V1 names when
+ * neither is there), and with `files` the data files' footers. The module's requests for those URLs and ranges
+ * (in a Worker too, when `load()` starts one) are then answered from memory, each once, within `maxAge`; a failed
+ * or refused preload, or an answer already taken or expired, leaves the request to the network, and errors keep
+ * their codes and messages. Static locations only: a signed location preloads nothing. Resolves, never rejects,
+ * with the number of answers kept.
+ */
+export function preload(location: Location, options?: PreloadOptions): Promise<number>;

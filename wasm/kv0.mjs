@@ -81,7 +81,17 @@ async function instantiate(go, wasmURL) {
 // per request rather than for the headers and again for the body. It
 // never rejects: a failed fetch settles with [0, '', null, its error's
 // text], a body cut short with [status, headers, null, the error's text].
+// A request a preload (below) holds the bytes of is answered from memory.
 async function fetchRange(url, headers, signal) {
+  const early = takePreload(url, headers);
+  if (early) {
+    const a = await settleOrAbort(early.answer, signal);
+    if (a === aborted) return [0, '', null, 'AbortError: the request was aborted'];
+    const served = a && Date.now() < early.until ? servePreload(a, headers) : null;
+    if (served) return served;
+    // Not usable for this request (failed, expired, another range): the
+    // network answers, as without a preload.
+  }
   let r;
   try {
     r = await fetch(url, { method: 'GET', headers, signal });
@@ -96,6 +106,362 @@ async function fetchRange(url, headers, signal) {
     return [r.status, h, null, errorText(err)];
   }
 }
+
+// Preloads (preload() below): answers fetched before the Go program asks
+// for them, kept by normalized URL, each with the range it asked for. An
+// entry is one-shot: the first request of its URL whose range it asked
+// for takes it, whether or not its answer can serve that request, so an
+// answer (a missing next version above all) is never reused as a later
+// proof. It also expires maxAge ms after its answer arrived, and is
+// dropped then.
+const preloads = new Map(); // href -> [{ id, from, to, answer: Promise<kept | null>, until, timer }]
+let preloadIDs = 0;
+const aborted = Symbol('aborted');
+// The tail the Go side asks for first when it reads a hint or a manifest
+// whose size it does not know yet (core/lance manifestTail, httpstore's
+// ReadTail), and of a data file it opens (core/lancefile tailRead): the
+// preload asks for the same bytes.
+const firstRead = 64 << 10;
+const tables = ['runs.lance', 'params.lance', 'series.lance', 'metrics.lance'];
+// At most this many fragments' data files are preloaded per dataset: the
+// bound under which openRepo's prefetch opens a table's files
+// (core/tracking warmFragments).
+const warmFragments = 64;
+// A preload's request is abandoned after this many ms.
+const preloadTimeout = 10000;
+
+function normURL(url) {
+  try {
+    const u = new URL(url);
+    u.hash = '';
+    return u.href;
+  } catch {
+    return null;
+  }
+}
+
+// rangeOf reads "bytes=A-B" as [A, B]; anything else (none, open-ended,
+// a suffix) is null.
+function rangeOf(headers) {
+  const names = Object.keys(headers ?? {});
+  const k = names.find((n) => n.toLowerCase() === 'range');
+  const m = k && /^bytes=(\d+)-(\d+)$/.exec(String(headers[k]));
+  return m ? [Number(m[1]), Number(m[2])] : null;
+}
+
+// dropEntry removes e from the list of key.
+function dropEntry(key, e) {
+  clearTimeout(e.timer);
+  const list = preloads.get(key);
+  const i = list ? list.indexOf(e) : -1;
+  if (i < 0) return false;
+  list.splice(i, 1);
+  if (list.length === 0) preloads.delete(key);
+  return true;
+}
+
+// takePreload removes and returns the entry of url that asked for the
+// range the request asks for (or a wider one), or the only entry when the
+// request's range is not of the form "bytes=A-B".
+function takePreload(url, headers) {
+  if (preloads.size === 0) return null;
+  const key = normURL(url);
+  const list = key && preloads.get(key);
+  if (!list) return null;
+  const want = rangeOf(headers);
+  const e = want ? list.find((x) => x.from <= want[0] && want[1] <= x.to) : list.length === 1 ? list[0] : null;
+  if (!e) return null;
+  dropEntry(key, e);
+  return e;
+}
+
+// expireAt arms the entry's expiry at until (ms since the epoch): after it
+// the entry is neither used nor kept.
+function expireAt(key, e, until) {
+  e.until = until;
+  clearTimeout(e.timer);
+  e.timer = setTimeout(() => dropEntry(key, e), Math.max(0, until - Date.now()));
+  e.timer?.unref?.(); // Node: a kept answer never holds the process open
+}
+
+function settleOrAbort(p, signal) {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.resolve(aborted);
+  return new Promise((resolve) => {
+    const onAbort = () => resolve(aborted);
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then((v) => { signal.removeEventListener('abort', onAbort); resolve(v); });
+  });
+}
+
+// addEntry files an entry under key (and hands it to the Worker that takes
+// preloads, if one started).
+function addEntry(key, e) {
+  const list = preloads.get(key);
+  if (list) list.push(e);
+  else preloads.set(key, [e]);
+  forwardTo?.(key, e);
+}
+
+// preloadGet fetches bytes [from, to] of url, the range the Go side will
+// ask for, and keeps the answer when it can stand in for one: a 200, a 206
+// with its Content-Range, a 404 or 410. Anything else (a 403, a 5xx, a
+// failure) is not kept, and the Go side's own request meets it. next(kept
+// or null) runs before the answer settles, so that the entries it makes
+// for what the Go side asks next exist before the Go side has this answer
+// (in a Worker: their messages go first).
+function preloadGet(url, from, to, maxAge, next) {
+  const key = normURL(url);
+  if (!key) return Promise.resolve(null);
+  const had = preloads.get(key)?.find((x) => x.from === from && x.to === to);
+  if (had) return had.answer;
+  const then = (a) => {
+    try { next?.(a); } catch { /* a preload step that fails leaves the rest to the network */ }
+    return a;
+  };
+  const e = { id: ++preloadIDs, from, to, answer: null, until: Infinity, timer: null };
+  e.answer = (async () => {
+    // A preload that hangs gives up, so that a request waiting on it
+    // goes to the network instead.
+    const ac = new AbortController();
+    const timer = setTimeout(() => ac.abort(), preloadTimeout);
+    timer?.unref?.();
+    try {
+      const r = await fetch(url, { method: 'GET', headers: { Range: `bytes=${from}-${to}` }, signal: ac.signal });
+      const headers = [...r.headers].map(([k, v]) => [k, v.replaceAll('\n', ' ')]);
+      const body = new Uint8Array(await r.arrayBuffer());
+      clearTimeout(timer);
+      let start = 0, total = body.length;
+      if (r.status === 206) {
+        const m = /^bytes (\d+)-(\d+)\/(\d+)$/.exec(r.headers.get('content-range') ?? '');
+        if (!m || Number(m[2]) - Number(m[1]) + 1 !== body.length) throw new Error('unusable Content-Range');
+        start = Number(m[1]);
+        total = Number(m[3]);
+      } else if (r.status !== 200 && r.status !== 404 && r.status !== 410) {
+        throw new Error(`HTTP ${r.status}`);
+      }
+      e.until = Date.now() + maxAge;
+      if (preloads.get(key)?.includes(e)) expireAt(key, e, e.until);
+      return then({ status: r.status, headers, body, start, total });
+    } catch {
+      clearTimeout(timer);
+      dropEntry(key, e);
+      return then(null);
+    }
+  })();
+  addEntry(key, e);
+  return e.answer;
+}
+
+// servePreload answers a request (its headers as the Go side sent them)
+// from a kept answer, in fetchRange's form, or returns null when it
+// cannot: another header than Range, a range outside the kept bytes, a
+// whole body asked for and only part kept. A 404 or 410 answers any range.
+function servePreload(a, headers) {
+  const names = Object.keys(headers ?? {});
+  if (names.some((k) => k.toLowerCase() !== 'range')) return null;
+  const text = (list) => list.map(([k, v]) => `${k}\n${v}\n`).join('');
+  if (a.status === 404 || a.status === 410) return [a.status, text(a.headers), a.body, null];
+  const range = names.length ? String(headers[names[0]]) : null;
+  const T = a.total;
+  const kept = a.headers.filter(([k]) => !['content-length', 'content-range', 'content-encoding'].includes(k.toLowerCase()));
+  if (range === null) {
+    if (a.start !== 0 || a.body.length !== T) return null;
+    return [200, text([...kept, ['content-length', String(T)]]), a.body, null];
+  }
+  let from, to;
+  let m = /^bytes=(\d+)-(\d*)$/.exec(range);
+  if (m) {
+    from = Number(m[1]);
+    to = m[2] === '' ? T - 1 : Math.min(Number(m[2]), T - 1);
+  } else if ((m = /^bytes=-(\d+)$/.exec(range)) && Number(m[1]) > 0) {
+    from = Math.max(0, T - Number(m[1]));
+    to = T - 1;
+  } else {
+    return null;
+  }
+  if (!Number.isSafeInteger(from) || from >= T || from < a.start || to >= a.start + a.body.length) return null;
+  const whole = from === a.start && to === a.start + a.body.length - 1;
+  const body = whole ? a.body : a.body.slice(from - a.start, to + 1 - a.start);
+  return [206, text([...kept, ['content-range', `bytes ${from}-${to}/${T}`], ['content-length', String(to - from + 1)]]), body, null];
+}
+
+// v2Name is the V2 file name of manifest v (core/lance naming.go).
+function v2Name(v) {
+  return `${(2n ** 64n - 1n - BigInt(v)).toString().padStart(20, '0')}.manifest`;
+}
+
+// protoFields calls f(field, wire type, value) for each field of the
+// protobuf message b: a Number for varints (null past 2^53), a Uint8Array
+// for length-delimited fields. It returns false on malformed input.
+function protoFields(b, f) {
+  let i = 0;
+  const varint = () => {
+    let v = 0, mul = 1;
+    for (let k = 0; k < 10; k++) {
+      if (i >= b.length) throw new Error('short varint');
+      const x = b[i++];
+      v += (x & 0x7f) * mul;
+      mul *= 128;
+      if (x < 0x80) return v;
+    }
+    throw new Error('long varint');
+  };
+  try {
+    while (i < b.length) {
+      const tag = varint();
+      const field = Math.floor(tag / 8), wire = tag % 8;
+      if (wire === 0) {
+        const v = varint();
+        f(field, wire, Number.isSafeInteger(v) ? v : null);
+      } else if (wire === 2) {
+        const n = varint();
+        if (i + n > b.length) return false;
+        f(field, wire, b.subarray(i, i + n));
+        i += n;
+      } else if (wire === 1) i += 8;
+      else if (wire === 5) i += 4;
+      else return false;
+    }
+    return i === b.length;
+  } catch {
+    return false;
+  }
+}
+
+// manifestFiles lists the data files ({ path, size }) of the manifest in a
+// kept answer: [] when it has more than warmFragments fragments, null when
+// the answer does not hold the whole manifest section or it does not parse.
+// Files under another base path, or of unknown size, are left out.
+function manifestFiles(a) {
+  if (!a || (a.status !== 200 && a.status !== 206) || a.start + a.body.length !== a.total || a.body.length < 20) return null;
+  const b = a.body, n = b.length;
+  if (String.fromCharCode(...b.subarray(n - 4)) !== 'LANC') return null;
+  const dv = new DataView(b.buffer, b.byteOffset, n);
+  const pos = Number(dv.getBigUint64(n - 16, true)) - a.start;
+  if (pos < 0 || pos + 4 > n - 16) return null;
+  const len = dv.getUint32(pos, true);
+  if (pos + 4 + len !== n - 16) return null;
+  const files = [];
+  let fragments = 0, bad = false;
+  const fine = (r) => { if (!r) bad = true; };
+  fine(protoFields(b.subarray(pos + 4, pos + 4 + len), (field, wire, v) => {
+    if (field !== 2 || wire !== 2) return;
+    fragments++;
+    fine(protoFields(v, (ff, fw, fv) => {
+      if (ff !== 2 || fw !== 2) return;
+      const df = { path: null, size: 0, base: false };
+      fine(protoFields(fv, (k, w, x) => {
+        if (k === 1 && w === 2) df.path = new TextDecoder().decode(x);
+        else if (k === 6 && w === 0) df.size = x ?? 0;
+        else if (k === 7) df.base = true;
+      }));
+      if (df.path && df.size > 0 && !df.base) files.push({ path: df.path, size: df.size });
+    }));
+  }));
+  if (bad) return null;
+  return fragments > warmFragments ? [] : files;
+}
+
+// preloadFile fetches what opening a data file of size bytes reads (core/
+// lancefile Open): its last 64 KiB, then the rest of its metadata when that
+// starts earlier (the footer's first field). got(answer) runs for each.
+function preloadFile(url, size, maxAge, got) {
+  const n = Math.min(size, firstRead);
+  got(preloadGet(url, size - n, size - 1, maxAge, (tail) => {
+    if (!tail || tail.status !== 206 || tail.start !== size - n || tail.total !== size || size < 40) return;
+    const b = tail.body;
+    if (String.fromCharCode(...b.subarray(b.length - 4)) !== 'LANC') return;
+    const meta = Number(new DataView(b.buffer, b.byteOffset, b.length).getBigUint64(b.length - 40, true));
+    if (meta < size - n && size - n - meta <= maxPreloadBytes) got(preloadGet(url, meta, size - n - 1, maxAge));
+  }));
+}
+// maxPreloadBytes bounds one preloaded range of a data file's metadata.
+const maxPreloadBytes = 4 << 20;
+
+// preloadDataset fetches what opening the dataset at root (a URL, no
+// trailing slash) reads first on a static server: the version hint, then
+// the manifests of the version it names and of the next one (under V2
+// names, then V1 names when neither is there), and with files the data
+// files' footers. Each step starts as the answer it depends on arrives
+// (preloadGet's next); got(answer) runs for every preload started.
+function preloadDataset(root, suffix, maxAge, files, got) {
+  const at = (key) => `${root}/${key.split('/').map(encodeURIComponent).join('/')}${suffix}`;
+  const get = (key, next) => got(preloadGet(at(key), 0, firstRead - 1, maxAge, next));
+  // pair preloads manifests a and b (version v and v + 1); done(cur, next)
+  // runs when both are in, before the second settles.
+  const pair = (a, b, done) => {
+    const seen = [];
+    const one = (i) => (ans) => { seen[i] = ans; if (0 in seen && 1 in seen) done(seen[0], seen[1]); };
+    get(`_versions/${a}`, one(0));
+    get(`_versions/${b}`, one(1));
+  };
+  // A next version there means the Go side climbs: what it opens is not
+  // this manifest's files.
+  const opened = (cur, next) => {
+    if (!files || next?.status !== 404) return;
+    for (const f of manifestFiles(cur) ?? []) preloadFile(at(`data/${f.path}`), f.size, maxAge, got);
+  };
+  get('_versions/latest_version_hint.json', (hint) => {
+    if (!hint || (hint.status !== 200 && hint.status !== 206) || hint.start !== 0 || hint.body.length !== hint.total) return;
+    let v;
+    try { v = JSON.parse(new TextDecoder().decode(hint.body)).version; } catch { return; }
+    if (!Number.isSafeInteger(v) || v < 1) return;
+    pair(v2Name(v), v2Name(v + 1), (cur, next) => {
+      if (cur?.status === 404 && next?.status === 404) pair(`${v}.manifest`, `${v + 1}.manifest`, opened);
+      else opened(cur, next);
+    });
+  });
+}
+
+/**
+ * Starts fetching what opening location will read first, before the module
+ * is loaded (it needs no Go code): for each dataset (default: the four
+ * tables of a tracking repository; opts.datasets: paths under location,
+ * '' for location itself) its version hint, then the manifests of the
+ * version the hint names and of the next one; with opts.files, also the
+ * footers of the latest version's data files (of datasets of at most 64
+ * fragments: what openRepo's prefetch opens). The module's requests for
+ * those bytes are then answered from memory, each once, within opts.maxAge
+ * ms (default 5000) of the answer's arrival; anything else goes to the
+ * network. Static (http(s) URL) locations only: a signed location preloads
+ * nothing. Resolves, never rejects, with the number of answers kept.
+ */
+export async function preload(location, opts = {}) {
+  if (typeof location !== 'string') return 0;
+  const maxAge = Number.isFinite(opts.maxAge) && opts.maxAge >= 0 ? opts.maxAge : 5000;
+  let u;
+  try { u = new URL(location); } catch { return 0; }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return 0;
+  // The URLs httpstore builds: the base's path without its last '/', the
+  // key, the base's query.
+  const root = u.origin + u.pathname.replace(/\/$/, '');
+  const sets = Array.isArray(opts.datasets) ? opts.datasets.map(String) : tables;
+  const started = [];
+  const got = (p) => { started.push(p); return p; };
+  for (const d of sets) {
+    const path = d.replace(/^\/+|\/+$/g, '');
+    try { preloadDataset(path ? `${root}/${path}` : root, u.search, maxAge, !!opts.files, got); } catch { /* nothing more for it */ }
+  }
+  let kept = 0;
+  // Each answer may start more preloads (before it settles): wait until
+  // every one started has settled.
+  for (let i = 0; i < started.length; i++) if (await started[i]) kept++;
+  return kept;
+}
+
+// forwardPreloads moves the page's kept and pending preloads to a Worker
+// (post, a postMessage to it), and those started later too.
+function forwardPreloads(post) {
+  const send = (key, e) => {
+    dropEntry(key, e);
+    post({ id: 0, fn: '__preload', args: [key, e.id, e.from, e.to] });
+    e.answer.then((a) => post({ id: 0, fn: '__preloaded', args: [key, e.id, a, a ? e.until : 0] }));
+  };
+  for (const [key, list] of [...preloads]) for (const e of [...list]) send(key, e);
+  forwardTo = send;
+}
+let forwardTo = null; // the Worker that takes preloads, once one started
 
 // errorText is an error's name and message, and its cause's message (a
 // fetch TypeError's reason) when it has one.
@@ -251,6 +617,9 @@ async function startWorker(options) {
     worker.terminate();
     throw err;
   }
+  // The Worker's requests come from here on: preloads made on the page go
+  // to it (a copy each; the page keeps none).
+  forwardPreloads((msg) => { if (!failed) worker.postMessage(msg); });
   return call;
 }
 
@@ -346,7 +715,29 @@ function wrap(call) {
 // Worker named kv0-worker, runs kv0.wasm and answers the page's calls.
 if (typeof WorkerGlobalScope !== 'undefined' && globalThis instanceof WorkerGlobalScope && globalThis.name === 'kv0-worker') {
   let callGo = null;
+  const waiting = new Map(); // preload id -> { key, entry } a __preloaded message settles
   globalThis.onmessage = async ({ data: { id, fn, args } }) => {
+    if (fn === '__preload') {
+      // A preload of the page, on its way: a request of its URL and range
+      // waits for it.
+      const [key, pid, from, to] = args;
+      const e = { id: pid, from, to, answer: null, until: Infinity, timer: null };
+      e.answer = new Promise((resolve) => { e.resolve = resolve; });
+      addEntry(key, e);
+      waiting.set(pid, { key, e });
+      return;
+    }
+    if (fn === '__preloaded') {
+      const [key, pid, a, until] = args;
+      const w = waiting.get(pid);
+      if (!w) return;
+      waiting.delete(pid);
+      if (!a) dropEntry(key, w.e);
+      else if (preloads.get(key)?.includes(w.e)) expireAt(key, w.e, until);
+      w.e.until = a ? until : 0;
+      w.e.resolve(a);
+      return;
+    }
     try {
       let ok;
       if (fn === '__start') {

@@ -20,7 +20,20 @@ import { parseState } from './state.js';
     // this thread while its Worker starts) loads while app.js downloads.
     const url = new URL('kv0.mjs', wasmBase(params, location.href)).href;
     const imported = import(url);
-    const loaded = imported.then((m) => m.load({ worker: true }));
+    const loaded = imported.then((m) => {
+      const started = m.load({ worker: true });
+      // While kv0.wasm compiles and the Go program starts, the tables'
+      // version hints, latest manifests and data files' footers come
+      // (static mode: what openRepo and its prefetch read first); the
+      // module's requests for them are then answered from memory, once
+      // each. A module without preload, or a failed preload, leaves them
+      // to the network.
+      const repo = params.get('repo');
+      if (repo && typeof m.preload === 'function') {
+        m.preload(new URL(repo, location.href).href.replace(/\/+$/, ''), { files: true }).catch(() => {});
+      }
+      return started;
+    });
     loaded.catch(() => {}); // app.js reports it
     let taken = false;
     window.kv0early = {
