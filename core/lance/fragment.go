@@ -180,17 +180,12 @@ func (fr *fragReader) next(ctx context.Context, n int) ([]arrow.Array, error) {
 		}
 	}
 	for c, a := range out {
-		if err != nil {
-			if a != nil {
-				a.Release()
-			}
-			continue
-		}
-		if a == nil {
-			out[c] = array.MakeArrayOfNull(memory.DefaultAllocator, fr.fields[c].Type, n)
+		if err == nil && a == nil {
+			out[c], err = lancefile.NullArray(fr.fields[c].Type, n)
 		}
 	}
 	if err != nil {
+		releaseAll(out)
 		return nil, err
 	}
 	fr.pos += uint64(n)

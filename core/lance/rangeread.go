@@ -38,7 +38,7 @@ func (d *Dataset) ReadRanges(ctx context.Context, fragment uint64, ranges []RowR
 		}
 	}()
 	if len(parts) == 0 {
-		return emptyBatch(schema, proj), nil
+		return emptyBatch(schema, proj)
 	}
 	if len(parts) == 1 {
 		return array.NewRecordBatch(schema, parts[0], int64(rows)), nil
@@ -76,13 +76,16 @@ func (d *Dataset) ReadRangesChunks(ctx context.Context, fragment uint64, ranges 
 	return out, nil
 }
 
-func emptyBatch(schema *arrow.Schema, proj *lancefile.Schema) arrow.RecordBatch {
+func emptyBatch(schema *arrow.Schema, proj *lancefile.Schema) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, len(proj.Fields))
-	for i, fl := range proj.Fields {
-		cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, fl.Type, 0)
-	}
 	defer releaseAll(cols)
-	return array.NewRecordBatch(schema, cols, 0)
+	for i, fl := range proj.Fields {
+		var err error
+		if cols[i], err = lancefile.NullArray(fl.Type, 0); err != nil {
+			return nil, err
+		}
+	}
+	return array.NewRecordBatch(schema, cols, 0), nil
 }
 
 // readRangeParts reads the live rows of the ranges as pieces of columns,

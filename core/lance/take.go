@@ -8,6 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/kv0/kv0/core/lancefile"
 )
 
 // Take returns the rows at the given row addresses (fragment_id<<32 |
@@ -150,9 +152,9 @@ func (d *Dataset) Take(ctx context.Context, addrs []uint64, columns []string) (a
 		}
 		switch len(parts) {
 		case 0:
-			b := array.NewBuilder(mem, fld.Type)
-			out[c] = b.NewArray()
-			b.Release()
+			if out[c], err = lancefile.NullArray(fld.Type, 0); err != nil {
+				return nil, err
+			}
 		case 1:
 			out[c] = parts[0]
 		default:
