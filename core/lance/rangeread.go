@@ -6,7 +6,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/kv0/kv0/core/lancefile"
 )
@@ -50,7 +49,7 @@ func (d *Dataset) ReadRanges(ctx context.Context, fragment uint64, ranges []RowR
 		for i, p := range parts {
 			pieces[i] = p[c]
 		}
-		if out[c], err = array.Concatenate(pieces, memory.DefaultAllocator); err != nil {
+		if out[c], err = lancefile.Concat(pieces); err != nil {
 			return nil, err
 		}
 	}

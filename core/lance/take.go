@@ -7,7 +7,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/kv0/kv0/core/lancefile"
 )
@@ -127,7 +126,6 @@ func (d *Dataset) Take(ctx context.Context, addrs []uint64, columns []string) (a
 
 	// Assemble the output in the order asked, one slice per stretch of
 	// consecutive rows from the same piece.
-	mem := memory.DefaultAllocator
 	out := make([]arrow.Array, len(fields))
 	defer func() {
 		if err != nil {
@@ -158,7 +156,7 @@ func (d *Dataset) Take(ctx context.Context, addrs []uint64, columns []string) (a
 		case 1:
 			out[c] = parts[0]
 		default:
-			out[c], err = array.Concatenate(parts, mem)
+			out[c], err = lancefile.Concat(parts)
 			releaseAll(parts)
 			if err != nil {
 				return nil, err

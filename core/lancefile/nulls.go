@@ -9,11 +9,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
-// NullArray returns an array of n nulls of type dt (n = 0: an empty array),
-// for the types a Lance schema resolves to: bool, the integers, float32 and
-// float64, date32, timestamps, string, binary and their large forms, lists,
-// large lists, fixed-size lists and structs of those, and the null type. Any
-// other type is an ErrUnsupportedType error naming it.
+// NullArray returns an array of n nulls of type dt (n = 0: an empty array).
+// It covers the types a Lance schema resolves to (bool, the integers, float32
+// and float64, date32, timestamps, string, binary and their large forms,
+// lists, large lists, fixed-size lists and structs) and the other types
+// core/arrowstream writes: the null type, the other fixed-width types (float16,
+// date64, times, durations, intervals, decimals, fixed-size binary) and maps.
+// Any other type (dictionaries, unions, run-end encoded arrays, views,
+// extensions) is an ErrUnsupportedType error naming it.
 //
 // It stands for arrow-go's array.MakeArrayOfNull and for an empty array made
 // by array.NewBuilder: both reach the builder of every Arrow type through one
@@ -39,14 +42,16 @@ func nullData(dt arrow.DataType, n int) (arrow.ArrayData, error) {
 	case arrow.BOOL:
 		return array.NewData(dt, n, []*memory.Buffer{bits(n), bits(n)}, nil, n, 0), nil
 	case arrow.INT8, arrow.UINT8, arrow.INT16, arrow.UINT16, arrow.INT32, arrow.UINT32, arrow.INT64, arrow.UINT64,
-		arrow.FLOAT32, arrow.FLOAT64, arrow.DATE32, arrow.TIMESTAMP:
+		arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64, arrow.DATE32, arrow.DATE64, arrow.TIMESTAMP, arrow.TIME32,
+		arrow.TIME64, arrow.DURATION, arrow.INTERVAL_MONTHS, arrow.INTERVAL_DAY_TIME, arrow.INTERVAL_MONTH_DAY_NANO,
+		arrow.DECIMAL32, arrow.DECIMAL64, arrow.DECIMAL128, arrow.DECIMAL256, arrow.FIXED_SIZE_BINARY:
 		width := dt.(arrow.FixedWidthDataType).Bytes()
 		return array.NewData(dt, n, []*memory.Buffer{bits(n), zeros(n * width)}, nil, n, 0), nil
 	case arrow.STRING, arrow.BINARY:
 		return array.NewData(dt, n, []*memory.Buffer{bits(n), zeros(4 * (n + 1)), zeros(0)}, nil, n, 0), nil
 	case arrow.LARGE_STRING, arrow.LARGE_BINARY:
 		return array.NewData(dt, n, []*memory.Buffer{bits(n), zeros(8 * (n + 1)), zeros(0)}, nil, n, 0), nil
-	case arrow.LIST, arrow.LARGE_LIST:
+	case arrow.LIST, arrow.LARGE_LIST, arrow.MAP:
 		width := 4
 		if dt.ID() == arrow.LARGE_LIST {
 			width = 8

@@ -25,6 +25,10 @@ func TestNullArray(t *testing.T) {
 		arrow.BinaryTypes.String, arrow.BinaryTypes.LargeString, arrow.BinaryTypes.Binary, arrow.BinaryTypes.LargeBinary,
 		item, arrow.ListOf(item), arrow.LargeListOf(arrow.BinaryTypes.String),
 		arrow.FixedSizeListOf(3, arrow.PrimitiveTypes.Float32),
+		arrow.FixedWidthTypes.Float16, arrow.FixedWidthTypes.Date64, arrow.FixedWidthTypes.Time32ms,
+		arrow.FixedWidthTypes.Time64ns, arrow.FixedWidthTypes.Duration_us, arrow.FixedWidthTypes.MonthDayNanoInterval,
+		&arrow.Decimal128Type{Precision: 20, Scale: 2}, &arrow.Decimal256Type{Precision: 40, Scale: 2},
+		&arrow.FixedSizeBinaryType{ByteWidth: 5}, arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int64),
 		arrow.StructOf(arrow.Field{Name: "v", Type: arrow.FixedSizeListOf(2, arrow.PrimitiveTypes.Float32), Nullable: true}),
 	}
 	for _, dt := range types {
@@ -42,10 +46,10 @@ func TestNullArray(t *testing.T) {
 		}
 	}
 	for _, dt := range []arrow.DataType{
-		arrow.FixedWidthTypes.Float16,
 		&arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String},
-		arrow.StructOf(arrow.Field{Name: "m", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int64)}),
+		arrow.StructOf(arrow.Field{Name: "u", Type: arrow.SparseUnionOf([]arrow.Field{{Name: "i", Type: arrow.PrimitiveTypes.Int8}}, []arrow.UnionTypeCode{0})}),
 		arrow.ListOf(arrow.BinaryTypes.StringView),
+		arrow.RunEndEncodedOf(arrow.PrimitiveTypes.Int32, arrow.BinaryTypes.String),
 	} {
 		_, err := NullArray(dt, 3)
 		if !errors.Is(err, ErrUnsupportedType) {

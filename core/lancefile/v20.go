@@ -379,7 +379,7 @@ func concat20(dt arrow.DataType, parts []arrow.Array) (arrow.Array, error) {
 		parts[0].Retain()
 		return parts[0], nil
 	}
-	out, err := array.Concatenate(parts, alloc20)
+	out, err := Concat(parts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}
