@@ -1,7 +1,6 @@
 package lancefile
 
 import (
-	"encoding/binary"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -96,7 +95,12 @@ func concatData(dt arrow.DataType, ds []arrow.ArrayData) (arrow.ArrayData, error
 			w = 8
 		}
 		offs := make([]byte, (n+1)*w)
-		var vals []byte
+		size := int64(0)
+		for _, d := range ds {
+			lo, hi := valueRange(d, w)
+			size += hi - lo
+		}
+		vals := make([]byte, 0, size)
 		at := 0
 		for _, d := range ds {
 			lo, hi := rebase(offs, w, at, d, int64(len(vals)))
@@ -163,6 +167,21 @@ func concatData(dt arrow.DataType, ds []arrow.ArrayData) (arrow.ArrayData, error
 	return nil, fmt.Errorf("%w: cannot concatenate arrays of type %s", ErrUnsupportedType, dt)
 }
 
+// valueRange returns d's first and end offsets, w bytes wide.
+func valueRange(d arrow.ArrayData, w int) (lo, hi int64) {
+	b := d.Buffers()[1]
+	if b == nil || d.Len() == 0 {
+		return 0, 0
+	}
+	off, n := d.Offset(), d.Len()
+	if w == 4 {
+		src := arrow.Int32Traits.CastFromBytes(b.Bytes())
+		return int64(src[off]), int64(src[off+n])
+	}
+	src := arrow.Int64Traits.CastFromBytes(b.Bytes())
+	return src[off], src[off+n]
+}
+
 // rebase writes the end offsets of d's slots, w bytes wide, into offs at
 // slots at+1 to at+d.Len(), moved so that d's first offset becomes base, and
 // returns d's first and end offsets (the range of its values).
@@ -171,21 +190,23 @@ func rebase(offs []byte, w, at int, d arrow.ArrayData, base int64) (lo, hi int64
 	if b == nil || d.Len() == 0 {
 		return 0, 0
 	}
-	src, off, n := b.Bytes(), d.Offset(), d.Len()
+	off, n := d.Offset(), d.Len()
 	if w == 4 {
-		lo = int64(int32(binary.LittleEndian.Uint32(src[4*off:])))
-		for i := 1; i <= n; i++ {
-			e := int64(int32(binary.LittleEndian.Uint32(src[4*(off+i):])))
-			binary.LittleEndian.PutUint32(offs[4*(at+i):], uint32(base+e-lo))
+		src := arrow.Int32Traits.CastFromBytes(b.Bytes())[off : off+n+1]
+		dst := arrow.Int32Traits.CastFromBytes(offs)[at : at+n+1]
+		delta := int32(base) - src[0]
+		for i := 1; i < len(src); i++ {
+			dst[i] = src[i] + delta
 		}
-		return lo, int64(int32(binary.LittleEndian.Uint32(src[4*(off+n):])))
+		return int64(src[0]), int64(src[n])
 	}
-	lo = int64(binary.LittleEndian.Uint64(src[8*off:]))
-	for i := 1; i <= n; i++ {
-		e := int64(binary.LittleEndian.Uint64(src[8*(off+i):]))
-		binary.LittleEndian.PutUint64(offs[8*(at+i):], uint64(base+e-lo))
+	src := arrow.Int64Traits.CastFromBytes(b.Bytes())[off : off+n+1]
+	dst := arrow.Int64Traits.CastFromBytes(offs)[at : at+n+1]
+	delta := base - src[0]
+	for i := 1; i < len(src); i++ {
+		dst[i] = src[i] + delta
 	}
-	return lo, int64(binary.LittleEndian.Uint64(src[8*(off+n):]))
+	return src[0], src[n]
 }
 
 // nullCount is d's count of nulls, counted from its validity bitmap when
