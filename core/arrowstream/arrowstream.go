@@ -17,11 +17,12 @@ import (
 	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	flatbuffers "github.com/google/flatbuffers/go"
+
+	"github.com/kv0/kv0/core/lancefile"
 )
 
 // ErrUnsupportedType is returned for a column whose type the writer does
@@ -80,7 +81,7 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 		if hasOffset(data) {
 			// Sliced arrays (a filtered scan's) are copied to offset 0, so
 			// every buffer can be written as it is.
-			c, err := array.Concatenate([]arrow.Array{col}, w.mem)
+			c, err := lancefile.Concat([]arrow.Array{col})
 			if err != nil {
 				return fmt.Errorf("arrowstream: column %q: %w", w.schema.Field(i).Name, err)
 			}

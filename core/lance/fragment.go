@@ -6,7 +6,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/kv0/kv0/core/lancefile"
 )
@@ -180,17 +179,12 @@ func (fr *fragReader) next(ctx context.Context, n int) ([]arrow.Array, error) {
 		}
 	}
 	for c, a := range out {
-		if err != nil {
-			if a != nil {
-				a.Release()
-			}
-			continue
-		}
-		if a == nil {
-			out[c] = array.MakeArrayOfNull(memory.DefaultAllocator, fr.fields[c].Type, n)
+		if err == nil && a == nil {
+			out[c], err = lancefile.NullArray(fr.fields[c].Type, n)
 		}
 	}
 	if err != nil {
+		releaseAll(out)
 		return nil, err
 	}
 	fr.pos += uint64(n)
@@ -233,7 +227,7 @@ func keepRuns(cols []arrow.Array, runs [][2]int) ([]arrow.Array, error) {
 				for i, r := range runs {
 					pieces[i] = array.NewSlice(a, int64(r[0]), int64(r[1]))
 				}
-				out[c], err = array.Concatenate(pieces, memory.DefaultAllocator)
+				out[c], err = lancefile.Concat(pieces)
 				for _, p := range pieces {
 					p.Release()
 				}

@@ -6,7 +6,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/kv0/kv0/core/lancefile"
 )
@@ -38,7 +37,7 @@ func (d *Dataset) ReadRanges(ctx context.Context, fragment uint64, ranges []RowR
 		}
 	}()
 	if len(parts) == 0 {
-		return emptyBatch(schema, proj), nil
+		return emptyBatch(schema, proj)
 	}
 	if len(parts) == 1 {
 		return array.NewRecordBatch(schema, parts[0], int64(rows)), nil
@@ -50,7 +49,7 @@ func (d *Dataset) ReadRanges(ctx context.Context, fragment uint64, ranges []RowR
 		for i, p := range parts {
 			pieces[i] = p[c]
 		}
-		if out[c], err = array.Concatenate(pieces, memory.DefaultAllocator); err != nil {
+		if out[c], err = lancefile.Concat(pieces); err != nil {
 			return nil, err
 		}
 	}
@@ -76,13 +75,16 @@ func (d *Dataset) ReadRangesChunks(ctx context.Context, fragment uint64, ranges 
 	return out, nil
 }
 
-func emptyBatch(schema *arrow.Schema, proj *lancefile.Schema) arrow.RecordBatch {
+func emptyBatch(schema *arrow.Schema, proj *lancefile.Schema) (arrow.RecordBatch, error) {
 	cols := make([]arrow.Array, len(proj.Fields))
-	for i, fl := range proj.Fields {
-		cols[i] = array.MakeArrayOfNull(memory.DefaultAllocator, fl.Type, 0)
-	}
 	defer releaseAll(cols)
-	return array.NewRecordBatch(schema, cols, 0)
+	for i, fl := range proj.Fields {
+		var err error
+		if cols[i], err = lancefile.NullArray(fl.Type, 0); err != nil {
+			return nil, err
+		}
+	}
+	return array.NewRecordBatch(schema, cols, 0), nil
 }
 
 // readRangeParts reads the live rows of the ranges as pieces of columns,

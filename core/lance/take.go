@@ -7,7 +7,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/kv0/kv0/core/lancefile"
 )
 
 // Take returns the rows at the given row addresses (fragment_id<<32 |
@@ -125,7 +126,6 @@ func (d *Dataset) Take(ctx context.Context, addrs []uint64, columns []string) (a
 
 	// Assemble the output in the order asked, one slice per stretch of
 	// consecutive rows from the same piece.
-	mem := memory.DefaultAllocator
 	out := make([]arrow.Array, len(fields))
 	defer func() {
 		if err != nil {
@@ -150,13 +150,13 @@ func (d *Dataset) Take(ctx context.Context, addrs []uint64, columns []string) (a
 		}
 		switch len(parts) {
 		case 0:
-			b := array.NewBuilder(mem, fld.Type)
-			out[c] = b.NewArray()
-			b.Release()
+			if out[c], err = lancefile.NullArray(fld.Type, 0); err != nil {
+				return nil, err
+			}
 		case 1:
 			out[c] = parts[0]
 		default:
-			out[c], err = array.Concatenate(parts, mem)
+			out[c], err = lancefile.Concat(parts)
 			releaseAll(parts)
 			if err != nil {
 				return nil, err

@@ -374,12 +374,12 @@ func (d *leafDecoder20) next(ctx context.Context, n int) (arrow.Array, error) {
 func concat20(dt arrow.DataType, parts []arrow.Array) (arrow.Array, error) {
 	switch len(parts) {
 	case 0:
-		return array.MakeArrayOfNull(alloc20, dt, 0), nil
+		return NullArray(dt, 0)
 	case 1:
 		parts[0].Retain()
 		return parts[0], nil
 	}
-	out, err := array.Concatenate(parts, alloc20)
+	out, err := Concat(parts)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrCorrupt, err)
 	}

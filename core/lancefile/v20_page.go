@@ -222,7 +222,7 @@ func makeNulls20(dt arrow.DataType, n int, capped bool) (arrow.Array, error) {
 	if capped && n > maxUnbacked20 {
 		return nil, fmt.Errorf("%d null values in one batch (limit %d)", n, maxUnbacked20)
 	}
-	return array.MakeArrayOfNull(alloc20, dt, n), nil
+	return NullArray(dt, n)
 }
 
 func constant20(v []byte, n int, dt arrow.DataType) (arrow.Array, error) {

@@ -233,7 +233,7 @@ func (d *decoder21) next(ctx context.Context, n int) (arrow.Array, error) {
 		present++
 	}
 	if present == 0 {
-		return array.MakeArrayOfNull(memory.DefaultAllocator, d.fld.Type, n), nil
+		return NullArray(d.fld.Type, n)
 	}
 	// Fast path: a top-level leaf.
 	if len(d.leaves) == 1 && len(d.leaves[0].info.path) == 1 {
@@ -282,8 +282,7 @@ func (d *decoder21) build(fl *Field, p, length int, batches []*leafBatch, outs [
 		}
 	}
 	if rep < 0 {
-		a := array.MakeArrayOfNull(memory.DefaultAllocator, fl.Type, length)
-		return a.Data(), nil
+		return nullData(fl.Type, length)
 	}
 	lo := &outs[rep][p]
 	if lo.valid.n != length {

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Code size per Go package of a Go wasm binary: the code section's function
 bodies, named by the "name" custom section, grouped by package path.
-Usage: wasmsize.py kv0.wasm [N]  (the N largest packages; default 30)."""
+Usage: wasmsize.py kv0.wasm [N] [PACKAGE]  (the N largest packages, default 30;
+with PACKAGE, as printed in the first listing, the N largest types of that
+package instead: its functions grouped by receiver, generic shape or name)."""
 import collections, re, sys
 
 def leb(b, i):
@@ -15,6 +17,7 @@ def leb(b, i):
 def main():
     b = open(sys.argv[1], 'rb').read()
     top = int(sys.argv[2]) if len(sys.argv) > 2 else 30
+    only = sys.argv[3] if len(sys.argv) > 3 else None
     i, nimports, bodies, names, sections = 8, 0, [], {}, collections.Counter()
     while i < len(b):
         sid = b[i]; i += 1
@@ -62,10 +65,17 @@ def main():
         # Go names a function "<package path with / as _>.<name>".
         m = re.match(r'^((?:[a-z0-9-]+\.)+(?:com|org|io|net|in|dev)_)?([^.]*)', name)
         pkg = (m.group(1) or '') + m.group(2)
-        pk[pkg] += sz
+        if only is None:
+            pk[pkg] += sz
+        elif pkg == only:
+            # "<pkg>.(*T).M" (named "<pkg>.__T_.M"), "<pkg>.T.M", "<pkg>.F",
+            # "<pkg>.F.func1", "<pkg>.G[go.shape.int8]": grouped by T, F or G.
+            rest = name[m.end():].lstrip('.')
+            t = re.match(r'^_*([A-Za-z0-9]+)', rest)
+            pk[t.group(1) if t else rest] += sz
     total = len(b)
     print(f"file {total} bytes; code {sections[10]}; data {sections[11]}; other {total - sections[10] - sections[11]}")
-    print(f"{'package':60} {'code bytes':>11}")
+    print(f"{'package' if only is None else only + ' type or function':60} {'code bytes':>11}")
     for p, s in pk.most_common(top):
         print(f"{p:60} {s:11d}")
 
