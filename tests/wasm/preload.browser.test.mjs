@@ -102,6 +102,9 @@ describe('preload in a Worker', { skip: !haveChromium && 'no Chromium (set CI=tr
     assert.deepEqual({ code: pre.got.code, message: pre.got.message }, { code: plain.got.code, message: plain.got.message });
     assert.equal(pre.got.kept, 4, 'four hints kept (404)');
     const hints = (l) => l.filter((r) => r.path.endsWith('latest_version_hint.json')).length;
-    assert.equal(hints(pre.log), hints(plain.log), 'the open asked the network for no hint the preload had');
+    // The open reads runs, series and metrics; the preload also fetched the
+    // params table's hint, which the open does not ask for.
+    const notParams = (l) => l.filter((r) => !r.path.includes('params.lance/'));
+    assert.equal(hints(notParams(pre.log)), hints(plain.log), 'the open asked the network for no hint the preload had');
   });
 });
