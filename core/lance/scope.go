@@ -196,10 +196,11 @@ func scopedLatest(ctx context.Context, st store.Store, k keys, find func(context
 }
 
 // speculate finds the latest manifest of the dataset at k on a store that
-// cannot list: it reads the hint (version N) and manifest N, and answers N
-// while the probe of N+1 runs, its outcome going to the scope's
-// confirmations. Anything unusual (no hint, no manifest N under a V2 name)
-// is left to latestByHint.
+// cannot list: it reads the hint (version N), then manifest N and, at the
+// same time, the probe of N+1, and answers N without waiting for the
+// probe, whose outcome goes to the scope's confirmations: the probe is one
+// round trip behind the hint, not two. Anything unusual (no hint, no
+// manifest N under a V2 name) is left to latestByHint.
 func (s *latestScope) speculate(ctx context.Context, st store.Store, k keys) (*manifestFile, error) {
 	b, err := readSmall(ctx, st, k.hint())
 	if err != nil {
@@ -209,14 +210,7 @@ func (s *latestScope) speculate(ctx context.Context, st store.Store, k keys) (*m
 	if !ok {
 		return latestByHint(ctx, st, k)
 	}
-	cur, err := probe(ctx, st, k, n, NamingV2)
-	if err != nil || cur == nil {
-		return latestByHint(ctx, st, k)
-	}
-	c := make(chan error, 1)
-	s.mu.Lock()
-	s.pending = append(s.pending, c)
-	s.mu.Unlock()
+	c := make(chan error, 1) // buffered: an outcome nobody waits for is dropped
 	go func() {
 		// Not ctx: the caller's may end before the scope does (a group
 		// of reads that returns when one fails).
@@ -230,6 +224,13 @@ func (s *latestScope) speculate(ctx context.Context, st store.Store, k keys) (*m
 			c <- nil
 		}
 	}()
+	cur, err := probe(ctx, st, k, n, NamingV2)
+	if err != nil || cur == nil {
+		return latestByHint(ctx, st, k)
+	}
+	s.mu.Lock()
+	s.pending = append(s.pending, c)
+	s.mu.Unlock()
 	return cur, nil
 }
 

@@ -196,12 +196,22 @@ func (s *latencyStore) Delete(ctx context.Context, key string) error { return s.
 // waves is the longest chain of calls each made after the previous one
 // ended: the dependent round trips.
 func (s *latencyStore) waves() int {
+	most := 0
+	for _, w := range s.waveOf() {
+		most = max(most, w)
+	}
+	return most
+}
+
+// waveOf maps each call (its what) to its dependent round trip: 1 plus the
+// deepest of the calls that ended before it started.
+func (s *latencyStore) waveOf() map[string]int {
 	s.mu.Lock()
 	sp := slices.Clone(s.spans)
 	s.mu.Unlock()
 	slices.SortFunc(sp, func(a, b span) int { return a.start.Compare(b.start) })
 	depth := make([]int, len(sp))
-	most := 0
+	out := map[string]int{}
 	for i := range sp {
 		depth[i] = 1
 		for j := 0; j < i; j++ {
@@ -209,20 +219,20 @@ func (s *latencyStore) waves() int {
 				depth[i] = max(depth[i], depth[j]+1)
 			}
 		}
-		most = max(most, depth[i])
+		out[sp[i].what] = max(out[sp[i].what], depth[i])
 	}
 	if testing.Verbose() {
 		for i := range sp {
 			fmt.Printf("  w%d %s\n", depth[i], sp[i].what)
 		}
 	}
-	return most
+	return out
 }
 
 // TestColdPointsWaves counts the dependent round trips of a first points
 // request (a fresh handler) with 50 ms added to every store call: four on
 // a store that cannot list (the hints of the runs, series and metrics
-// tables; their manifests; the next versions' probes with the data file's
+// tables; their manifests with the next versions' probes; the data file's
 // footer and the runs and series tables' files; the pages) and on one
 // that lists (a listing per table instead of the
 // hint and the probes).
@@ -259,6 +269,12 @@ func TestColdPointsWaves(t *testing.T) {
 		t.Logf("list=%v: %d calls in %d dependent round trips", list, len(ls.spans), n)
 		if n > 4 {
 			t.Errorf("list=%v: %d dependent round trips, want at most 4", list, n)
+		}
+		// The next versions' probes go with the manifests, not after them.
+		for what, w := range ls.waveOf() {
+			if strings.HasPrefix(what, "stat ") && strings.HasSuffix(what, ".manifest") && w > 2 {
+				t.Errorf("list=%v: %s in round trip %d, want 2 (beside the manifest it confirms)", list, what, w)
+			}
 		}
 	}
 }
