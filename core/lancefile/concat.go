@@ -117,7 +117,7 @@ func concatData(dt arrow.DataType, ds []arrow.ArrayData) (arrow.ArrayData, error
 		}
 		offs := make([]byte, (n+1)*w)
 		kids := make([]arrow.ArrayData, 0, len(ds))
-		defer releaseData(kids)
+		defer func() { releaseData(kids) }() // the slices appended below
 		var items int64
 		at := 0
 		for _, d := range ds {
@@ -136,7 +136,7 @@ func concatData(dt arrow.DataType, ds []arrow.ArrayData) (arrow.ArrayData, error
 		t := dt.(*arrow.FixedSizeListType)
 		size := int64(t.Len())
 		kids := make([]arrow.ArrayData, 0, len(ds))
-		defer releaseData(kids)
+		defer func() { releaseData(kids) }() // the slices appended below
 		for _, d := range ds {
 			kids = append(kids, array.NewSliceData(d.Children()[0], int64(d.Offset())*size, int64(d.Offset()+d.Len())*size))
 		}

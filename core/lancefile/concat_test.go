@@ -149,3 +149,46 @@ func BenchmarkConcat(b *testing.B) {
 		releaseAll(parts)
 	}
 }
+
+// TestConcatReleases checks that Concat keeps no reference to its parts:
+// once the parts and the result are released, every byte of the parts'
+// allocator is back (lists and fixed-size lists slice their children).
+func TestConcatReleases(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	for _, dt := range []arrow.DataType{arrow.ListOf(arrow.PrimitiveTypes.Int64), arrow.FixedSizeListOf(2, arrow.PrimitiveTypes.Float32),
+		arrow.StructOf(arrow.Field{Name: "a", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true})} {
+		var parts []arrow.Array
+		for p := 0; p < 3; p++ {
+			b := array.NewBuilder(mem, dt)
+			for i := 0; i < 4; i++ {
+				switch lb := b.(type) {
+				case *array.ListBuilder:
+					lb.Append(true)
+					lb.ValueBuilder().(*array.Int64Builder).Append(int64(p*10 + i))
+				case *array.FixedSizeListBuilder:
+					lb.Append(true)
+					lb.ValueBuilder().(*array.Float32Builder).AppendValues([]float32{1, 2}, nil)
+				case *array.StructBuilder:
+					lb.Append(true)
+					l := lb.FieldBuilder(0).(*array.ListBuilder)
+					l.Append(true)
+					l.ValueBuilder().(*array.StringBuilder).Append("x")
+				}
+			}
+			parts = append(parts, b.NewArray())
+			b.Release()
+		}
+		out, err := Concat(parts)
+		if err != nil {
+			t.Fatalf("%s: %v", dt, err)
+		}
+		if out.Len() != 12 {
+			t.Errorf("%s: %d rows, want 12", dt, out.Len())
+		}
+		out.Release()
+		for _, p := range parts {
+			p.Release()
+		}
+	}
+}

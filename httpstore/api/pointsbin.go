@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/kv0/kv0/core/inspect"
@@ -63,7 +64,7 @@ func appendPointsF64(dst []byte, pts []inspect.Points, fields pointFields) ([]by
 	for (len(dst)-start)%8 != 0 {
 		dst = append(dst, 0)
 	}
-	dst = growBytes(dst, 8*total)
+	dst = slices.Grow(dst, 8*total)
 	for i := range pts {
 		p := &pts[i]
 		for _, f := range heads[i].Fields {
@@ -99,15 +100,4 @@ func appendF64s(dst []byte, vs []float64) []byte {
 		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(v))
 	}
 	return dst
-}
-
-// growBytes makes room for n more bytes of b without reallocating on the
-// way.
-func growBytes(b []byte, n int) []byte {
-	if cap(b)-len(b) < n {
-		nb := make([]byte, len(b), len(b)+n)
-		copy(nb, b)
-		return nb
-	}
-	return b
 }
