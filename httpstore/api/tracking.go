@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -119,36 +120,40 @@ func (h *Handler) answer(w http.ResponseWriter, r *http.Request, route string, q
 	// it once (a lance scope); a speculative scope takes the hinted
 	// versions before their successors are known to be missing, and the
 	// answer waits for that confirmation before it is sent. When a
-	// confirmation fails (a commit landed), the request is answered again
-	// without speculation.
-	ctx := lance.WithLatestScope(r.Context(), lance.ScopeOptions{Speculative: true})
-	again, err := h.answerIn(w, r, ctx, route, q, keep, build)
-	if err != nil && !again {
-		// An error (a series not found, say) may come of a version taken
-		// too soon: then it is no answer either. Nothing was written.
-		if ok, cerr := lance.ConfirmScope(ctx); cerr == nil && !ok {
-			again = true
+	// confirmation fails (a commit landed), lance.Speculate answers the
+	// request again without speculation; an error built on a refuted
+	// version is no answer either. Nothing was written by then.
+	first := true
+	return lance.Speculate(r.Context(), func(ctx context.Context) error {
+		if !first {
+			// The versions followed were taken from the failed
+			// speculation: find them again.
+			h.followMu.Lock()
+			clear(h.follow)
+			h.followMu.Unlock()
 		}
-	}
-	if !again {
-		return err
-	}
-	// The versions followed were taken from the failed speculation:
-	// find them again.
-	h.followMu.Lock()
-	clear(h.follow)
-	h.followMu.Unlock()
-	_, err = h.answerIn(w, r, lance.WithLatestScope(r.Context(), lance.ScopeOptions{}), route, q, keep, build)
-	return err
+		first = false
+		return h.answerIn(w, r, ctx, route, q, keep, build)
+	})
 }
 
-// answerIn is answer in the scope of ctx. It reports again, writing
-// nothing, when ctx's speculative scope took a version that was not the
-// latest; it writes nothing either when it returns an error.
+// errRefuted is answerIn's error when its speculative scope took a version
+// that was not the latest: nothing was written, and lance.Speculate
+// answers again.
+var errRefuted = errors.New("api: a version taken for the latest was not")
+
+// answerIn is answer in the scope of ctx. It writes nothing when it returns
+// an error, errRefuted among them.
 func (h *Handler) answerIn(w http.ResponseWriter, r *http.Request, ctx context.Context, route string, q query, keep bool,
-	build func(ctx context.Context, repo *tracking.Repo) ([]byte, error)) (again bool, err error) {
+	build func(ctx context.Context, repo *tracking.Repo) ([]byte, error)) error {
 	start := h.clock()
-	confirmed := func() (bool, error) { return lance.ConfirmScope(ctx) }
+	confirmed := func() error {
+		ok, err := lance.ConfirmScope(ctx)
+		if err == nil && !ok {
+			return errRefuted
+		}
+		return err
+	}
 	// No probe outlives the request, even one that fails: the worker ties
 	// every read to the request that made it.
 	defer func() { _, _ = lance.ConfirmScope(ctx) }()
@@ -159,20 +164,20 @@ func (h *Handler) answerIn(w http.ResponseWriter, r *http.Request, ctx context.C
 		// client revalidating a stale copy gets the new answer, not a 304.
 		repo, err := h.openRepo(ctx)
 		if err != nil {
-			return false, err
+			return err
 		}
 		b, err := build(ctx, repo)
 		if err != nil {
-			return false, err
+			return err
 		}
-		if ok, err := confirmed(); err != nil || !ok {
-			return err == nil, err
+		if err := confirmed(); err != nil {
+			return err
 		}
 		if h.setCaching(w, r, validator{etag: "W/" + makeETag(route, q.v.Encode(), string(b))}) {
-			return false, nil
+			return nil
 		}
 		writeJSONBytes(w, r, http.StatusOK, b)
-		return false, nil
+		return nil
 	}
 	// The repository handle (opened on first use) is prepared while the
 	// versions are read: it reads manifests, not the answer's data, and
@@ -194,7 +199,7 @@ func (h *Handler) answerIn(w http.ResponseWriter, r *http.Request, ctx context.C
 		<-opened
 	}
 	if err != nil {
-		return false, err
+		return err
 	}
 	// Weak: the versions are read before the answer, which a commit
 	// landing in between makes newer than the ETag says (never older).
@@ -204,27 +209,27 @@ func (h *Handler) answerIn(w http.ResponseWriter, r *http.Request, ctx context.C
 	if kept != nil || r.Header.Get("If-None-Match") != "" {
 		// Nothing to read before the answer: the versions must be
 		// confirmed now.
-		if ok, err := confirmed(); err != nil || !ok {
-			return err == nil, err
+		if err := confirmed(); err != nil {
+			return err
 		}
 		h.confirmFollowed(v, start)
 	}
 	if h.setCaching(w, r, validator{etag: etag}) {
-		return false, nil
+		return nil
 	}
 	if kept != nil {
 		writeBytes(w, r, http.StatusOK, q.answerType(), kept)
-		return false, nil
+		return nil
 	}
 	if repoErr != nil {
-		return false, repoErr
+		return repoErr
 	}
 	b, err := build(ctx, repo)
 	if err != nil {
-		return false, err
+		return err
 	}
-	if ok, err := confirmed(); err != nil || !ok {
-		return err == nil, err
+	if err := confirmed(); err != nil {
+		return err
 	}
 	h.confirmFollowed(v, start)
 	writeBytes(w, r, http.StatusOK, q.answerType(), b)
@@ -240,7 +245,7 @@ func (h *Handler) answerIn(w http.ResponseWriter, r *http.Request, ctx context.C
 			h.answers.put(etag, b)
 		}
 	}
-	return false, nil
+	return nil
 }
 
 // answerType is the Content-Type of a kept answer to q: JSON, or the
