@@ -9,9 +9,9 @@ import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildData, edgeRequire, fillR2, startOrigin, startServe, startWorker, stopAll, walk } from './lib.mjs';
+import { chromiumOptions } from '../wasm/chromium.mjs';
 
 const TOKEN = 'edge-test-token-7f3a';
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const auth = { authorization: `Bearer ${TOKEN}` };
 
 let data, base, root, origin, refOrigin, serve, serveHTTP, serveTok, viaOrigin, viaR2, persist, tokFile;
@@ -220,12 +220,7 @@ describe('via KV0_ORIGIN', () => {
   test('the dashboard loads from the worker in Chromium and draws a chart', async () => {
     const { chromium } = edgeRequire('playwright-core');
     const userDir = await mkdtemp(join(tmpdir(), 'kv0-edge-chromium-'));
-    const browser = await chromium.launchPersistentContext(userDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-        '--disable-component-update', '--disable-sync'],
-    });
+    const browser = await chromium.launchPersistentContext(userDir, chromiumOptions);
     try {
       const page = await browser.newPage();
       const errors = [];

@@ -4,7 +4,6 @@
 // no request needs a CORS preflight; repo.watch sees a writer's commits.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { cp, readdir, readFile, writeFile, mkdtemp, rm } from 'node:fs/promises';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
@@ -12,14 +11,11 @@ import { tmpdir } from 'node:os';
 import { chromium } from 'playwright-core';
 import { startServer } from './server.mjs';
 import { buildData, kv0, KV0, WASM_DIR } from './fixtures.mjs';
+import { chromiumOptions, haveChromium } from './chromium.mjs';
 import { startS3, startSigner, ACCESS, SECRET } from './s3.mjs';
 import { promisify } from 'node:util';
 import { execFile } from 'node:child_process';
 
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const CI = process.env.CI === 'true';
-const haveChromium = existsSync(CHROMIUM);
-if (!haveChromium && CI) throw new Error(`${CHROMIUM} is required with CI=true`);
 
 const PAGE = `<!doctype html><meta charset="utf-8"><title>kv0 wasm test</title>
 <script type="module">
@@ -91,12 +87,7 @@ describe('browser', { skip: !haveChromium && 'no Chromium (set CI=true to make t
     plainSrv = await startServer({ root: d, cors: false });
     userDir = await mkdtemp(join(tmpdir(), 'kv0-chromium-'));
     // A fresh profile per suite (playwright passes it as --user-data-dir).
-    browser = await chromium.launchPersistentContext(userDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-        '--disable-component-update', '--disable-sync'],
-    });
+    browser = await chromium.launchPersistentContext(userDir, chromiumOptions);
     page = await browser.newPage();
     page.on('pageerror', (e) => console.error('page error:', e));
     await page.goto(`${pageSrv.url}/test.html`);

@@ -6,17 +6,14 @@
 // of a page without preload, and a missing repository fails the same way.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { chromium } from 'playwright-core';
 import { startServer } from './server.mjs';
 import { buildData, WASM_DIR } from './fixtures.mjs';
+import { chromiumOptions, haveChromium } from './chromium.mjs';
 
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const haveChromium = existsSync(CHROMIUM);
-if (!haveChromium && process.env.CI === 'true') throw new Error(`${CHROMIUM} is required with CI=true`);
 
 // window.run(repo, withPreload) preloads (or not), loads the module in a
 // Worker, opens the repository with prefetch and reads runs, series, stats
@@ -50,12 +47,7 @@ describe('preload in a Worker', { skip: !haveChromium && 'no Chromium (set CI=tr
     pageSrv = await startServer({ root: WASM_DIR, files: { '/preload.html': PAGE } });
     dataSrv = await startServer({ root: data.dir, delayMs: 20 });
     userDir = await mkdtemp(join(tmpdir(), 'kv0-chromium-'));
-    browser = await chromium.launchPersistentContext(userDir, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-        '--disable-component-update', '--disable-sync'],
-    });
+    browser = await chromium.launchPersistentContext(userDir, chromiumOptions);
   });
   after(async () => {
     await browser?.close();

@@ -23,6 +23,17 @@ after(async () => {
 });
 
 const isVersions = (r) => r.path.includes('/_versions/');
+
+// readAll reads, then closes, a repository handle: the runs, the first
+// run's series, their statistics and 40-point reads.
+async function readAll(repo) {
+  const out = { runs: await repo.runs() };
+  out.series = await repo.series(out.runs[0].run_id);
+  out.stats = await repo.stats(out.series.map((s) => s.series_id));
+  out.points = await repo.read(out.series.map((s) => s.series_id), { maxPoints: 40 });
+  await repo.close();
+  return out;
+}
 const key = (r) => `${r.path} ${r.range}`;
 
 // A small table to append, so that a dataset gets a new version.
@@ -44,11 +55,7 @@ describe('preload', () => {
     const plain = await mod.openRepo(url);
     const plainOpen = srv.log.filter(isVersions).map(key).sort();
     assert.equal(plainOpen.length, 9, 'without preload: the hints, manifests and next-version probes of runs, series and metrics (the params table opens on its first read)');
-    const want = { runs: await plain.runs() };
-    want.series = await plain.series(want.runs[0].run_id);
-    want.stats = await plain.stats(want.series.map((s) => s.series_id));
-    want.points = await plain.read(want.series.map((s) => s.series_id), { maxPoints: 40 });
-    await plain.close();
+    const want = await readAll(plain);
 
     srv.reset();
     assert.equal(await preload(url), 12);
@@ -58,11 +65,7 @@ describe('preload', () => {
     assert.equal(preloaded.filter(ofParams).length, 3, 'and for the params table\'s hint, manifest and probe (a first read of parameters, or prefetch)');
     const repo = await mod.openRepo(url);
     assert.equal(srv.requests, 12, 'the open itself sent nothing');
-    const got = { runs: await repo.runs() };
-    got.series = await repo.series(got.runs[0].run_id);
-    got.stats = await repo.stats(got.series.map((s) => s.series_id));
-    got.points = await repo.read(got.series.map((s) => s.series_id), { maxPoints: 40 });
-    await repo.close();
+    const got = await readAll(repo);
     assert.deepEqual(got, want, 'the same answers as from the network');
   });
 

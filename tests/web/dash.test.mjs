@@ -12,22 +12,13 @@ import { cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { startServer } from '../wasm/server.mjs';
-import { kv0, kv0json, tracker, knownLoss, knownSmooth, serve, tempDir, SCREENS, WEB_DIR } from './fixtures.mjs';
+import { kv0, kv0json, tracker, knownLoss, knownSmooth, serve, tempDir, within, SCREENS, WEB_DIR } from './fixtures.mjs';
+import { chromiumOptions, haveChromium } from '../wasm/chromium.mjs';
 
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const CI = process.env.CI === 'true';
-const haveChromium = existsSync(CHROMIUM);
-if (!haveChromium && CI) throw new Error(`${CHROMIUM} is required with CI=true`);
 if (!existsSync(join(WEB_DIR, 'app.js'))) throw new Error(`${WEB_DIR}/app.js is missing: run make web`);
 
 const T = 30000;
 
-// Every wait has a deadline, so a hang fails the test instead of stalling it.
-async function within(p, ms, what) {
-  let timer;
-  const deadline = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms); });
-  try { return await Promise.race([p, deadline]); } finally { clearTimeout(timer); }
-}
 const ready = (page) => within(page.evaluate(() => window.kv0dash.ready.then(() => true)), T, 'kv0dash.ready');
 const hook = (page, name) => page.evaluate((n) => window.kv0dash[n](), name);
 
@@ -69,11 +60,7 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
       faults: (p) => (p.startsWith('/denied/') ? { status: 403 } : p.startsWith('/nocors/') ? { noCors: true } : undefined),
     });
     await mkdir(SCREENS, { recursive: true });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await chromium.launch(chromiumOptions);
     ctx = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
   });
 

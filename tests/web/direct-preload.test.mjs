@@ -11,19 +11,12 @@ import { cp } from 'node:fs/promises';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { startServer } from '../wasm/server.mjs';
-import { kv0, kv0json, tempDir, WEB_DIR } from './fixtures.mjs';
+import { kv0, kv0json, tempDir, within, WEB_DIR } from './fixtures.mjs';
+import { chromiumOptions, haveChromium } from '../wasm/chromium.mjs';
 
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
-const haveChromium = existsSync(CHROMIUM);
-if (!haveChromium && process.env.CI === 'true') throw new Error(`${CHROMIUM} is required with CI=true`);
 if (!existsSync(join(WEB_DIR, 'app.js'))) throw new Error(`${WEB_DIR}/app.js is missing: run make web`);
 
 const T = 30000;
-async function within(p, ms, what) {
-  let timer;
-  const deadline = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms); });
-  try { return await Promise.race([p, deadline]); } finally { clearTimeout(timer); }
-}
 
 describe('direct mode with preload', { skip: !haveChromium && 'no Chromium (set CI=true to make this an error)' }, () => {
   let tmp, srv, browser, cliRuns;
@@ -35,11 +28,7 @@ describe('direct mode with preload', { skip: !haveChromium && 'no Chromium (set 
     cliRuns = await kv0json(['runs', repo]);
     await cp(WEB_DIR, join(tmp.dir, 'data/site'), { recursive: true });
     srv = await startServer({ root: join(tmp.dir, 'data'), delayMs: 20 });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await chromium.launch(chromiumOptions);
   });
   after(async () => {
     await browser?.close();

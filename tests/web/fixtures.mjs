@@ -90,3 +90,10 @@ export async function tempDir() {
   const dir = await mkdtemp(join(tmpdir(), 'kv0-web-'));
   return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
 }
+
+// Every wait has a deadline, so a hang fails the test instead of stalling it.
+export async function within(p, ms, what) {
+  let timer;
+  const deadline = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms); });
+  try { return await Promise.race([p, deadline]); } finally { clearTimeout(timer); }
+}

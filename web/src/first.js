@@ -154,24 +154,3 @@ export function pointsQueries(ids, { maxPoints = MAX_POINTS, fromStep, toStep, f
   return out;
 }
 
-/**
- * The series of a binary points answer (format=f64, docs/http-api.md):
- * [{ series_id, <field>: Float64Array, ... }], the arrays views of buf.
- * Throws a RangeError or SyntaxError when buf is not such an answer.
- */
-export function pointsFromF64(buf) {
-  const h = new DataView(buf).getUint32(0, true);
-  const heads = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 4, h)));
-  if (!Array.isArray(heads)) throw new SyntaxError('the header is not a list');
-  let off = (4 + h + 7) & ~7;
-  const out = heads.map((hd) => {
-    const o = { series_id: String(hd.series_id) };
-    for (const f of hd.fields) {
-      o[f] = new Float64Array(buf, off, hd.n);
-      off += 8 * hd.n;
-    }
-    return o;
-  });
-  if (off !== buf.byteLength) throw new RangeError(`${buf.byteLength - off} bytes after the arrays`);
-  return out;
-}

@@ -13,7 +13,7 @@
 // 401) and a message naming the URL; describeError() turns it into words
 // that say what to fix.
 
-import { FIRST_SELECTION, apiBase, apiURL, newestQuery, pointsFromF64, pointsQueries, seriesQuery, tokenKey, wasmBase } from './first.js';
+import { FIRST_SELECTION, apiBase, apiURL, newestQuery, pointsQueries, seriesQuery, tokenKey, wasmBase } from './first.js';
 
 export { wasmBase };
 
@@ -97,6 +97,40 @@ export function parseParamFilter(text) {
 
 // ---- api mode -------------------------------------------------------------
 
+/** The JSON of an answer, or a Network error naming url when it was cut short or is not JSON. */
+async function jsonOf(res, url) {
+  try {
+    return await res.json();
+  } catch (e) {
+    throw sourceError('Network', `${url.origin}${url.pathname}: the answer was cut short or is not JSON (${e.message})`, { notJSON: true, url: String(url) });
+  }
+}
+
+/** The Content-Type of the API's binary points answer (format=f64, docs/http-api.md). */
+const POINTS_F64 = 'application/vnd.kv0.points+f64';
+
+/**
+ * The series of a binary points answer (format=f64, docs/http-api.md):
+ * [{ series_id, <field>: Float64Array, ... }], the arrays views of buf.
+ * Throws a RangeError or SyntaxError when buf is not such an answer.
+ */
+function pointsFromF64(buf) {
+  const h = new DataView(buf).getUint32(0, true);
+  const heads = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 4, h)));
+  if (!Array.isArray(heads)) throw new SyntaxError('the header is not a list');
+  let off = (4 + h + 7) & ~7;
+  const out = heads.map((hd) => {
+    const o = { series_id: String(hd.series_id) };
+    for (const f of hd.fields) {
+      o[f] = new Float64Array(buf, off, hd.n);
+      off += 8 * hd.n;
+    }
+    return o;
+  });
+  if (off !== buf.byteLength) throw new RangeError(`${buf.byteLength - off} bytes after the arrays`);
+  return out;
+}
+
 /** Runs per request of their series lists in api mode (the server's bound). */
 const SERIES_CHUNK = 1000;
 
@@ -110,17 +144,13 @@ class APISource {
 
   async get(path, query) {
     const { res, url } = await this.fetchOK(path, query);
-    try {
-      return await res.json();
-    } catch (e) {
-      throw sourceError('Network', `${url.origin}${url.pathname}: the answer was cut short or is not JSON (${e.message})`, { notJSON: true, url: String(url) });
-    }
+    return jsonOf(res, url);
   }
 
   /** A points request's series: the binary answer (format=f64) decoded, or the JSON one's. */
   async getPoints(query) {
     const { res, url } = await this.fetchOK('series/points', query);
-    if (!query.some(([k, v]) => k === 'format' && v === 'f64')) return res.json();
+    if (res.headers.get('content-type') !== POINTS_F64) return jsonOf(res, url);
     try {
       return pointsFromF64(await res.arrayBuffer());
     } catch (e) {
