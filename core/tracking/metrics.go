@@ -13,6 +13,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/kv0/kv0/core/internal/par"
 	"github.com/kv0/kv0/core/lance"
@@ -238,7 +239,20 @@ func (r *Repo) visitPlan(ctx context.Context, d *lance.Dataset, p metricsPlan, s
 		if len(rows) == 0 {
 			return nil
 		}
-		rec, err := d.ReadRanges(ctx, f.ID, rows, cols)
+		var rec arrow.RecordBatch
+		if cols[0] == "series_id" && f.DeletionFile == "" {
+			// Every row of the ranges is live, so the index says whose each
+			// is: the series_id column (8 bytes a row) is not read.
+			rec, err = d.ReadRanges(ctx, f.ID, rows, cols[1:])
+			if err == nil {
+				rec, err = withSeriesIDs(rec, rs, want)
+				if err != nil {
+					err = fmt.Errorf("metrics fragment %d (%s): %w", f.ID, fragKey(f), err)
+				}
+			}
+		} else {
+			rec, err = d.ReadRanges(ctx, f.ID, rows, cols)
+		}
 		if err == nil {
 			recs[i] = []arrow.RecordBatch{rec}
 		}
@@ -339,6 +353,31 @@ func wantedRows(rs []sidRange, want []uint64) []lance.RowRange {
 		}
 	}
 	return rows
+}
+
+// withSeriesIDs returns rec, the rows wantedRows(rs, want) gives read
+// without their series_id column, with that column put first, as the
+// series index rs tells it. rec is released.
+func withSeriesIDs(rec arrow.RecordBatch, rs []sidRange, want []uint64) (arrow.RecordBatch, error) {
+	defer rec.Release()
+	sids := make([]uint64, 0, rec.NumRows())
+	for _, s := range want {
+		i := sort.Search(len(rs), func(i int) bool { return rs[i].sid >= s })
+		if i < len(rs) && rs[i].sid == s {
+			for n := rs[i].hi - rs[i].lo; n > 0; n-- {
+				sids = append(sids, s)
+			}
+		}
+	}
+	if int64(len(sids)) != rec.NumRows() {
+		return nil, fmt.Errorf("%w: the series index gives %d rows, read %d", ErrCorrupt, len(sids), rec.NumRows())
+	}
+	col := array.NewUint64Data(array.NewData(arrow.PrimitiveTypes.Uint64, len(sids),
+		[]*memory.Buffer{nil, memory.NewBufferBytes(arrow.Uint64Traits.CastToBytes(sids))}, nil, 0, 0))
+	defer col.Release()
+	fields := append([]arrow.Field{{Name: "series_id", Type: arrow.PrimitiveTypes.Uint64}}, rec.Schema().Fields()...)
+	cols := append([]arrow.Array{col}, rec.Columns()...)
+	return array.NewRecordBatch(arrow.NewSchema(fields, nil), cols, rec.NumRows()), nil
 }
 
 // NoEpoch stands for a point without an epoch in MetricData.Epochs.

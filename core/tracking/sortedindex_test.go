@@ -177,6 +177,33 @@ func TestSortedFilesCarrySeriesIndex(t *testing.T) {
 		if used.Lists+used.Stats == 0 || used.Lists > 1 {
 			t.Errorf("%s: %d listings and %d stats: no single freshness check", name, used.Lists, used.Stats)
 		}
+		// Warm, the read costs the pages of the point columns alone: the
+		// index says whose each row is, so series_id (8 bytes a row) is not
+		// read. The same pages read straight through lance are the measure.
+		before = st.Counters()
+		if _, err := ro.ReadMany(ctx, []SeriesID{id}, ReadOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		warm := st.Counters().Sub(before).ReadBytes
+		var direct int64
+		for _, f := range p.ranged {
+			b, _ := d.DataFileBuffer(ctx, f.ID, sidxBufferID)
+			rs, _, _ := decodeSeriesIndex(b, f.PhysicalRows)
+			rows := wantedRows(rs, []uint64{uint64(id)})
+			if len(rows) == 0 {
+				continue
+			}
+			before = st.Counters()
+			rec, err := d.ReadRanges(ctx, f.ID, rows, sampledCols)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec.Release()
+			direct += st.Counters().Sub(before).ReadBytes
+		}
+		if warm > direct+int64(n)+4<<10 {
+			t.Errorf("%s: a warm read of %d points read %d bytes; its point columns' pages are %d", name, n, warm, direct)
+		}
 	}
 }
 
