@@ -194,7 +194,10 @@ export interface RecordsOptions {
 }
 
 export interface WatchOptions {
-  /** Milliseconds between polls (default 2000). */
+  /**
+   * Milliseconds from the start of one poll to the start of the next (default 2000); polls run one at
+   * a time, so one that takes longer is followed at once.
+   */
   interval?: number;
   /** Called after every poll (the first only records the state), e.g. for a "live" indicator. */
   onPoll?: (poll: { changed: boolean }) => void;

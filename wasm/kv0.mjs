@@ -677,11 +677,16 @@ function wrap(call) {
           },
         };
         watchers.add(w);
-        const schedule = () => { if (!stopped) timer = setTimeout(tick, interval); };
+        // Polls start every interval (counted from the start of the last
+        // one, so a poll's own round trips do not stretch the cadence), one
+        // at a time: a poll that takes longer is followed at once.
+        let began = 0;
+        const schedule = () => { if (!stopped) timer = setTimeout(tick, Math.max(0, began + interval - performance.now())); };
         const report = (err) => { if (opts.onError && !stopped) opts.onError(err); };
         const tick = async () => {
           timer = null;
           if (stopped) return;
+          began = performance.now();
           let r = null;
           try {
             r = id ? await call('repoPoll', h, id) : null;

@@ -300,6 +300,32 @@ describe('tracking', () => {
     await r.close();
   });
 
+  it('watch polls every interval, counted from each poll\'s start: slow answers do not stretch the cadence', { timeout: 60000 }, async () => {
+    const track = tracker(join(data.dir, 'cadence-node'));
+    await track(['--run', 'c'], [{ name: 'loss', step: 0, value: 1 }]);
+    const slow = await startServer({ root: data.dir, delayMs: 300 });
+    try {
+      const r = await mod.openRepo(`${slow.url}/cadence-node`);
+      const interval = 400;
+      const at = [];
+      await new Promise((resolve, reject) => {
+        const stop = r.watch(() => {}, {
+          interval,
+          onPoll: () => { at.push(performance.now()); if (at.length === 7) { stop(); resolve(); } },
+          onError: reject,
+        });
+      });
+      await r.close();
+      // Each quiet poll waits 300 ms for its probes: counted from its end
+      // the polls would be ≥ 700 ms apart.
+      const gaps = at.slice(2).map((t, i) => t - at[i + 1]);
+      const sorted = [...gaps].sort((a, b) => a - b);
+      assert.ok(sorted[Math.floor(sorted.length / 2)] < interval + 150, `gaps between polls: ${gaps.map(Math.round)} ms`);
+    } finally {
+      await slow.close();
+    }
+  });
+
   it('versionTTL: reads keep the version confirmed within it; versions() ends its grace', { timeout: 60000 }, async () => {
     const track = tracker(join(data.dir, 'ttl-node'));
     await track(['--run', 'a'], [{ name: 'loss', step: 0, value: 1 }]);
