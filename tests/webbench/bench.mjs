@@ -5,7 +5,8 @@
 //           per line, every request delayed 50 ms: api mode (kv0 serve behind a delaying proxy) and direct
 //           mode (the wasm module, from a static server); requests and bytes of each
 //   many    100 runs × 1 metric × 100k steps in one panel: time to draw, then the frame times while a
-//           zoom is dragged (requestAnimationFrame intervals, Event Timing of the pointer events) and
+//           zoom is dragged (requestAnimationFrame intervals; each frame's main-thread work, from its first
+//           input handler to a message posted from its animation frame; Event Timing of the pointer events) and
 //           the time until the zoomed range is drawn again
 //   live    a run appending 1,000 points/s through kv0 track: the lag between a point's commit and its
 //           display, and the requests of a poll that finds nothing new (api and direct mode)
@@ -275,7 +276,7 @@ async function benchMany() {
   }
   const sum = (list) => ({
     draw_ms: list.map((r) => r.draw_ms), frame_p50_ms: list.map((r) => r.drag.frame_p50_ms), frame_p95_ms: list.map((r) => r.drag.frame_p95_ms),
-    frame_max_ms: list.map((r) => r.drag.frame_max_ms), frames_over_25ms: list.map((r) => r.drag.frames_over_16_7ms), zoom_redraw_ms: list.map((r) => r.zoom.redraw_ms),
+    frame_max_ms: list.map((r) => r.drag.frame_max_ms), work_p95_ms: list.map((r) => r.drag.work_p95_ms), frames_over_25ms: list.map((r) => r.drag.frames_over_16_7ms), zoom_redraw_ms: list.map((r) => r.zoom.redraw_ms),
   });
   return { web: WEB_DIR, summary: sum(runs.a), runs: runs.a, ...(WEB_DIR_B ? { web_b: WEB_DIR_B, summary_b: sum(runs.b), runs_b: runs.b } : {}) };
 }
@@ -314,8 +315,17 @@ async function manyOnce(repo, ids, web) {
     const box = await over.boundingBox();
     if (!box) throw new Error('no uPlot plot area (.u-over) on the page');
     await page.evaluate(() => {
-      const f = (window.__frames = { t: [], events: [], loaf: [], on: true });
-      const tick = (t) => { f.t.push(t); if (f.on) requestAnimationFrame(tick); };
+      const f = (window.__frames = { t: [], work: [], events: [], loaf: [], on: true });
+      // A frame's main-thread work: from its first input handler (or its
+      // animation-frame callbacks, when no input came) to a message posted
+      // from the callback, which runs once the frame's style, layout and
+      // paint are done.
+      let start = null;
+      const mark = () => { if (start === null) start = performance.now(); };
+      for (const type of ['pointermove', 'mousemove', 'pointerdown', 'mousedown']) addEventListener(type, mark, { capture: true });
+      const ch = new MessageChannel();
+      ch.port1.onmessage = () => { if (start !== null) f.work.push(performance.now() - start); start = null; };
+      const tick = (t) => { f.t.push(t); mark(); ch.port2.postMessage(0); if (f.on) requestAnimationFrame(tick); };
       requestAnimationFrame(tick);
       new PerformanceObserver((l) => { for (const e of l.getEntries()) f.events.push({ name: e.name, duration: e.duration, processing: e.processingEnd - e.processingStart, delay: e.processingStart - e.startTime }); })
         .observe({ type: 'event', durationThreshold: 16 });
@@ -332,10 +342,12 @@ async function manyOnce(repo, ids, web) {
     await page.mouse.move(x1, y, { steps: 60 });
     const dragMs = Date.now() - t0;
     await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
-    const frames = await page.evaluate(() => { const f = window.__frames; f.on = false; return { t: f.t, events: f.events, loaf: f.loaf }; });
+    const frames = await page.evaluate(() => { const f = window.__frames; f.on = false; return { t: f.t, work: f.work, events: f.events, loaf: f.loaf }; });
     const iv = frames.t.slice(1).map((t, i) => t - frames.t[i]);
+    const work = frames.work.slice(1);
     out.drag = {
       drag_ms: dragMs, frames: iv.length, frame_p50_ms: r1(median(iv)), frame_p95_ms: r1(pct(iv, 0.95)), frame_max_ms: r1(Math.max(...iv)),
+      work_p50_ms: r1(median(work)), work_p95_ms: r1(pct(work, 0.95)), work_max_ms: r1(Math.max(...work)),
       frames_over_16_7ms: iv.filter((x) => x > 16.7 * 1.5).length,
       slow_events: frames.events.length, slow_event_max_ms: frames.events.length ? Math.max(...frames.events.map((e) => e.duration)) : 0,
       slow_event_names: [...new Set(frames.events.map((e) => e.name))],
