@@ -247,6 +247,35 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     await page.close();
   });
 
+  it('api mode: a binary points answer cut short is shown as an error on its panel; the next load draws', async () => {
+    const page = await ctx.newPage();
+    let cut = 0;
+    // The real answer, its last bytes lost (the status and headers as sent).
+    await page.route((u) => u.pathname === '/api/v1/series/points' && u.searchParams.get('format') === 'f64', async (route) => {
+      const response = await route.fetch();
+      const body = await response.body();
+      cut++;
+      return route.fulfill({ response, body: body.subarray(0, Math.floor(body.length * 0.6)) });
+    });
+    await page.goto(`${srv.url}/`);
+    await ready(page);
+    assert.ok(cut >= 1, 'a binary points answer was cut');
+    const err = page.locator('#errors .error[data-code="Network"]').first();
+    await err.waitFor({ timeout: T });
+    const text = await err.innerText();
+    assert.match(text, /arrived broken[\s\S]*\/api\/v1\/series\/points: the answer was cut short[\s\S]*reload/, text);
+    assert.doesNotMatch(text, /CORS/, 'a broken answer is not blamed on CORS');
+    const panels = await hook(page, 'panels');
+    assert.ok(panels.some((p) => !p.drawn), 'a panel whose answer was cut is not drawn');
+    await page.unrouteAll();
+    await page.reload();
+    await ready(page);
+    const lines = checkLines(await hook(page, 'charts'), 'after the fault');
+    assert.ok(lines >= 3, `${lines} lines`);
+    assert.equal(await page.locator('#errors .error').count(), 0);
+    await page.close();
+  });
+
   it('direct mode: the wasm module reads the same repository to the same table and lines', async () => {
     const page = await open(`?repo=${srv.url}/files/`);
     assert.match(await page.textContent('#source'), /^direct/);

@@ -102,7 +102,7 @@ async function jsonOf(res, url) {
   try {
     return await res.json();
   } catch (e) {
-    throw sourceError('Network', `${url.origin}${url.pathname}: the answer was cut short or is not JSON (${e.message})`, { notJSON: true, url: String(url) });
+    throw sourceError('Network', `${url.origin}${url.pathname}: the answer was cut short or is not JSON (${e.message})`, { notJSON: true, malformed: true, url: String(url) });
   }
 }
 
@@ -154,7 +154,7 @@ class APISource {
     try {
       return pointsFromF64(await res.arrayBuffer());
     } catch (e) {
-      throw sourceError('Network', `${url.origin}${url.pathname}: the answer was cut short or is not a binary points answer (${e.message})`, { url: String(url) });
+      throw sourceError('Network', `${url.origin}${url.pathname}: the answer was cut short or is not a binary points answer (${e.message})`, { malformed: true, url: String(url) });
     }
   }
 
@@ -428,6 +428,8 @@ export function describeError(e, src) {
   const m = e?.message ?? String(e);
   switch (e?.code) {
     case 'Network':
+      // An answer came, but not whole or not of its kind.
+      if (e.malformed) return { title: 'An answer arrived broken', fix: `${m}. The connection dropped mid-answer or something between the page and the server changed it (a proxy or CDN cutting or rewriting bodies): reload, and if it stays, check what sits in front of the server.` };
       return { title: 'The data could not be reached', fix: `${m}. Check that the server is running and the address is right; when the data is on another origin, its server or bucket must send CORS headers (Access-Control-Allow-Origin for this page's origin, exposing Content-Range and ETag; see docs/object-stores.md).` };
     case 'Forbidden':
       return { title: 'Access was refused (403)', fix: `${m}. A presigned URL may have expired: reload to get fresh signatures from the signer; otherwise check the bucket's policy or the signer's token.` };
