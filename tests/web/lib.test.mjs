@@ -1,4 +1,4 @@
-// Unit tests of the dashboard's pure libraries (web/src/lib) and of the
+// Unit tests of the dashboard's pure libraries (web/src/lib), its binary points decoder and the
 // views' models (web/src/views), with node:test and no dependencies:
 //
 //	node --test tests/web/lib.test.mjs
@@ -14,6 +14,7 @@ import { yRange } from '../../web/src/lib/range.js';
 import { panelCSV } from '../../web/src/lib/csv.js';
 import { groupKey, groupRuns, aggregate } from '../../web/src/lib/group.js';
 import { alignByStep } from '../../web/src/lib/xmetric.js';
+import { pointsFromF64 } from '../../web/src/source.js';
 
 // mulberry32: a small seeded generator.
 function rng(seed) {
@@ -780,4 +781,69 @@ test('keyboard brushes: rangeStep moves and resizes within the axis', () => {
       assert.ok(b[0] >= -1e-12 && b[1] <= 1 + 1e-12 && b[1] - b[0] >= 0.02 - 1e-12, String(b));
     }
   });
+});
+
+// The binary points answer (docs/http-api.md, format=f64) as the server
+// writes it, for the decoder's model test.
+function encodePointsF64(series) {
+  const head = new TextEncoder().encode(JSON.stringify(series.map((s) => ({ series_id: s.series_id, n: s.n, fields: Object.keys(s.arrays) }))));
+  const start = 4 + head.length + ((8 - ((4 + head.length) % 8)) % 8);
+  const total = start + series.reduce((t, s) => t + 8 * s.n * Object.keys(s.arrays).length, 0);
+  const buf = new ArrayBuffer(total);
+  new DataView(buf).setUint32(0, head.length, true);
+  new Uint8Array(buf, 4).set(head);
+  let off = start;
+  for (const s of series) {
+    for (const a of Object.values(s.arrays)) { new Float64Array(buf, off, s.n).set(a); off += 8 * s.n; }
+  }
+  return buf;
+}
+
+test('pointsFromF64 decodes what the server writes, and every answer cut short or damaged throws', () => {
+  const fieldSets = [['steps', 'values'], ['steps', 'values', 'timestamps', 'epochs'], ['steps', 'values', 'mins', 'maxs'], ['values']];
+  for (let seed = 1; seed <= 300; seed++) {
+    const r = rng(seed);
+    const series = Array.from({ length: Math.floor(r() * 4) }, (_, i) => {
+      const n = Math.floor(r() * (r() < 0.2 ? 0 : 40));
+      const fields = fieldSets[Math.floor(r() * fieldSets.length)];
+      const pick = () => { const x = r(); return x < 0.05 ? NaN : x < 0.08 ? Infinity : (x - 0.5) * 1e6; };
+      return { series_id: String(BigInt(Math.floor(r() * 2 ** 53)) * 1024n + BigInt(i)), n, arrays: Object.fromEntries(fields.map((f) => [f, Float64Array.from({ length: n }, pick)])) };
+    });
+    const buf = encodePointsF64(series);
+    const got = pointsFromF64(buf);
+    assert.equal(got.length, series.length, `seed ${seed}`);
+    got.forEach((g, i) => {
+      assert.equal(g.series_id, series[i].series_id, `seed ${seed}`);
+      assert.deepEqual(Object.keys(g).filter((k) => k !== 'series_id'), Object.keys(series[i].arrays), `seed ${seed}`);
+      for (const [f, a] of Object.entries(series[i].arrays)) assert.deepEqual([...g[f]], [...a], `seed ${seed} ${f}`);
+    });
+    // Any shorter answer throws: a body cut short is never drawn as fewer points.
+    const cuts = new Set([0, 3, buf.byteLength - 1, Math.floor(r() * buf.byteLength), Math.floor(r() * buf.byteLength)]);
+    for (const n of cuts) {
+      if (n < 0 || n >= buf.byteLength) continue;
+      assert.throws(() => pointsFromF64(buf.slice(0, n)), `seed ${seed}: cut at ${n} of ${buf.byteLength}`);
+    }
+    // Bytes after the arrays, and a header whose counts lie, throw too.
+    const longer = new Uint8Array(buf.byteLength + 8);
+    longer.set(new Uint8Array(buf));
+    assert.throws(() => pointsFromF64(longer.buffer), `seed ${seed}: 8 bytes more`);
+    if (series.length) {
+      const lie = structuredClone(series);
+      lie[0].n += 0.5;
+      const bad = encodePointsF64(series);
+      const head = new TextEncoder().encode(JSON.stringify(lie.map((s) => ({ series_id: s.series_id, n: s.n, fields: Object.keys(s.arrays) }))));
+      const forged = new Uint8Array(bad.byteLength + 8);
+      new DataView(forged.buffer).setUint32(0, head.length, true);
+      forged.set(head, 4);
+      assert.throws(() => pointsFromF64(forged.buffer), `seed ${seed}: n of ${lie[0].n}`);
+    }
+  }
+  // The header itself: not a list, unknown or repeated fields, a numeric id.
+  for (const head of ['{}', '[{"series_id":"1","n":0,"fields":["step"]}]', '[{"series_id":"1","n":0,"fields":["steps","steps"]}]', '[{"series_id":1,"n":0,"fields":[]}]', '[null]']) {
+    const b = new TextEncoder().encode(head);
+    const buf = new ArrayBuffer(4 + b.length + ((8 - ((4 + b.length) % 8)) % 8));
+    new DataView(buf).setUint32(0, b.length, true);
+    new Uint8Array(buf, 4).set(b);
+    assert.throws(() => pointsFromF64(buf), head);
+  }
 });

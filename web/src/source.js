@@ -114,14 +114,20 @@ const POINTS_F64 = 'application/vnd.kv0.points+f64';
  * [{ series_id, <field>: Float64Array, ... }], the arrays views of buf.
  * Throws a RangeError or SyntaxError when buf is not such an answer.
  */
-function pointsFromF64(buf) {
+export function pointsFromF64(buf) {
   const h = new DataView(buf).getUint32(0, true);
-  const heads = JSON.parse(new TextDecoder().decode(new Uint8Array(buf, 4, h)));
+  const heads = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(new Uint8Array(buf, 4, h)));
   if (!Array.isArray(heads)) throw new SyntaxError('the header is not a list');
-  let off = (4 + h + 7) & ~7;
-  const out = heads.map((hd) => {
-    const o = { series_id: String(hd.series_id) };
-    for (const f of hd.fields) {
+  let off = 4 + h + ((8 - ((4 + h) % 8)) % 8);
+  const out = heads.map((hd, i) => {
+    const fields = hd?.fields;
+    if (typeof hd?.series_id !== 'string' || !Number.isSafeInteger(hd.n) || hd.n < 0 || !Array.isArray(fields) ||
+      !fields.every((f) => POINT_FIELDS.has(f)) || new Set(fields).size !== fields.length) {
+      throw new SyntaxError(`series ${i} of the header is not {series_id, n, fields}`);
+    }
+    const o = { series_id: hd.series_id };
+    for (const f of fields) {
+      if (off + 8 * hd.n > buf.byteLength) throw new RangeError(`series ${i}'s ${f} ends at byte ${off + 8 * hd.n} of ${buf.byteLength}`);
       o[f] = new Float64Array(buf, off, hd.n);
       off += 8 * hd.n;
     }
@@ -130,6 +136,7 @@ function pointsFromF64(buf) {
   if (off !== buf.byteLength) throw new RangeError(`${buf.byteLength - off} bytes after the arrays`);
   return out;
 }
+const POINT_FIELDS = new Set(['steps', 'values', 'timestamps', 'epochs', 'mins', 'maxs']);
 
 /** Runs per request of their series lists in api mode (the server's bound). */
 const SERIES_CHUNK = 1000;
