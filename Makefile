@@ -267,7 +267,7 @@ bench-python: build python
 bench-wasm: wasm wasm-deps
 	cd tests/wasm && node bench.mjs $(CURDIR)/out/wasm-bench
 
-# BENCH_WEB picks some of first, many, live (default all).
+# BENCH_WEB picks some of first, many, live, scroll (default all).
 BENCH_WEB ?=
 bench-web: build web wasm-deps
 	cd tests/webbench && { [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund; }

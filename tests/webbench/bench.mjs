@@ -10,9 +10,11 @@
 //           the time until the zoomed range is drawn again
 //   live    a run appending 1,000 points/s through kv0 track: the lag between a point's commit and its
 //           display, and the requests of a poll that finds nothing new (api and direct mode)
+//   scroll  the runs table of 10,000 runs (SCROLL_RUNS) scrolled end to end by the wheel: the rows in the
+//           DOM, frame intervals and each frame's main-thread work
 //
 // The page says when it is drawn through window.kv0dash (ready, charts()); nothing waits a fixed time.
-// Usage: node bench.mjs [first|many|live ...] (default all); the results are printed as JSON and kept in
+// Usage: node bench.mjs [first|many|live|scroll ...] (default all); the results are printed as JSON and kept in
 // DATA_DIR/results.json. Environment: KV0 (default bin/kv0),
 // WEB_DIR (out/web), WASM_DIR (out/wasm), DATA_DIR (out/webbench, reused when present), RUNS (cold
 // loads per mode, default 5), MANY_RUNS (pages of many, default 1), WEB_DIR_B (another build of the
@@ -35,7 +37,7 @@ const WASM_DIR = resolve(process.env.WASM_DIR ?? join(root, 'out/wasm'));
 const DATA_DIR = resolve(process.env.DATA_DIR ?? join(root, 'out/webbench'));
 const RUNS = Number(process.env.RUNS ?? 5);
 const LIVE_SECONDS = Number(process.env.LIVE_SECONDS ?? 30);
-const which = process.argv.slice(2).length ? process.argv.slice(2) : ['first', 'many', 'live'];
+const which = process.argv.slice(2).length ? process.argv.slice(2) : ['first', 'many', 'live', 'scroll'];
 
 for (const [what, dir] of [['the dashboard (make web)', WEB_DIR], ['the wasm module (make wasm)', WASM_DIR]]) {
   if (!existsSync(join(dir, what.includes('wasm') ? 'kv0.wasm' : 'index.html'))) {
@@ -49,7 +51,7 @@ const pct = (xs, p) => { const s = [...xs].sort((a, b) => a - b); return s.lengt
 const r1 = (x) => Math.round(x * 10) / 10;
 
 /** The repository of a benchmark, written once by benchdata and cached. */
-async function dataset(name, runs, metrics, steps) {
+async function dataset(name, runs, metrics, steps, { cleanup = true } = {}) {
   const dir = join(DATA_DIR, name);
   const idsFile = join(dir, 'ids');
   if (!existsSync(idsFile)) {
@@ -59,7 +61,7 @@ async function dataset(name, runs, metrics, steps) {
     console.error(`bench-web: writing ${runs} runs × ${metrics} metrics × ${steps} steps to ${dir}/repo ...`);
     const { stdout } = await run(gen, [join(dir, 'repo'), String(runs), String(metrics), String(steps)], { maxBuffer: 16 << 20 });
     // Only the optimized version is read: drop the ones before it.
-    await run(KV0, ['lance', 'cleanup', join(dir, 'repo', 'metrics.lance'), '--older-than', '1s']);
+    if (cleanup) await run(KV0, ['lance', 'cleanup', join(dir, 'repo', 'metrics.lance'), '--older-than', '1s']);
     await writeFile(idsFile, stdout);
   }
   return { repo: join(dir, 'repo'), ids: (await readFile(idsFile, 'utf8')).trim().split('\n') };
@@ -262,6 +264,49 @@ async function benchFirst() {
   return out;
 }
 
+/**
+ * Records animation frames in the page until stopFrames: their intervals, each
+ * frame's main-thread work, slow events (Event Timing) and long animation frames.
+ */
+async function startFrames(page) {
+  await page.evaluate(() => {
+    const f = (window.__frames = { t: [], work: [], events: [], loaf: [], on: true });
+    // A frame's main-thread work: from its first input handler (or its
+    // animation-frame callbacks, when no input came) to a message posted
+    // from the callback, which runs once the frame's style, layout and
+    // paint are done.
+    let start = null;
+    const mark = () => { if (start === null) start = performance.now(); };
+    for (const type of ['pointermove', 'mousemove', 'pointerdown', 'mousedown', 'wheel', 'keydown']) addEventListener(type, mark, { capture: true });
+    const ch = new MessageChannel();
+    ch.port1.onmessage = () => { if (start !== null) f.work.push(performance.now() - start); start = null; };
+    const tick = (t) => { f.t.push(t); mark(); ch.port2.postMessage(0); if (f.on) requestAnimationFrame(tick); };
+    requestAnimationFrame(tick);
+    new PerformanceObserver((l) => { for (const e of l.getEntries()) f.events.push({ name: e.name, duration: e.duration, processing: e.processingEnd - e.processingStart, delay: e.processingStart - e.startTime }); })
+      .observe({ type: 'event', durationThreshold: 16 });
+    try {
+      new PerformanceObserver((l) => { for (const e of l.getEntries()) f.loaf.push({ duration: e.duration, blocking: e.blockingDuration, scripts: (e.scripts ?? []).map((s) => `${s.invoker} ${Math.round(s.duration)}ms ${s.sourceFunctionName ?? ''}@${(s.sourceURL ?? '').split('/').pop()}:${s.sourceCharPosition}`) }); })
+        .observe({ type: 'long-animation-frame' });
+    } catch { /* not supported */ }
+  });
+}
+
+/** Stops startFrames's recorder and summarises what it saw. */
+async function stopFrames(page) {
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  const frames = await page.evaluate(() => { const f = window.__frames; f.on = false; return { t: f.t, work: f.work, events: f.events, loaf: f.loaf }; });
+  const iv = frames.t.slice(1).map((t, i) => t - frames.t[i]);
+  const work = frames.work.slice(1);
+  return {
+    frames: iv.length, frame_p50_ms: r1(median(iv)), frame_p95_ms: r1(pct(iv, 0.95)), frame_max_ms: r1(Math.max(...iv)),
+    work_p50_ms: r1(median(work)), work_p95_ms: r1(pct(work, 0.95)), work_max_ms: r1(Math.max(...work)),
+    frames_over_16_7ms: iv.filter((x) => x > 16.7 * 1.5).length,
+    slow_events: frames.events.length, slow_event_max_ms: frames.events.length ? Math.max(...frames.events.map((e) => e.duration)) : 0,
+    slow_event_names: [...new Set(frames.events.map((e) => e.name))],
+    long_frames: frames.loaf.slice(0, 5),
+  };
+}
+
 // MANY_RUNS: pages of benchMany (default 1; each a fresh server, browser context and drag). With
 // WEB_DIR_B each page of WEB_DIR is followed by one of WEB_DIR_B.
 const MANY_RUNS = Number(process.env.MANY_RUNS ?? 1);
@@ -314,26 +359,7 @@ async function manyOnce(repo, ids, web) {
     await over.scrollIntoViewIfNeeded();
     const box = await over.boundingBox();
     if (!box) throw new Error('no uPlot plot area (.u-over) on the page');
-    await page.evaluate(() => {
-      const f = (window.__frames = { t: [], work: [], events: [], loaf: [], on: true });
-      // A frame's main-thread work: from its first input handler (or its
-      // animation-frame callbacks, when no input came) to a message posted
-      // from the callback, which runs once the frame's style, layout and
-      // paint are done.
-      let start = null;
-      const mark = () => { if (start === null) start = performance.now(); };
-      for (const type of ['pointermove', 'mousemove', 'pointerdown', 'mousedown']) addEventListener(type, mark, { capture: true });
-      const ch = new MessageChannel();
-      ch.port1.onmessage = () => { if (start !== null) f.work.push(performance.now() - start); start = null; };
-      const tick = (t) => { f.t.push(t); mark(); ch.port2.postMessage(0); if (f.on) requestAnimationFrame(tick); };
-      requestAnimationFrame(tick);
-      new PerformanceObserver((l) => { for (const e of l.getEntries()) f.events.push({ name: e.name, duration: e.duration, processing: e.processingEnd - e.processingStart, delay: e.processingStart - e.startTime }); })
-        .observe({ type: 'event', durationThreshold: 16 });
-      try {
-        new PerformanceObserver((l) => { for (const e of l.getEntries()) f.loaf.push({ duration: e.duration, blocking: e.blockingDuration, scripts: (e.scripts ?? []).map((s) => `${s.invoker} ${Math.round(s.duration)}ms ${s.sourceFunctionName ?? ''}@${(s.sourceURL ?? '').split('/').pop()}:${s.sourceCharPosition}`) }); })
-          .observe({ type: 'long-animation-frame' });
-      } catch { /* not supported */ }
-    });
+    await startFrames(page);
     const y = box.y + box.height / 2;
     const x0 = box.x + box.width * 0.25, x1 = box.x + box.width * 0.75;
     await page.mouse.move(x0, y);
@@ -341,18 +367,7 @@ async function manyOnce(repo, ids, web) {
     const t0 = Date.now();
     await page.mouse.move(x1, y, { steps: 60 });
     const dragMs = Date.now() - t0;
-    await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
-    const frames = await page.evaluate(() => { const f = window.__frames; f.on = false; return { t: f.t, work: f.work, events: f.events, loaf: f.loaf }; });
-    const iv = frames.t.slice(1).map((t, i) => t - frames.t[i]);
-    const work = frames.work.slice(1);
-    out.drag = {
-      drag_ms: dragMs, frames: iv.length, frame_p50_ms: r1(median(iv)), frame_p95_ms: r1(pct(iv, 0.95)), frame_max_ms: r1(Math.max(...iv)),
-      work_p50_ms: r1(median(work)), work_p95_ms: r1(pct(work, 0.95)), work_max_ms: r1(Math.max(...work)),
-      frames_over_16_7ms: iv.filter((x) => x > 16.7 * 1.5).length,
-      slow_events: frames.events.length, slow_event_max_ms: frames.events.length ? Math.max(...frames.events.map((e) => e.duration)) : 0,
-      slow_event_names: [...new Set(frames.events.map((e) => e.name))],
-      long_frames: frames.loaf.slice(0, 5),
-    };
+    out.drag = { drag_ms: dragMs, ...(await stopFrames(page)) };
     // Release: the zoom re-reads the visible range at full resolution.
     const before = await page.evaluate(() => window.kv0dash.charts()[0].runs[0].steps.length);
     const t1 = await page.evaluate(() => performance.now());
@@ -373,6 +388,53 @@ async function manyOnce(repo, ids, web) {
     });
     out.zoom = { redraw_ms: r1(t2 - t1), ...zoomed, points_before: before };
   } finally { await ctx.close(); await proxy.close(); await kv.stop(); }
+  return out;
+}
+
+// SCROLL_RUNS: runs of the scroll benchmark's repository (default 10,000).
+const SCROLL_RUNS = Number(process.env.SCROLL_RUNS ?? 10_000);
+
+/** The runs table of SCROLL_RUNS runs: its load, its DOM, and the frames while it is scrolled end to end. */
+async function benchScroll() {
+  // No cleanup: the repository's ~10,000 versions (a commit per run) are
+  // more than `kv0 lance cleanup` holds in memory today; the page reads the
+  // latest versions only.
+  const { repo } = await dataset(`scroll-${SCROLL_RUNS}`, SCROLL_RUNS, 1, 10, { cleanup: false });
+  const out = {};
+  const kv = await serve(repo);
+  const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  try {
+    const page = await ctx.newPage();
+    await page.addInitScript(recorder, { firstChart: false });
+    await page.goto(`${kv.url}/`);
+    const b = await waitReady(page);
+    out.ready_ms = r1(b.readyAt);
+    out.runs = await page.evaluate(() => window.kv0dash.runs().length);
+    if (out.runs !== SCROLL_RUNS) throw new Error(`the table lists ${out.runs} runs of ${SCROLL_RUNS}`);
+    const body = page.locator('.rt-body');
+    const box = await body.boundingBox();
+    if (!box) throw new Error('no runs table (.rt-body) on the page');
+    out.rows_in_dom = await page.locator('.rt-row').count();
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    await startFrames(page);
+    // Wheel steps of 600 px, one per frame, until the end of the table.
+    const t0 = Date.now();
+    let steps = 0;
+    for (; steps < 2000; steps++) {
+      await page.mouse.wheel(0, 600);
+      const end = await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => {
+        const el = document.querySelector('.rt-body');
+        r(el.scrollTop + el.clientHeight >= el.scrollHeight - 1);
+      })));
+      if (end) break;
+    }
+    out.scroll = { wheel_steps: steps + 1, scroll_ms: Date.now() - t0, ...(await stopFrames(page)) };
+    out.rows_in_dom_after = await page.locator('.rt-row').count();
+    // The last run (the oldest: the table lists the newest first) is drawn at the end.
+    const last = await page.evaluate(() => window.kv0dash.runs().at(-1).run_id);
+    out.last_row_shown = await page.locator(`.rt-row[data-id="${last}"]`).isVisible();
+    if (!out.last_row_shown) throw new Error('the last run is not shown at the end of the table');
+  } finally { await ctx.close(); await kv.stop(); }
   return out;
 }
 
@@ -497,6 +559,7 @@ try {
   if (which.includes('first')) results.first = await benchFirst();
   if (which.includes('many')) results.many = await benchMany();
   if (which.includes('live')) results.live = await benchLive();
+  if (which.includes('scroll')) results.scroll = await benchScroll();
 } finally {
   await browser.close();
 }
