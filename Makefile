@@ -207,7 +207,8 @@ azure-deps: interop-deps
 #                   request, decoding per point, scan rate (data cached in out/wasm-bench)
 #   bench-web       the dashboard in Chromium: time to first chart with 50 ms per request (api and direct),
 #                   100 lines in one panel (draw, frame times while dragging a zoom), a live run at 1,000
-#                   points/s (lag, requests of an idle poll) (data cached in out/webbench)
+#                   points/s (lag, requests of an idle poll), 10,000 runs in the table (scroll frames)
+#                   (data cached in out/webbench)
 bench: bench-lance bench-kv bench-tracking bench-s3 bench-api bench-python bench-wasm bench-web
 
 bench-lance: build interop-deps
