@@ -86,12 +86,15 @@ func CleanupOldVersions(ctx context.Context, st store.Store, root string, olderT
 	for _, t := range tags {
 		tagged[t.Version] = true
 	}
-	// Read every manifest and the files it references.
-	type info struct {
-		d    *Dataset
-		refs []string
-	}
-	infos := make([]info, len(refs))
+	// Read every manifest and fold the files it references into keep (a
+	// version that stays) or old (one that goes) at once: a manifest is
+	// dropped as soon as it is read, so memory follows the distinct files,
+	// not versions × fragments (a table of 10,000 versions holds ~50M
+	// fragment entries across its manifests).
+	keep := map[string]bool{}
+	old := map[string]bool{}
+	retained := make([]bool, len(refs))
+	var foldMu sync.Mutex
 	err = parallel(ctx, len(refs), func(ctx context.Context, i int) error {
 		mf, err := readManifest(ctx, st, refs[i].Key, refs[i].Size)
 		if err != nil {
@@ -103,26 +106,30 @@ func CleanupOldVersions(ctx context.Context, st store.Store, root string, olderT
 			return err
 		}
 		files, err := referencedFiles(ctx, d)
-		infos[i] = info{d, files}
-		return err
+		if err != nil {
+			return err
+		}
+		r := refs[i]
+		retain := i == len(refs)-1 || tagged[r.Version] || i >= len(refs)-opts.RetainVersions ||
+			!d.Timestamp().Before(cutoff)
+		foldMu.Lock()
+		defer foldMu.Unlock()
+		retained[i] = retain
+		into := old
+		if retain {
+			into = keep
+		}
+		for _, f := range files {
+			into[f] = true
+		}
+		return nil
 	})
 	if err != nil {
 		return stats, err
 	}
-	keep := map[string]bool{}
-	old := map[string]bool{}
 	var remove []VersionRef
 	for i, r := range refs {
-		retain := i == len(refs)-1 || tagged[r.Version] || i >= len(refs)-opts.RetainVersions ||
-			!infos[i].d.Timestamp().Before(cutoff)
-		for _, f := range infos[i].refs {
-			if retain {
-				keep[f] = true
-			} else {
-				old[f] = true
-			}
-		}
-		if !retain {
+		if !retained[i] {
 			remove = append(remove, r)
 		}
 	}
