@@ -396,9 +396,9 @@ const SCROLL_RUNS = Number(process.env.SCROLL_RUNS ?? 10_000);
 
 /** The runs table of SCROLL_RUNS runs: its load, its DOM, and the frames while it is scrolled end to end. */
 async function benchScroll() {
-  // No cleanup: the repository's ~10,000 versions (a commit per run) are
-  // more than `kv0 lance cleanup` holds in memory today; the page reads the
-  // latest versions only.
+  // No cleanup: removing the repository's ~10,000 versions (a commit per
+  // run) takes longer than the benchmark, and the page reads the latest
+  // versions only.
   const { repo } = await dataset(`scroll-${SCROLL_RUNS}`, SCROLL_RUNS, 1, 10, { cleanup: false });
   const out = {};
   const kv = await serve(repo);
