@@ -235,17 +235,18 @@ func (r *Repo) visitPlan(ctx context.Context, d *lance.Dataset, p metricsPlan, s
 			unknown[i] = true
 			return nil
 		}
-		rows := wantedRows(rs, want)
-		if len(rows) == 0 {
+		hits := wantedRanges(rs, want)
+		if len(hits) == 0 {
 			return nil
 		}
+		rows := rowRanges(hits)
 		var rec arrow.RecordBatch
 		if cols[0] == "series_id" && f.DeletionFile == "" {
 			// Every row of the ranges is live, so the index says whose each
 			// is: the series_id column (8 bytes a row) is not read.
 			rec, err = d.ReadRanges(ctx, f.ID, rows, cols[1:])
 			if err == nil {
-				rec, err = withSeriesIDs(rec, rs, want)
+				rec, err = withSeriesIDs(rec, hits)
 				if err != nil {
 					err = fmt.Errorf("metrics fragment %d (%s): %w", f.ID, fragKey(f), err)
 				}
@@ -337,36 +338,43 @@ func (r *Repo) warmSeries(ids []SeriesID) func(context.Context, *lance.Dataset) 
 	}
 }
 
-// wantedRows returns the row ranges of the wanted (sorted) series ids in a
-// sorted fragment whose series ranges are rs, adjacent ranges merged.
-func wantedRows(rs []sidRange, want []uint64) []lance.RowRange {
-	var rows []lance.RowRange
+// wantedRanges returns the entries of the series index rs of the wanted
+// series ids want (sorted), in want's order, which is the rows' order.
+func wantedRanges(rs []sidRange, want []uint64) []sidRange {
+	var hits []sidRange
 	for _, s := range want {
 		i := sort.Search(len(rs), func(i int) bool { return rs[i].sid >= s })
 		if i < len(rs) && rs[i].sid == s {
-			lo, hi := uint64(rs[i].lo), uint64(rs[i].hi)
-			if n := len(rows); n > 0 && rows[n-1].End == lo {
-				rows[n-1].End = hi
-			} else {
-				rows = append(rows, lance.RowRange{Start: lo, End: hi})
-			}
+			hits = append(hits, rs[i])
+		}
+	}
+	return hits
+}
+
+// rowRanges returns the rows of the index entries hits (in row order),
+// adjacent ones merged.
+func rowRanges(hits []sidRange) []lance.RowRange {
+	var rows []lance.RowRange
+	for _, h := range hits {
+		lo, hi := uint64(h.lo), uint64(h.hi)
+		if n := len(rows); n > 0 && rows[n-1].End == lo {
+			rows[n-1].End = hi
+		} else {
+			rows = append(rows, lance.RowRange{Start: lo, End: hi})
 		}
 	}
 	return rows
 }
 
-// withSeriesIDs returns rec, the rows wantedRows(rs, want) gives read
+// withSeriesIDs returns rec, the rows of the index entries hits read
 // without their series_id column, with that column put first, as the
-// series index rs tells it. rec is released.
-func withSeriesIDs(rec arrow.RecordBatch, rs []sidRange, want []uint64) (arrow.RecordBatch, error) {
+// entries tell it. rec is released.
+func withSeriesIDs(rec arrow.RecordBatch, hits []sidRange) (arrow.RecordBatch, error) {
 	defer rec.Release()
 	sids := make([]uint64, 0, rec.NumRows())
-	for _, s := range want {
-		i := sort.Search(len(rs), func(i int) bool { return rs[i].sid >= s })
-		if i < len(rs) && rs[i].sid == s {
-			for n := rs[i].hi - rs[i].lo; n > 0; n-- {
-				sids = append(sids, s)
-			}
+	for _, h := range hits {
+		for n := h.hi - h.lo; n > 0; n-- {
+			sids = append(sids, h.sid)
 		}
 	}
 	if int64(len(sids)) != rec.NumRows() {

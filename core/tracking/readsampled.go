@@ -123,22 +123,20 @@ func (r *Repo) readSegments(ctx context.Context, d *lance.Dataset, ids []SeriesI
 			reads[i].unknown = true
 			return nil
 		}
-		rows := wantedRows(rs, want)
-		if len(rows) == 0 {
+		hits := wantedRanges(rs, want)
+		if len(hits) == 0 {
 			return nil
 		}
+		rows := rowRanges(hits)
 		cols := pointCols
 		if f.DeletionFile == "" {
 			// Every row of the ranges is live: the index says whose it is.
 			cols = sampledCols
 			var at uint32
-			for _, s := range want {
-				k := sort.Search(len(rs), func(k int) bool { return rs[k].sid >= s })
-				if k < len(rs) && rs[k].sid == s {
-					n := rs[k].hi - rs[k].lo
-					reads[i].series = append(reads[i].series, sidRange{sid: s, lo: at, hi: at + n})
-					at += n
-				}
+			for _, h := range hits {
+				n := h.hi - h.lo
+				reads[i].series = append(reads[i].series, sidRange{sid: h.sid, lo: at, hi: at + n})
+				at += n
 			}
 		}
 		// Batches cut at page ends are slices of the decoded pages: a series

@@ -187,14 +187,20 @@ func TestSortedFilesCarrySeriesIndex(t *testing.T) {
 		warm := st.Counters().Sub(before).ReadBytes
 		var direct int64
 		for _, f := range p.ranged {
-			b, _ := d.DataFileBuffer(ctx, f.ID, sidxBufferID)
-			rs, _, _ := decodeSeriesIndex(b, f.PhysicalRows)
-			rows := wantedRows(rs, []uint64{uint64(id)})
-			if len(rows) == 0 {
+			b, err := d.DataFileBuffer(ctx, f.ID, sidxBufferID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rs, ok, err := decodeSeriesIndex(b, f.PhysicalRows)
+			if err != nil || !ok {
+				t.Fatalf("fragment %d: %v", f.ID, err)
+			}
+			hits := wantedRanges(rs, []uint64{uint64(id)})
+			if len(hits) == 0 {
 				continue
 			}
 			before = st.Counters()
-			rec, err := d.ReadRanges(ctx, f.ID, rows, sampledCols)
+			rec, err := d.ReadRanges(ctx, f.ID, rowRanges(hits), sampledCols)
 			if err != nil {
 				t.Fatal(err)
 			}

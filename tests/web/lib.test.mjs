@@ -828,14 +828,17 @@ test('pointsFromF64 decodes what the server writes, and every answer cut short o
     longer.set(new Uint8Array(buf));
     assert.throws(() => pointsFromF64(longer.buffer), `seed ${seed}: 8 bytes more`);
     if (series.length) {
-      const lie = structuredClone(series);
-      lie[0].n += 0.5;
-      const bad = encodePointsF64(series);
-      const head = new TextEncoder().encode(JSON.stringify(lie.map((s) => ({ series_id: s.series_id, n: s.n, fields: Object.keys(s.arrays) }))));
-      const forged = new Uint8Array(bad.byteLength + 8);
+      // The real arrays behind a header whose first n is not a whole number.
+      const realHead = new DataView(buf).getUint32(0, true);
+      const arrays = new Uint8Array(buf, 4 + realHead + ((8 - ((4 + realHead) % 8)) % 8));
+      const lie = series.map((s, i) => ({ series_id: s.series_id, n: i === 0 ? s.n + 0.5 : s.n, fields: Object.keys(s.arrays) }));
+      const head = new TextEncoder().encode(JSON.stringify(lie));
+      const start = 4 + head.length + ((8 - ((4 + head.length) % 8)) % 8);
+      const forged = new Uint8Array(start + arrays.length);
       new DataView(forged.buffer).setUint32(0, head.length, true);
       forged.set(head, 4);
-      assert.throws(() => pointsFromF64(forged.buffer), `seed ${seed}: n of ${lie[0].n}`);
+      forged.set(arrays, start);
+      assert.throws(() => pointsFromF64(forged.buffer), /series 0 of the header/, `seed ${seed}: n of ${lie[0].n}`);
     }
   }
   // The header itself: not a list, unknown or repeated fields, a numeric id.
