@@ -2,12 +2,13 @@
 // compression and without dictionaries: the types Lance datasets hold.
 //
 // arrow-go's ipc.Writer does the same and more, but it links the LZ4 and
-// zstd compressors whether a stream uses them or not, which costs the
-// WebAssembly module about a quarter of a megabyte compressed. The schema
-// message still comes from arrow-go (ipc.GetSchemaPayload); this package
-// writes the record batch messages: the flatbuffers RecordBatch header
-// (field nodes and buffer locations) and the body, each buffer padded to
-// 8 bytes.
+// zstd compressors whether a stream uses them or not, and its generated
+// flatbuffers code for every Arrow message, which costs the WebAssembly
+// module about a quarter of a megabyte compressed. This package builds the
+// messages itself with the flatbuffers runtime: the Schema message (the
+// same bytes arrow-go's ipc.GetSchemaPayload writes), then per batch the
+// RecordBatch header (field nodes and buffer locations) and the body, each
+// buffer padded to 8 bytes.
 package arrowstream
 
 import (
@@ -18,15 +19,17 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
-	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/kv0/kv0/core/lancefile"
 )
 
-// ErrUnsupportedType is returned for a column whose type the writer does
-// not encode (dictionaries, unions, views, run-end encoded arrays).
+// ErrUnsupportedType is returned, wrapped with the type and the field's
+// name, for a schema holding a type the writer does not encode
+// (dictionaries, unions, views, run-end encoded arrays, extension types).
+// The writer checks the schema when it writes it, on the first Write or on
+// Close, and then writes nothing at all: every later Write and Close
+// returns the same error.
 var ErrUnsupportedType = errors.New("arrowstream: unsupported type")
 
 // Writer writes one IPC stream: the schema, then one message per batch, then
@@ -34,9 +37,9 @@ var ErrUnsupportedType = errors.New("arrowstream: unsupported type")
 type Writer struct {
 	w       io.Writer
 	schema  *arrow.Schema
-	mem     memory.Allocator
 	started bool
 	closed  bool
+	err     error // from writing the schema, returned by every later call
 
 	nodes   []node
 	buffers []buffer
@@ -49,17 +52,38 @@ type buffer struct{ offset, length int64 }
 
 // NewWriter returns a writer of a stream of batches of schema to w.
 func NewWriter(w io.Writer, schema *arrow.Schema) *Writer {
-	return &Writer{w: w, schema: schema, mem: memory.DefaultAllocator, b: flatbuffers.NewBuilder(1024)}
+	return &Writer{w: w, schema: schema, b: flatbuffers.NewBuilder(1024)}
 }
 
+// start writes the schema message before the first batch (or the end of a
+// stream without batches), once; a failure sticks.
 func (w *Writer) start() error {
-	if w.started {
-		return nil
+	if !w.started {
+		w.started = true
+		meta, err := schemaMessage(w.b, w.schema)
+		if err == nil {
+			err = w.writeMessage(meta)
+		}
+		w.err = err
 	}
-	w.started = true
-	p := ipc.GetSchemaPayload(w.schema, w.mem)
-	defer p.Release()
-	_, err := p.WritePayload(w.w)
+	return w.err
+}
+
+// writeMessage writes an encapsulated message's metadata: the continuation
+// marker, the length, the flatbuffer and zeros to a multiple of 8 bytes.
+func (w *Writer) writeMessage(meta []byte) error {
+	var prefix [8]byte
+	pad := (8 - (len(meta)+8)%8) % 8
+	binary.LittleEndian.PutUint32(prefix[0:], 0xFFFFFFFF)
+	binary.LittleEndian.PutUint32(prefix[4:], uint32(len(meta)+pad))
+	if _, err := w.w.Write(prefix[:]); err != nil {
+		return err
+	}
+	if _, err := w.w.Write(meta); err != nil {
+		return err
+	}
+	var zeros [8]byte
+	_, err := w.w.Write(zeros[:pad])
 	return err
 }
 
@@ -92,21 +116,10 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 			return fmt.Errorf("column %q: %w", w.schema.Field(i).Name, err)
 		}
 	}
-	meta := w.recordBatchMessage(rec.NumRows(), size)
-	var prefix [8]byte
-	pad := (8 - (len(meta)+8)%8) % 8
-	binary.LittleEndian.PutUint32(prefix[0:], 0xFFFFFFFF)
-	binary.LittleEndian.PutUint32(prefix[4:], uint32(len(meta)+pad))
-	if _, err := w.w.Write(prefix[:]); err != nil {
-		return err
-	}
-	if _, err := w.w.Write(meta); err != nil {
+	if err := w.writeMessage(w.recordBatchMessage(rec.NumRows(), size)); err != nil {
 		return err
 	}
 	var zeros [8]byte
-	if _, err := w.w.Write(zeros[:pad]); err != nil {
-		return err
-	}
 	for _, b := range w.body {
 		if _, err := w.w.Write(b); err != nil {
 			return err
@@ -244,14 +257,5 @@ func (w *Writer) recordBatchMessage(rows, bodyLen int64) []byte {
 	b.PrependInt64Slot(0, rows, 0)
 	b.PrependUOffsetTSlot(1, nodes, 0)
 	b.PrependUOffsetTSlot(2, buffers, 0)
-	header := b.EndObject()
-	// table Message { version: short; header: MessageHeader (type, value); bodyLength: long; ... }
-	const metadataV5, headerRecordBatch = 4, 3
-	b.StartObject(5)
-	b.PrependInt16Slot(0, metadataV5, 0)
-	b.PrependByteSlot(1, headerRecordBatch, 0)
-	b.PrependUOffsetTSlot(2, header, 0)
-	b.PrependInt64Slot(3, bodyLen, 0)
-	b.Finish(b.EndObject())
-	return b.FinishedBytes()
+	return message(b, headerRecordBatch, b.EndObject(), bodyLen)
 }

@@ -163,6 +163,8 @@ func TestStreamReadsBack(t *testing.T) {
 	}
 }
 
+// TestRefusals: a batch of another schema, or of a type the writer does
+// not encode, is refused before anything is written.
 func TestRefusals(t *testing.T) {
 	var buf bytes.Buffer
 	w := arrowstream.NewWriter(&buf, testSchema)
@@ -178,5 +180,8 @@ func TestRefusals(t *testing.T) {
 	drec := db.NewRecordBatch()
 	if err := arrowstream.NewWriter(&buf, dictSchema).Write(drec); !errors.Is(err, arrowstream.ErrUnsupportedType) {
 		t.Errorf("dictionary column: %v", err)
+	}
+	if buf.Len() != 0 {
+		t.Errorf("%d bytes written for refused batches", buf.Len())
 	}
 }
