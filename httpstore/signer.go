@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"encoding/xml"
 	"errors"
 	"fmt"
 	"io"
@@ -58,16 +57,19 @@ type Signer interface {
 	Sign(ctx context.Context, op Op, key string, list ListParams) (string, error)
 }
 
-// listBucketResult is the part of an S3 ListObjectsV2 answer we read.
+// listBucketResult is the part of an S3 ListObjectsV2 answer we read, and
+// what every listing format is read into (see parseListing).
 type listBucketResult struct {
-	XMLName               xml.Name `xml:"ListBucketResult"`
-	Prefix                string   `xml:"Prefix"`
-	IsTruncated           bool     `xml:"IsTruncated"`
-	NextContinuationToken string   `xml:"NextContinuationToken"`
-	Contents              []struct {
-		Key  string `xml:"Key"`
-		Size int64  `xml:"Size"`
-	} `xml:"Contents"`
+	Prefix                string
+	IsTruncated           bool
+	NextContinuationToken string
+	Contents              []listEntry
+}
+
+// listEntry is one object of a listing: its full bucket key and its size.
+type listEntry struct {
+	Key  string
+	Size int64
 }
 
 // list pages through signed ListObjectsV2 requests. The answers carry full
@@ -177,21 +179,6 @@ type gcsObjects struct {
 	NextPageToken string `json:"nextPageToken"`
 }
 
-// enumerationResults is the part of an Azure List Blobs answer we read.
-type enumerationResults struct {
-	XMLName xml.Name `xml:"EnumerationResults"`
-	Prefix  string   `xml:"Prefix"`
-	Blobs   struct {
-		Blob []struct {
-			Name       string `xml:"Name"`
-			Properties struct {
-				ContentLength int64 `xml:"Content-Length"`
-			} `xml:"Properties"`
-		} `xml:"Blob"`
-	} `xml:"Blobs"`
-	NextMarker string `xml:"NextMarker"`
-}
-
 // parseListing reads a listing answer in any of the formats signed list
 // URLs return: S3's (and GCS's XML API's) ListBucketResult, Azure's
 // EnumerationResults, or GCS's JSON objects list, whose answer does not
@@ -229,31 +216,13 @@ func parseListingFormat(rawURL string, body []byte) (*listBucketResult, error) {
 			if err != nil || n < 0 {
 				return nil, fmt.Errorf("bad GCS object list: size %q of %q", it.Size, it.Name)
 			}
-			res.Contents = append(res.Contents, struct {
-				Key  string `xml:"Key"`
-				Size int64  `xml:"Size"`
-			}{it.Name, n})
+			res.Contents = append(res.Contents, listEntry{it.Name, n})
 		}
 		return res, nil
 	case bytes.Contains(trimmed[:min(len(trimmed), 512)], []byte("<EnumerationResults")):
-		var a enumerationResults
-		if err := xml.Unmarshal(trimmed, &a); err != nil {
-			return nil, fmt.Errorf("bad EnumerationResults: %v", err)
-		}
-		res := &listBucketResult{Prefix: a.Prefix, NextContinuationToken: a.NextMarker, IsTruncated: a.NextMarker != ""}
-		for _, b := range a.Blobs.Blob {
-			res.Contents = append(res.Contents, struct {
-				Key  string `xml:"Key"`
-				Size int64  `xml:"Size"`
-			}{b.Name, b.Properties.ContentLength})
-		}
-		return res, nil
+		return parseListXML(body, true)
 	}
-	var res listBucketResult
-	if err := xml.Unmarshal(trimmed, &res); err != nil {
-		return nil, fmt.Errorf("bad ListBucketResult: %v", err)
-	}
-	return &res, nil
+	return parseListXML(body, false)
 }
 
 // SignResponse is the JSON answer of a sign server for one request.
