@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/kv0/kv0/core/internal/lancepb"
 	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
 	"github.com/kv0/kv0/core/store"
 )
@@ -211,7 +212,7 @@ func readTransaction(ctx context.Context, st store.Store, k keys, mf *manifestFi
 		return nil, err
 	}
 	var txn tablepb.Transaction
-	if err := txn.UnmarshalVT(b); err != nil {
+	if err := lancepb.Unmarshal(b, &txn); err != nil {
 		return nil, corruptErr(src, off, "transaction protobuf: %v", err)
 	}
 	return &txn, nil

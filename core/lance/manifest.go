@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"strings"
 
+	"github.com/kv0/kv0/core/internal/lancepb"
 	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
 	"github.com/kv0/kv0/core/store"
 )
@@ -172,7 +173,7 @@ func decodeManifest(key string, size int64, tail []byte, read func(off int64, n 
 		return nil, corruptErr(key, pos, "manifest length prefix %d, want %d", got, want)
 	}
 	var m tablepb.Manifest
-	if err := m.UnmarshalVT(sec[4 : 4+want]); err != nil {
+	if err := lancepb.Unmarshal(sec[4:4+want], &m); err != nil {
 		return nil, corruptErr(key, pos+4, "manifest protobuf: %v", err)
 	}
 	if msg := checkUnknown(sec[4 : 4+want]); msg != "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/kv0/kv0/core/internal/lancepb/wktpb"
 
+	"github.com/kv0/kv0/core/internal/lancepb"
 	"github.com/kv0/kv0/core/internal/lancepb/filepb"
 	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
 	"github.com/kv0/kv0/core/lancefile"
@@ -469,7 +470,7 @@ func readIndices(ctx context.Context, d *Dataset) ([]*tablepb.IndexMetadata, err
 		return nil, err
 	}
 	var sec tablepb.IndexSection
-	if err := sec.UnmarshalVT(b); err != nil {
+	if err := lancepb.Unmarshal(b, &sec); err != nil {
 		return nil, corruptErr(d.mf.key, int64(d.mf.m.GetIndexSection()), "index section: %v", err)
 	}
 	return sec.GetIndices(), nil

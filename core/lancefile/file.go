@@ -12,6 +12,7 @@ import (
 
 	"github.com/kv0/kv0/core/internal/lancepb/wktpb"
 
+	"github.com/kv0/kv0/core/internal/lancepb"
 	"github.com/kv0/kv0/core/internal/lancepb/enc20pb"
 	"github.com/kv0/kv0/core/internal/lancepb/enc21pb"
 	"github.com/kv0/kv0/core/internal/lancepb/file2pb"
@@ -198,7 +199,7 @@ func Open(ctx context.Context, st store.Store, key string, size int64) (*File, e
 			return nil, f.corruptf(int64(cmoStart)+16*int64(i), "column %d metadata [%d, +%d) outside the metadata region", i, pos, sz)
 		}
 		var cm file2pb.ColumnMetadata
-		if err := cm.UnmarshalVT(at(pos)[:sz]); err != nil {
+		if err := lancepb.Unmarshal(at(pos)[:sz], &cm); err != nil {
 			return nil, f.corruptf(int64(pos), "column %d metadata: %v", i, err)
 		}
 		if err := f.loadColumn(i, &cm); err != nil {
@@ -217,7 +218,7 @@ func Open(ctx context.Context, st store.Store, key string, size int64) (*File, e
 				buf = tail[int64(g.off)-tailStart:][:g.size]
 			}
 			var fd filepb.FileDescriptor
-			if err := fd.UnmarshalVT(buf); err != nil {
+			if err := lancepb.Unmarshal(buf, &fd); err != nil {
 				return nil, f.corruptf(int64(g.off), "file descriptor: %v", err)
 			}
 			f.numRows = fd.GetLength()
@@ -385,14 +386,14 @@ func (f *File) SchemaField(id int32) *Field {
 // pageLayout21 decodes the page encoding of a 2.1 page.
 func pageLayout21(enc []byte) (*enc21pb.PageLayout, error) {
 	var a wktpb.Any
-	if err := a.UnmarshalVT(enc); err != nil {
+	if err := lancepb.Unmarshal(enc, &a); err != nil {
 		return nil, fmt.Errorf("page encoding: %v", err)
 	}
 	if a.GetTypeUrl() != "/lance.encodings21.PageLayout" {
 		return nil, fmt.Errorf("%w: page encoding %q in a 2.1 file", ErrUnsupportedEncoding, a.GetTypeUrl())
 	}
 	var pl enc21pb.PageLayout
-	if err := pl.UnmarshalVT(a.GetValue()); err != nil {
+	if err := lancepb.Unmarshal(a.GetValue(), &pl); err != nil {
 		return nil, fmt.Errorf("page layout: %v", err)
 	}
 	return &pl, nil
@@ -401,14 +402,14 @@ func pageLayout21(enc []byte) (*enc21pb.PageLayout, error) {
 // arrayEncoding20 decodes the page encoding of a 2.0 page.
 func arrayEncoding20(enc []byte) (*enc20pb.ArrayEncoding, error) {
 	var a wktpb.Any
-	if err := a.UnmarshalVT(enc); err != nil {
+	if err := lancepb.Unmarshal(enc, &a); err != nil {
 		return nil, fmt.Errorf("page encoding: %v", err)
 	}
 	if a.GetTypeUrl() != "/lance.encodings.ArrayEncoding" {
 		return nil, fmt.Errorf("%w: page encoding %q in a 2.0 file", ErrUnsupportedEncoding, a.GetTypeUrl())
 	}
 	var ae enc20pb.ArrayEncoding
-	if err := ae.UnmarshalVT(a.GetValue()); err != nil {
+	if err := lancepb.Unmarshal(a.GetValue(), &ae); err != nil {
 		return nil, fmt.Errorf("array encoding: %v", err)
 	}
 	return &ae, nil
