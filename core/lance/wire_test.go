@@ -116,8 +116,10 @@ func TestFixtureWireRoundTrip(t *testing.T) {
 				t.Fatalf("%s: not a Lance file", rel)
 			}
 			foot := b[len(b)-40:]
-			if major := binary.LittleEndian.Uint16(foot[32:]); major < 2 {
-				return nil // Lance 1 files carry other messages
+			// Lance 2.0 files say 0.3 in their footer, 2.1 files 2.1;
+			// Lance 1 files (0.1, 0.2) carry other messages.
+			if major, minor := binary.LittleEndian.Uint16(foot[32:]), binary.LittleEndian.Uint16(foot[34:]); major == 0 && minor < 3 {
+				return nil
 			}
 			cmo, gbo := binary.LittleEndian.Uint64(foot[8:]), binary.LittleEndian.Uint64(foot[16:])
 			nGlobal, nCols := binary.LittleEndian.Uint32(foot[24:]), binary.LittleEndian.Uint32(foot[28:])
