@@ -12,7 +12,10 @@ func reportValues(b *testing.B) {
 	b.ReportMetric(float64(b.N)*BlockLen/b.Elapsed().Seconds(), "values/s")
 }
 
-func BenchmarkUnpack64(b *testing.B) {
+func BenchmarkUnpack64(b *testing.B) { benchUnpack64(b, Unpack64) }
+
+// benchUnpack64 times unpack on random blocks of several widths.
+func benchUnpack64(b *testing.B, unpack func(w int, dst *[BlockLen]uint64, src []uint64)) {
 	for _, w := range []int{1, 8, 16, 20, 32, 48, 63, 64} {
 		b.Run(fmt.Sprintf("w%d", w), func(b *testing.B) {
 			src := make([]uint64, 16*w)
@@ -22,7 +25,7 @@ func BenchmarkUnpack64(b *testing.B) {
 			var dst [1024]uint64
 			b.SetBytes(8 * BlockLen)
 			for b.Loop() {
-				Unpack64(w, &dst, src)
+				unpack(w, &dst, src)
 			}
 			reportValues(b)
 		})

@@ -1,49 +1,36 @@
 package bitpack
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"testing"
 )
 
-// loopUnpack runs unpackLoop for word width T on words and returns the
-// values widened to uint64.
-func loopUnpack(T, w int, words []uint64) []uint64 {
+// loopUnpackAs runs unpackLoop for words of type U and returns the values
+// widened to uint64.
+func loopUnpackAs[U word](w int, words []uint64) []uint64 {
+	src, dst := make([]U, len(words)), new([BlockLen]U)
+	for i, v := range words {
+		src[i] = U(v)
+	}
+	unpackLoop(w, dst, src)
 	out := make([]uint64, BlockLen)
-	switch T {
-	case 8:
-		src, dst := make([]uint8, len(words)), new([BlockLen]uint8)
-		for i, v := range words {
-			src[i] = uint8(v)
-		}
-		unpackLoop(w, dst, src)
-		for i, v := range dst {
-			out[i] = uint64(v)
-		}
-	case 16:
-		src, dst := make([]uint16, len(words)), new([BlockLen]uint16)
-		for i, v := range words {
-			src[i] = uint16(v)
-		}
-		unpackLoop(w, dst, src)
-		for i, v := range dst {
-			out[i] = uint64(v)
-		}
-	case 32:
-		src, dst := make([]uint32, len(words)), new([BlockLen]uint32)
-		for i, v := range words {
-			src[i] = uint32(v)
-		}
-		unpackLoop(w, dst, src)
-		for i, v := range dst {
-			out[i] = uint64(v)
-		}
-	case 64:
-		dst := new([BlockLen]uint64)
-		unpackLoop(w, dst, words)
-		copy(out, dst[:])
+	for i, v := range dst {
+		out[i] = uint64(v)
 	}
 	return out
+}
+
+// loopUnpack runs unpackLoop for word width T on words.
+func loopUnpack(T, w int, words []uint64) []uint64 {
+	switch T {
+	case 8:
+		return loopUnpackAs[uint8](w, words)
+	case 16:
+		return loopUnpackAs[uint16](w, words)
+	case 32:
+		return loopUnpackAs[uint32](w, words)
+	}
+	return loopUnpackAs[uint64](w, words)
 }
 
 // TestUnpackLoop checks the one-loop unpacker of the WebAssembly builds
@@ -88,18 +75,5 @@ func TestUnpackLoopPanics(t *testing.T) {
 // BenchmarkUnpackLoop64 is BenchmarkUnpack64 for unpackLoop, to compare the
 // two on the same machine.
 func BenchmarkUnpackLoop64(b *testing.B) {
-	for _, w := range []int{1, 8, 16, 20, 32, 48, 63, 64} {
-		b.Run(fmt.Sprintf("w%d", w), func(b *testing.B) {
-			src := make([]uint64, 16*w)
-			for i := range src {
-				src[i] = rand.Uint64()
-			}
-			var dst [1024]uint64
-			b.SetBytes(8 * BlockLen)
-			for b.Loop() {
-				unpackLoop(w, &dst, src)
-			}
-			reportValues(b)
-		})
-	}
+	benchUnpack64(b, func(w int, dst *[BlockLen]uint64, src []uint64) { unpackLoop(w, dst, src) })
 }
