@@ -70,8 +70,8 @@ vet:
 unit:
 	$(GO) test -tags $(NATIVE_TAGS) -count=1 -timeout 40m ./...
 
-# `make wasm` checks that core builds for js/wasm and wasip1/wasm without OS
-# packages, then writes the browser/Node module to out/wasm/ (wasm/README.md).
+# `make wasm` checks that core (its tests too: vet compiles them) builds for
+# js/wasm and wasip1/wasm without OS packages, then writes the browser/Node module to out/wasm/ (wasm/README.md).
 WASM_OUT   := out/wasm
 WASM_TAGS  := arrow_json_stdlib,kv0_readonly
 # No inlining in packages off the decoding paths (JSON of small answers,
@@ -85,7 +85,8 @@ WASM_NOINLINE := encoding/json fmt math/big net/url reflect runtime strconv inte
 WASM_GCFLAGS  := $(foreach p,$(WASM_NOINLINE),-gcflags='$(p)=-l')
 WASM_EXEC  := $(firstword $(wildcard $(shell $(GO) env GOROOT)/lib/wasm/wasm_exec.js $(shell $(GO) env GOROOT)/misc/wasm/wasm_exec.js))
 wasm:
-	GOOS=js GOARCH=wasm $(GO) build ./core/... ./httpstore/...
+	GOOS=js GOARCH=wasm $(GO) vet ./core/...
+	GOOS=js GOARCH=wasm $(GO) build ./httpstore/...
 	GOOS=wasip1 GOARCH=wasm $(GO) build ./core/...
 	@bad=$$($(GO) list -f '{{.ImportPath}}: {{join .Imports " "}}' ./core/... | grep -E ': .*\b(os|os/exec|net|syscall)\b( |$$)' || true); \
 	if [ -n "$$bad" ]; then echo "core imports OS packages:"; echo "$$bad"; exit 1; fi
