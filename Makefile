@@ -70,8 +70,9 @@ vet:
 unit:
 	$(GO) test -tags $(NATIVE_TAGS) -count=1 -timeout 40m ./...
 
-# `make wasm` checks that core (its tests too: vet compiles them) builds for
-# js/wasm and wasip1/wasm without OS packages, then writes the browser/Node module to out/wasm/ (wasm/README.md).
+# `make wasm` checks that core builds for js/wasm (its tests too: vet compiles
+# them) and wasip1/wasm without OS packages, then writes the browser/Node
+# module to out/wasm/ (wasm/README.md).
 WASM_OUT   := out/wasm
 WASM_TAGS  := arrow_json_stdlib,kv0_readonly
 # No inlining in packages off the decoding paths (JSON of small answers,
