@@ -3,7 +3,7 @@
 // with the most self time. Build a module with its name section first
 // (make wasm-prof writes out/wasm-prof). Usage:
 //   node profile.mjs MODULE_DIR DATA_DIR read|cold|scan [N]   (cold: openRepo, read and close each time)
-//   (TOP=n self-time rows, INCL=n inclusive rows, GOENV=JSON,
+//   (TOP=n self-time rows, INCL=n inclusive rows, GOENV=JSON, FLAGS='chromium flags ...',
 //   WARM=n calls before the profiled ones, default 1: V8 keeps tiering the module up for ~20 reads)
 import { chromium } from 'playwright-core';
 import { mkdtemp, rm, readFile } from 'node:fs/promises';
@@ -24,7 +24,7 @@ const dataSrv = await startServer({ root: resolve(dataDir) });
 const userDir = await mkdtemp(join(tmpdir(), 'kv0-prof-chromium-'));
 const ctx = await chromium.launchPersistentContext(userDir, {
   executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+  args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', ...(process.env.FLAGS ? process.env.FLAGS.split(' ') : [])],
 });
 try {
   const page = await ctx.newPage();

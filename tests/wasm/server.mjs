@@ -14,19 +14,21 @@ const types = { '.wasm': 'application/wasm', '.mjs': 'text/javascript', '.js': '
  * undefined | { status } | { noCors: true } | { truncate: true } |
  * { corrupt: true }; gzip (serve FILE.gz for FILE when the client accepts
  * it); cacheControl (default no-cache). It counts requests, bytes and
- * waves (requests arriving while none is in flight).
+ * waves (requests arriving while none is in flight), and logs each request
+ * (method, path, range, origin; start and end in ms since the last reset).
  */
 export async function startServer(opts) {
-  const state = { requests: 0, bytes: 0, waves: 0, inFlight: 0, log: [], faults: opts.faults ?? (() => undefined), delayMs: opts.delayMs ?? 0 };
+  const state = { requests: 0, bytes: 0, waves: 0, inFlight: 0, log: [], epoch: performance.now(), faults: opts.faults ?? (() => undefined), delayMs: opts.delayMs ?? 0 };
   const server = createServer(async (req, res) => {
     state.requests++;
     // A wave is a request that arrives while none is in flight: requests
     // issued together count once (dependent round trips).
     if (state.inFlight++ === 0) state.waves++;
-    res.on('close', () => { state.inFlight--; });
     const url = new URL(req.url, 'http://x');
     const path = decodeURIComponent(url.pathname);
-    state.log.push({ method: req.method, path, range: req.headers.range ?? '', origin: req.headers.origin ?? '' });
+    const entry = { method: req.method, path, range: req.headers.range ?? '', origin: req.headers.origin ?? '', start: performance.now() - state.epoch, end: 0 };
+    state.log.push(entry);
+    res.on('close', () => { state.inFlight--; entry.end = performance.now() - state.epoch; });
     if (state.delayMs) await new Promise((r) => setTimeout(r, state.delayMs));
     const fault = state.faults(path) ?? {};
     if (opts.cors !== false && !fault.noCors) {
@@ -90,6 +92,6 @@ export async function startServer(opts) {
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   state.url = `http://127.0.0.1:${server.address().port}`;
   state.close = () => new Promise((r) => { server.closeAllConnections(); server.close(r); });
-  state.reset = () => { state.requests = 0; state.bytes = 0; state.waves = 0; state.log = []; };
+  state.reset = () => { state.requests = 0; state.bytes = 0; state.waves = 0; state.log = []; state.epoch = performance.now(); };
   return state;
 }
