@@ -92,18 +92,44 @@ async function fetchRange(url, headers, signal) {
     // Not usable for this request (failed, expired, another range): the
     // network answers, as without a preload.
   }
-  let r;
   try {
-    r = await fetch(url, { method: 'GET', headers, signal });
+    return await fetchCounted(url, { method: 'GET', headers, signal }, async (r) => {
+      let h = '';
+      for (const [k, v] of r.headers) h += `${k}\n${v.replaceAll('\n', ' ')}\n`;
+      try {
+        return [r.status, h, new Uint8Array(await r.arrayBuffer()), null];
+      } catch (err) {
+        return [r.status, h, null, errorText(err)];
+      }
+    });
   } catch (err) {
     return [0, '', null, errorText(err)];
   }
-  let h = '';
-  for (const [k, v] of r.headers) h += `${k}\n${v.replaceAll('\n', ' ')}\n`;
+}
+
+// The module's requests in flight, by URL.
+const inFlight = new Map();
+
+// fetchCounted is fetch(url, init) followed by read(response), counted in
+// flight for url until read is done. A browser's HTTP cache lets one
+// request of a URL at a time use its entry (Chromium's cache lock): a
+// second range request of a file waits until the first has its whole
+// answer, so the reads a scan, a split read or two calls send together
+// would go one after another. A request whose URL already has one in
+// flight therefore bypasses the cache (cache: 'no-store': the Pragma and
+// Cache-Control headers the browser then adds are its own and need no
+// preflight); the first uses it as usual, and a later request may still be
+// answered from it.
+async function fetchCounted(url, init, read) {
+  const key = normURL(url) ?? url;
+  const busy = inFlight.get(key) ?? 0;
+  inFlight.set(key, busy + 1);
   try {
-    return [r.status, h, new Uint8Array(await r.arrayBuffer()), null];
-  } catch (err) {
-    return [r.status, h, null, errorText(err)];
+    return await read(await fetch(url, busy ? { ...init, cache: 'no-store' } : init));
+  } finally {
+    const left = inFlight.get(key) - 1;
+    if (left === 0) inFlight.delete(key);
+    else inFlight.set(key, left);
   }
 }
 
@@ -227,9 +253,9 @@ function preloadGet(url, from, to, maxAge, next) {
     const timer = setTimeout(() => ac.abort(), preloadTimeout);
     timer?.unref?.();
     try {
-      const r = await fetch(url, { method: 'GET', headers: { Range: `bytes=${from}-${to}` }, signal: ac.signal });
+      const [r, body] = await fetchCounted(url, { method: 'GET', headers: { Range: `bytes=${from}-${to}` }, signal: ac.signal },
+        async (res) => [res, new Uint8Array(await res.arrayBuffer())]);
       const headers = [...r.headers].map(([k, v]) => [k, v.replaceAll('\n', ' ')]);
-      const body = new Uint8Array(await r.arrayBuffer());
       clearTimeout(timer);
       let start = 0, total = body.length;
       if (r.status === 206) {

@@ -121,6 +121,27 @@ describe('browser', { skip: !haveChromium && 'no Chromium (set CI=true to make t
     assert.ok(fromPage.length > 20 && fromPage.every((r) => r.origin === pageSrv.url), 'cross-origin requests');
   });
 
+  it('requests of one URL in flight together are not held back by the HTTP cache', async () => {
+    // Chromium lets one request of a URL at a time use its cache entry: two
+    // calls reading the same files would go one request after the other.
+    const url = `${dataSrv.url}/made/t.lance`;
+    dataSrv.delayMs = 300;
+    dataSrv.reset();
+    let got;
+    try {
+      got = await inPage(page, (u) => Promise.all([window.call('lance.info', u), window.call('lance.info', u)]), url);
+    } finally {
+      dataSrv.delayMs = 0;
+    }
+    assert.ok(got[0].ok, JSON.stringify(got[0]));
+    assert.deepEqual(got[1], got[0]);
+    const hints = dataSrv.log.filter((r) => r.path.endsWith('/made/t.lance/_versions/latest_version_hint.json'));
+    assert.equal(hints.length, 2, 'each call asks for the hint');
+    const [a, b] = hints.sort((x, y) => x.start - y.start);
+    assert.ok(b.start < a.end, `the second hint request started ${(b.start - a.end).toFixed(0)} ms after the first one's answer ended`);
+    assert.deepEqual([...new Set(dataSrv.log.map((r) => r.method))], ['GET'], 'no preflight');
+  });
+
   it('tracking reads equal the CLI', async () => {
     const url = `${dataSrv.url}/${data.repo}`;
     const quote = (s) => JSON.parse(s.replace(/"series_id": (\d+)/g, '"series_id": "$1"'));
