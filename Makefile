@@ -111,8 +111,10 @@ wasm-prof: wasm
 wasm-size: wasm
 	bash tests/wasm/size.sh $(WASM_OUT)/kv0.wasm
 
-# Node and headless Chromium suites over out/wasm (tests/wasm/README.md).
-# With CI=true a missing Chromium is installed, and is an error if that fails.
+# Node and headless Chromium suites over out/wasm (tests/wasm/README.md),
+# after httpstore's fetch transport, tested under Node as js/wasm (Go's
+# go_js_wasm_exec). With CI=true a missing Chromium is installed, and is an
+# error if that fails.
 wasm-deps: build
 	@if [ ! -x /usr/bin/chromium ] && [ "$$CI" = "true" ]; then \
 		apt-get update -qq && apt-get install -y -qq chromium brotli; fi
@@ -121,6 +123,7 @@ wasm-deps: build
 	cd tests/wasm && { [ -d node_modules/apache-arrow ] && [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund; }
 
 test-wasm: wasm wasm-deps
+	PATH="$$($(GO) env GOROOT)/lib/wasm:$$PATH" GOOS=js GOARCH=wasm $(GO) test -count=1 -run TestFetchTransport ./httpstore
 	cd tests/wasm && KV0=$(CURDIR)/$(KV0) WASM_DIR=$(CURDIR)/$(WASM_OUT) node --test --test-concurrency=1 *.test.mjs
 
 # The dashboard (web/README.md): esbuild bundles web/src into out/web

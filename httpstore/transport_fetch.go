@@ -7,7 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall/js"
 )
 
@@ -19,6 +22,40 @@ func Fetch() Transport { return fetchTransport{} }
 func defaultTransport() Transport { return fetchTransport{} }
 
 type fetchTransport struct{}
+
+// inFlight counts the transport's requests by URL (without its fragment)
+// from the call of fetch until the body is read or closed. A browser's HTTP
+// cache serves one request of a URL at a time (Chromium's cache lock): a
+// second range request of a file would wait until the first had its whole
+// answer, so reads sent together would go one after another. A request
+// whose URL already has one in flight therefore asks fetch to bypass the
+// cache (cache: "no-store", which adds only headers the browser sets itself
+// and so no CORS preflight); a request on its own uses the cache as usual.
+// kv0.mjs's fetchRange, which the wasm module uses in its place, does the
+// same. The list holds one entry per request (a few at most: a store bounds
+// its requests in flight), so scanning it is all a lookup needs.
+var inFlight struct {
+	sync.Mutex
+	urls []string
+}
+
+// enter counts a request of key and reports whether another was already in
+// flight; leave undoes it.
+func enter(key string) (busy bool) {
+	inFlight.Lock()
+	defer inFlight.Unlock()
+	busy = slices.Contains(inFlight.urls, key)
+	inFlight.urls = append(inFlight.urls, key)
+	return busy
+}
+
+func leave(key string) {
+	inFlight.Lock()
+	defer inFlight.Unlock()
+	if i := slices.Index(inFlight.urls, key); i >= 0 {
+		inFlight.urls = slices.Delete(inFlight.urls, i, i+1)
+	}
+}
 
 func (fetchTransport) Get(ctx context.Context, url string, header map[string][]string) (*Response, error) {
 	global := js.Global()
@@ -37,10 +74,15 @@ func (fetchTransport) Get(ctx context.Context, url string, header map[string][]s
 	init.Set("method", "GET")
 	init.Set("headers", h)
 	init.Set("signal", ac.Get("signal"))
+	key, _, _ := strings.Cut(url, "#")
+	if enter(key) {
+		init.Set("cache", "no-store")
+	}
 	stop := context.AfterFunc(ctx, func() { ac.Call("abort") })
 	resp, err := await(fetch.Invoke(url, init))
 	if err != nil {
 		stop()
+		leave(key)
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, cerr
 		}
@@ -64,7 +106,7 @@ func (fetchTransport) Get(ctx context.Context, url string, header map[string][]s
 		Status:        resp.Get("status").Int(),
 		Header:        hdr,
 		ContentLength: n,
-		Body:          &fetchBody{ctx: ctx, resp: resp, ac: ac, stop: stop},
+		Body:          &fetchBody{ctx: ctx, resp: resp, ac: ac, stop: stop, key: key},
 	}, nil
 }
 
@@ -75,6 +117,8 @@ type fetchBody struct {
 	resp   js.Value
 	ac     js.Value
 	stop   func() bool
+	key    string // the request's entry in inFlight, until left
+	left   bool
 	bytes  js.Value // Uint8Array over the body, once read
 	n, off int
 	err    error
@@ -87,6 +131,7 @@ func (b *fetchBody) Read(p []byte) (int, error) {
 	}
 	if b.bytes.IsUndefined() {
 		buf, err := await(b.resp.Call("arrayBuffer"))
+		b.leave()
 		if err != nil {
 			if cerr := b.ctx.Err(); cerr != nil {
 				b.err = cerr
@@ -108,9 +153,19 @@ func (b *fetchBody) Read(p []byte) (int, error) {
 	return m, nil
 }
 
+// leave ends the request's count in flight, once: when its body has
+// arrived (or failed) or, unread, is closed.
+func (b *fetchBody) leave() {
+	if !b.left {
+		b.left = true
+		leave(b.key)
+	}
+}
+
 func (b *fetchBody) Close() error {
 	if !b.closed {
 		b.closed = true
+		b.leave()
 		b.stop()
 		if b.bytes.IsUndefined() {
 			b.ac.Call("abort") // the body is not wanted: stop its transfer
