@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/kv0/kv0/core/store"
@@ -78,4 +79,61 @@ func TestSmoke(t *testing.T) {
 	if err := run.Track(1, "loss"); !errors.Is(err, ErrNotFound) {
 		t.Fatal(err)
 	}
+}
+
+// A step written twice in a row lands in one batch of one fragment, the
+// two rows next to each other: reads keep the later one, before and after
+// Optimize, with and without downsampling.
+func TestStepWrittenTwiceInARow(t *testing.T) {
+	ctx := context.Background()
+	r := openTest(t, store.NewMemory(), RepoOptions{FlushInterval: -1})
+	run, err := r.StartRun(ctx, RunSpec{Name: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Steps 1..10 with the value of the step, step 5 first written as -100:
+	// kept, that stale point would be the series' minimum.
+	track := func(s int64, v float64) {
+		if err := run.Track(v, "loss", TrackOptions{Step: &s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for s := int64(1); s <= 10; s++ {
+		if s == 5 {
+			track(5, -100)
+		}
+		track(s, float64(s))
+	}
+	if err := r.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ss, err := r.AllSeries(ctx, run.ID())
+	if err != nil || len(ss) != 1 {
+		t.Fatalf("series %v %v", ss, err)
+	}
+	check := func(when string) {
+		t.Helper()
+		for _, c := range []struct {
+			max   int
+			steps []int64
+			vals  []float64
+		}{
+			{0, []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}},
+			// The first and the last, and the one bucket's extremes.
+			{4, []int64{1, 2, 9, 10}, []float64{1, 2, 9, 10}},
+		} {
+			md, err := r.ReadMany(ctx, []SeriesID{ss[0].ID}, ReadOptions{MaxPoints: c.max})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(md[0].Steps, c.steps) || !slices.Equal(md[0].Values, c.vals) {
+				t.Errorf("%s, maxPoints %d: steps %v values %v, want %v %v", when, c.max, md[0].Steps, md[0].Values, c.steps, c.vals)
+			}
+		}
+	}
+	check("unsorted")
+	if _, err := r.Optimize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("after Optimize")
 }
