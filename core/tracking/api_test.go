@@ -3,8 +3,10 @@ package tracking
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/kv0/kv0/core/store"
@@ -136,4 +138,68 @@ func TestStepWrittenTwiceInARow(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after Optimize")
+}
+
+// Tracks racing Close: every Track that returned nil is committed by Close
+// (the handle refuses writes from the moment Close starts, so none lands
+// between its flush and its end).
+func TestTrackRacingClose(t *testing.T) {
+	ctx := context.Background()
+	for round := 0; round < 20; round++ {
+		st := store.NewMemory()
+		r, err := OpenRepo(ctx, st, "repo", RepoOptions{FlushInterval: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, err := r.StartRun(ctx, RunSpec{Name: "a"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const writers = 4
+		acked := make([]int, writers)
+		var wg sync.WaitGroup
+		started := make(chan struct{}, writers)
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				name := fmt.Sprint("m", w)
+				for i := 0; ; i++ {
+					if i == 10 {
+						started <- struct{}{}
+					}
+					if err := run.Track(float64(i), name); err != nil {
+						if !errors.Is(err, ErrClosed) {
+							t.Errorf("writer %d: %v", w, err)
+						}
+						return
+					}
+					acked[w]++
+				}
+			}()
+		}
+		for range writers {
+			<-started
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		r2 := openTest(t, st, RepoOptions{ReadOnly: true})
+		ss, err := r2.AllSeries(ctx, run.ID())
+		if err != nil || len(ss) != writers {
+			t.Fatalf("round %d: series %v %v", round, ss, err)
+		}
+		for _, s := range ss {
+			var w int
+			fmt.Sscanf(s.Name, "m%d", &w)
+			md, err := r2.ReadMany(ctx, []SeriesID{s.ID}, ReadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if md[0].Len() != acked[w] {
+				t.Fatalf("round %d: %s holds %d points, %d Track calls returned nil", round, s.Name, md[0].Len(), acked[w])
+			}
+		}
+	}
 }

@@ -185,14 +185,35 @@ func (r *Repo) addPoint(run *Run, st *seriesState, step, epoch int64, hasEpoch b
 		}
 		st.inTable = true
 	}
+	seq := r.nextSeq(now)
+	ts := now.UnixMicro()
+	// The series' delta is dirty once a point may overwrite a step counted
+	// before; the WAL record carries the flag.
+	dirty := st.has && step <= st.maxStep
+	if st.gen == b.gen && st.d != nil {
+		dirty = dirty || st.d.d.dirty
+	} else if e := b.byID[st.id]; e != nil {
+		dirty = dirty || e.d.dirty
+	}
+	if r.opts.WAL != nil {
+		// The point is in the WAL (handed to the OS, or fsynced in
+		// SyncAlways mode) before it is buffered and Track returns: a
+		// process killed after Track returned loses nothing, and a point
+		// whose logging failed is neither buffered nor replayed.
+		err := r.walPendingPoint(st.id, step, epoch, hasEpoch, ts, v, seq, dirty)
+		if err == nil {
+			err = r.walWritePending()
+		}
+		if err != nil {
+			return b.pts.len(), err
+		}
+	}
 	if st.gen != b.gen || st.d == nil {
 		st.d, st.gen = b.delta(st.id, run.id), b.gen
 	}
-	if st.has && step <= st.maxStep {
+	if dirty {
 		st.d.d.dirty = true
 	}
-	seq := r.nextSeq(now)
-	ts := now.UnixMicro()
 	st.d.d.add(step, v, ts, seq)
 	if b.want > 0 {
 		// Room for a whole flush (up to 4Mi points): growing a large
@@ -211,11 +232,6 @@ func (r *Repo) addPoint(run *Run, st *seriesState, step, epoch int64, hasEpoch b
 		st.maxStep = step
 	}
 	st.last, st.has = step, true
-	if r.opts.WAL != nil {
-		if err := r.walPendingPoint(st.id, step, epoch, hasEpoch, ts, v, seq, st.d.d.dirty); err != nil {
-			return b.pts.len(), err
-		}
-	}
 	return b.pts.len(), nil
 }
 

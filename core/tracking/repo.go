@@ -489,14 +489,18 @@ func (r *Repo) takeBgErr() error {
 }
 
 // Close flushes the buffer, stops the background goroutine and closes the
-// WAL. When the flush fails the handle is closed anyway and the error
-// returned; a WAL keeps the unflushed writes for the next OpenRepo.
+// WAL. The handle refuses writes (ErrClosed) from the moment Close starts,
+// so every write that succeeded is in the flush. When the flush fails the
+// handle is closed anyway and the error returned; a WAL keeps the
+// unflushed writes for the next OpenRepo.
 func (r *Repo) Close() error {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
 		return nil
 	}
+	r.closed = true
+	r.full.Broadcast() // a Track waiting for room returns; its point is buffered
 	r.mu.Unlock()
 	var err error
 	if writable && !r.opts.ReadOnly {
@@ -504,10 +508,6 @@ func (r *Repo) Close() error {
 		<-r.done
 		err = r.Flush(context.Background())
 	}
-	r.mu.Lock()
-	r.closed = true
-	r.full.Broadcast()
-	r.mu.Unlock()
 	if r.opts.WAL != nil {
 		if werr := r.opts.WAL.Close(err == nil); werr != nil && err == nil {
 			err = werr

@@ -26,10 +26,11 @@ import (
 //	                        timestamp i64 (µs) | value f64 | seq u64   (49 bytes)
 //	                flags: bit 0 epoch present, bit 1 dirty
 //
-// Points are logged in chunks of walChunk points (and at every flush and
-// WAL sync tick), so the WAL costs one write per chunk rather than per
-// point; a crash can lose the points of the unwritten chunk, as batch mode
-// can lose the last unsynced ~100 ms.
+// Track logs its point as one record before it returns (in the WAL's
+// durability mode: handed to the OS, which survives the process, or
+// fsynced in SyncAlways mode), as the key-value layer logs each write.
+// Replay re-logs the points it takes over in records of up to walChunk
+// points.
 //
 // Each flush commit carries a mark row holding the writer id and the
 // highest sequence number of the flush: in runs and params a row whose

@@ -87,12 +87,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if gogc, ok := serveGCPercent(os.Getenv); ok {
 		debug.SetGCPercent(gogc)
 	}
+	// The signals are caught before the server starts: a SIGTERM sent as
+	// soon as the URL is printed still stops it gracefully.
+	sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	srv, err := startServe(ctx, cfg, stdout, stderr)
 	if err != nil {
 		return err
 	}
-	sig, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	select {
 	case err := <-srv.served:
 		srv.h.Close()

@@ -114,7 +114,10 @@ class Repo:
       negative: only explicit flushes);
     - ``max_fragments``: fragment count above which a flush compacts;
     - ``wal``: log writes in the local write-ahead log (default True), so a
-      killed process loses nothing it synced with :meth:`flush_wal`;
+      killed process loses no write that returned: every ``track``,
+      ``set_params`` and run change is logged before it returns (handed to
+      the OS; with ``wal_sync="always"`` also fsynced, which survives a
+      power loss too) and replayed by the next writable open;
     - ``wal_dir``, ``wal_sync`` (``"batch"``, ``"none"``, ``"always"``): as
       for :class:`kv0.Options`;
     - ``storage_options``: a dict for object stores.
@@ -300,8 +303,9 @@ class Repo:
         self._call("flush")
 
     def flush_wal(self):
-        """Make every write made so far durable in the local write-ahead
-        log: when it returns, a crash loses none of them."""
+        """Fsync the local write-ahead log: when it returns, every write made
+        so far survives a power loss too (a killed process loses none of
+        them in any ``wal_sync`` mode)."""
         self._call("flush_wal")
 
     @property
