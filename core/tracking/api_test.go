@@ -203,3 +203,40 @@ func TestTrackRacingClose(t *testing.T) {
 		}
 	}
 }
+
+// A status outside the four, a finish as "running" and a default step
+// past the largest int64 are ErrInvalid, and change nothing.
+func TestRunWritesRejected(t *testing.T) {
+	ctx := context.Background()
+	r := openTest(t, store.NewMemory(), RepoOptions{FlushInterval: -1})
+	run, err := r.StartRun(ctx, RunSpec{Name: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bogus := "bogus"
+	if err := run.Update(RunPatch{Status: &bogus}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("status %q: %v, want ErrInvalid", bogus, err)
+	}
+	if err := run.Finish(ctx, "weird"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("finish as weird: %v, want ErrInvalid", err)
+	}
+	if err := run.Finish(ctx, StatusRunning); !errors.Is(err, ErrInvalid) {
+		t.Errorf("finish as running: %v, want ErrInvalid", err)
+	}
+	in, err := r.Run(ctx, run.ID())
+	if err != nil || in.Status != StatusRunning || !in.EndedAt.IsZero() {
+		t.Fatalf("after the rejected changes: %+v %v", in, err)
+	}
+	last := int64(math.MaxInt64)
+	if err := run.Track(1, "loss", TrackOptions{Step: &last}); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.Track(2, "loss"); !errors.Is(err, ErrInvalid) {
+		t.Errorf("the step after %d: %v, want ErrInvalid", last, err)
+	}
+	for _, s := range []string{StatusFinished, StatusFailed, StatusAborted} {
+		if err := run.Update(RunPatch{Status: &s}); err != nil {
+			t.Errorf("status %q: %v", s, err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package tracking
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -331,12 +332,17 @@ func (run *Run) Track(value float64, name string, opts ...TrackOptions) error {
 	} else {
 		now = o.Time
 	}
-	step := st.last + 1
-	if !st.has {
-		step = 0
-	}
-	if o.Step != nil {
+	var step int64
+	switch {
+	case o.Step != nil:
 		step = *o.Step
+	case !st.has:
+		step = 0
+	case st.last == math.MaxInt64:
+		r.mu.Unlock()
+		return fmt.Errorf("%w: metric %q: no step follows %d; give the step", ErrInvalid, name, st.last)
+	default:
+		step = st.last + 1
 	}
 	epoch, hasEpoch := int64(0), o.Epoch != nil
 	if hasEpoch {
@@ -423,6 +429,9 @@ func (run *Run) Finish(ctx context.Context, status string) error {
 func (run *Run) FinishAt(ctx context.Context, status string, end time.Time) error {
 	if status == "" {
 		status = StatusFinished
+	}
+	if status == StatusRunning {
+		return fmt.Errorf("%w: a run finishes as %s, %s or %s, not %s", ErrInvalid, StatusFinished, StatusFailed, StatusAborted, status)
 	}
 	if err := run.Update(RunPatch{Status: &status, EndedAt: &end}); err != nil {
 		return err

@@ -34,6 +34,14 @@ func checkPatch(p RunPatch) error {
 			}
 		}
 	}
+	if p.Status != nil {
+		switch *p.Status {
+		case StatusRunning, StatusFinished, StatusFailed, StatusAborted:
+		default:
+			return fmt.Errorf("%w: run status %q: want %s, %s, %s or %s", ErrInvalid, *p.Status,
+				StatusRunning, StatusFinished, StatusFailed, StatusAborted)
+		}
+	}
 	if p.Tags != nil {
 		return checkText("tag", *p.Tags...)
 	}

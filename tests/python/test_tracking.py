@@ -191,6 +191,57 @@ def test_bad_arguments(repo):
     assert list(f32["values"]) == [1.5, 2.5] and list(ro["values"]) == [3.5, 4.5]
 
 
+def test_steps_epochs_values_checked(repo):
+    """A step or epoch outside int64 is an OverflowError (never cut to 64
+    bits), a bool or a str step a TypeError, a str value a TypeError (not
+    parsed); nothing of them is stored."""
+    run = repo.start_run()
+    for bad in (2**64 + 7, 2**63, -(2**63) - 1):
+        with pytest.raises(OverflowError):
+            run.track(1.0, "loss", step=bad)
+        with pytest.raises(OverflowError):
+            run.track(1.0, "loss", step=0, epoch=bad)
+        with pytest.raises(OverflowError):
+            run.track(1.0, "loss", epoch=bad)
+    with pytest.raises(TypeError):
+        run.track(1.0, "loss", step=True)
+    with pytest.raises(TypeError):
+        run.track("1.5", "loss")
+    assert repo.all_series(run.id) == []
+    run.track(1.0, "loss", step=2**63 - 1, epoch=-(2**63))  # the extremes themselves are fine
+    with pytest.raises(errors.InvalidArgument):
+        run.track(2.0, "loss")  # no step follows the largest
+    (s,) = repo.all_series(run.id)
+    (d,) = repo.read_many([s["series_id"]])
+    assert list(d["steps"]) == [2**63 - 1] and list(d["values"]) == [1.0]
+
+
+def test_nested_context(repo):
+    """A context holding a dict or a list works as the CLI's does."""
+    run = repo.start_run()
+    run.track(1.0, "loss", context={"a": {"b": 1}})
+    run.track(2.0, "loss", context={"a": {"b": 1}})
+    run.track(3.0, "loss", context={"tags": ["x", "y"]})
+    run.track_many("loss", [4.0, 5.0], context={"a": {"b": 2}})
+    got = sorted((s["context"], s["stats"]["count"]) for s in repo.all_series(run.id))
+    assert got == [('{"a":{"b":1}}', 2), ('{"a":{"b":2}}', 2), ('{"tags":["x","y"]}', 1)], got
+
+
+def test_status_checked(repo):
+    """A status outside running, finished, failed and aborted is refused,
+    and so is finishing as running."""
+    run = repo.start_run()
+    with pytest.raises(errors.InvalidArgument):
+        run.update(status="weird")
+    with pytest.raises(errors.InvalidArgument):
+        run.finish("bogus")
+    with pytest.raises(errors.InvalidArgument):
+        run.finish("running")
+    assert repo.run(run.id)["status"] == "running"
+    run.finish("failed")
+    assert repo.run(run.id)["status"] == "failed"
+
+
 def test_memory_repo():
     with tracking.Repo("memory://pytest-repo") as r:
         run = r.start_run(name="m")

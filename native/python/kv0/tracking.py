@@ -66,8 +66,10 @@ def _ctx_key(context):
     if not isinstance(context, dict):
         raise TypeError(f"a context must be a dict, not {type(context).__name__}")
     try:
-        return tuple((k, v.__class__, v) for k, v in sorted(context.items()))
-    except TypeError:  # unhashable values or mixed key types
+        key = tuple((k, v.__class__, v) for k, v in sorted(context.items()))
+        hash(key)
+        return key
+    except TypeError:  # unhashable values (a nested dict, a list) or mixed key types
         return json.dumps(context, sort_keys=True, default=repr)
 
 
@@ -407,6 +409,12 @@ class Run:
         base = self._slots.get((name, _ctx_key(context)) if context else name)
         if base is None:
             base = self._slot(name, context, (name, _ctx_key(context)) if context else name)
+        # ctypes passes an int outside int64 on cut to 64 bits: such a step
+        # or epoch (and a bool) takes the checked path below.
+        if step is not None and (type(step) is not int or not _I64_MIN <= step <= _I64_MAX):
+            step = _int(step, "step")
+        if epoch is not None and (type(epoch) is not int or not _I64_MIN <= epoch <= _I64_MAX):
+            epoch = _int(epoch, "epoch")
         try:
             if step is None:
                 if epoch is None:
@@ -492,16 +500,26 @@ class Run:
 
 
 def _float(v):
+    if isinstance(v, (str, bytes, bytearray)):  # float() would parse them
+        raise TypeError(f"a metric value must be a number, not {type(v).__name__}")
     try:
         return float(v)
     except (TypeError, ValueError):
         raise TypeError(f"a metric value must be a number, not {type(v).__name__}") from None
 
 
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+
+
 def _int(v, what):
+    """v as an int64, for a step or an epoch: TypeError for anything but an
+    int (a bool included), OverflowError outside int64."""
     if isinstance(v, bool) or not hasattr(v, "__index__"):
         raise TypeError(f"{what} must be an int, not {type(v).__name__}")
-    return v.__index__()
+    i = v.__index__()
+    if not _I64_MIN <= i <= _I64_MAX:
+        raise OverflowError(f"{what} {i} is outside int64")
+    return i
 
 
 __all__ = ["Repo", "Run", "NO_EPOCH"]
