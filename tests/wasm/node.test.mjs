@@ -206,6 +206,25 @@ describe('tracking', () => {
     }
   });
 
+  it('series whose last value is NaN or that hold no finite value: series and stats equal the CLI, such values as strings', async () => {
+    const track = tracker(join(data.dir, 'nonfinite-node'));
+    await track(['--run', 'diverged'], [{ name: 'loss', step: 0, value: 1.5 }, { name: 'loss', step: 1, value: 'NaN' },
+      { name: 'inf', step: 0, value: 'Infinity' }]);
+    const url = `${srv.url}/nonfinite-node`;
+    const r = await mod.openRepo(url);
+    try {
+      const [run] = await r.runs();
+      const series = await r.series(run.run_id);
+      assert.deepEqual(series, await cliJSON(['series', url, run.run_id, '--json']));
+      const stats = Object.fromEntries(series.map((s) => [s.name, s.stats]));
+      assert.deepEqual([stats.loss.last_value, stats.loss.min, stats.loss.max, stats.loss.non_finite], ['NaN', 1.5, 1.5, 1]);
+      assert.deepEqual([stats.inf.last_value, stats.inf.min, stats.inf.max], ['Infinity', 'Infinity', '-Infinity']);
+      assert.deepEqual(await r.stats(series.map((s) => s.series_id)), series.map((s) => s.stats));
+    } finally {
+      await r.close();
+    }
+  });
+
   it('read equals kv0 metrics, full and downsampled, in the order given', async () => {
     const [r] = await repo.runs();
     const series = await repo.series(r.run_id);
