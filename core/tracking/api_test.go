@@ -2,6 +2,7 @@ package tracking
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -238,5 +239,39 @@ func TestRunWritesRejected(t *testing.T) {
 		if err := run.Update(RunPatch{Status: &s}); err != nil {
 			t.Errorf("status %q: %v", s, err)
 		}
+	}
+}
+
+// Parameters read from JSON through Params keep their numbers exactly,
+// integers above 2^53 too; the num column holds their float64.
+func TestParamsKeepNumbersExact(t *testing.T) {
+	ctx := context.Background()
+	r := openTest(t, store.NewMemory(), RepoOptions{FlushInterval: -1})
+	run, err := r.StartRun(ctx, RunSpec{Name: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p Params
+	if err := json.Unmarshal([]byte(`{"seed": 1152921504606846977, "opt": {"ids": [1, 12345678901234567891], "lr": 0.001}}`), &p); err != nil {
+		t.Fatal(err)
+	}
+	if err := run.SetParams(p); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := r.AllParams(ctx, run.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]string{"seed": "1152921504606846977", "opt.ids": "[1,12345678901234567891]", "opt.lr": "0.001"} {
+		if got := string(ps[k].Value); got != want {
+			t.Errorf("%s: %s, want %s", k, got, want)
+		}
+	}
+	if n := ps["seed"].Num; n == nil || *n != 1152921504606846977 {
+		t.Errorf("seed's num: %v", n)
+	}
+	var none Params
+	if err := json.Unmarshal([]byte(`null`), &none); err != nil || none != nil {
+		t.Errorf("null: %v %v", none, err)
 	}
 }

@@ -1,6 +1,7 @@
 package tracking
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -135,3 +136,22 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 func isMarkRun(id string) bool { return strings.HasPrefix(id, walPrefix) }
+
+// Params is a parameters object as SetParams and RunSpec take it. Read
+// from JSON (its UnmarshalJSON) it keeps each number exactly as written,
+// as a json.Number, instead of rounding it to a float64 as a plain
+// map[string]any would: an integer above 2^53 (a seed, a hash) is stored
+// as given. The num column still holds the number's float64 for filters.
+type Params map[string]any
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (p *Params) UnmarshalJSON(b []byte) error {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var m map[string]any
+	if err := d.Decode(&m); err != nil {
+		return err
+	}
+	*p = m
+	return nil
+}

@@ -243,19 +243,19 @@ type repoCall struct {
 	Fields  map[string]any  `json:"fields"`
 	Filters map[string]any  `json:"filters"`
 	Force   bool            `json:"force"`
-	Params  map[string]any  `json:"params"`
+	Params  tracking.Params `json:"params"`
 	Status  string          `json:"status"`
 	Name    string          `json:"name"`
 	Context map[string]any  `json:"context"`
 	Spec    *struct {
-		ID          string         `json:"id"`
-		Name        string         `json:"name"`
-		Experiment  string         `json:"experiment"`
-		Description string         `json:"description"`
-		Tags        []string       `json:"tags"`
-		Kind        string         `json:"kind"`
-		Target      string         `json:"target"`
-		Params      map[string]any `json:"params"`
+		ID          string          `json:"id"`
+		Name        string          `json:"name"`
+		Experiment  string          `json:"experiment"`
+		Description string          `json:"description"`
+		Tags        []string        `json:"tags"`
+		Kind        string          `json:"kind"`
+		Target      string          `json:"target"`
+		Params      tracking.Params `json:"params"`
 	} `json:"spec"`
 }
 

@@ -279,3 +279,17 @@ def test_without_numpy():
             "assert list(d['steps']) == [0, 1] and d['steps'].typecode == 'q'\n"
             "print('ok')\n")
     assert run_python(code).stdout.strip() == "ok"
+
+
+def test_params_keep_big_integers(tmp_path, cli):
+    """An integer parameter above 2**53 reads back exactly, from Python and
+    from the CLI."""
+    import json
+    import subprocess
+    path = str(tmp_path / "repo")
+    with tracking.Repo(path, flush_interval=-1) as repo:
+        run = repo.start_run(params={"seed": 2**60 + 1})
+        run.set_params({"ids": [1, 2**64 - 1]})
+        assert repo.all_params(run.id) == {"seed": 2**60 + 1, "ids": [1, 2**64 - 1]}
+    out = subprocess.run([cli, "params", path, run.id, "--json"], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == {"seed": 2**60 + 1, "ids": [1, 2**64 - 1]}

@@ -530,14 +530,14 @@ func (t *tracker) apply(tl trackLine, status *string) error {
 // trackLine is one line of kv0 track's input: a point, a parameter set or
 // the final status (see trackHelp and docs/tracking.md).
 type trackLine struct {
-	Name      *string        `json:"name"`
-	Value     *trackValue    `json:"value"`
-	Step      *int64         `json:"step"`
-	Epoch     *int64         `json:"epoch"`
-	Context   map[string]any `json:"context"`
-	Timestamp *trackTime     `json:"timestamp"`
-	Params    map[string]any `json:"params"`
-	Status    *string        `json:"status"`
+	Name      *string         `json:"name"`
+	Value     *trackValue     `json:"value"`
+	Step      *int64          `json:"step"`
+	Epoch     *int64          `json:"epoch"`
+	Context   map[string]any  `json:"context"`
+	Timestamp *trackTime      `json:"timestamp"`
+	Params    tracking.Params `json:"params"`
+	Status    *string         `json:"status"`
 }
 
 func (tl *trackLine) isPoint() bool { return tl.Params == nil && tl.Status == nil }
