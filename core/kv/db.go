@@ -134,6 +134,10 @@ func (d *db) load(ctx context.Context, version uint64) error {
 	}
 	frags, err := d.log.Fragments(ctx, version)
 	if err != nil {
+		if d.pinned && errors.Is(err, store.ErrNotFound) {
+			// The version asked for does not exist: not a storage failure.
+			return fmt.Errorf("kv: open version %d: %w", version, err)
+		}
 		return ioErr("list fragments", err)
 	}
 	if s := d.loadSnapshot(frags); s != nil {

@@ -106,6 +106,10 @@ func ReadToken(file string) (string, error) {
 
 // Open resolves location into a store and the root key inside it.
 func Open(ctx context.Context, location string, opts Options) (store.Store, string, error) {
+	if strings.TrimSpace(location) == "" {
+		// As a path it would be the current directory.
+		return nil, "", fmt.Errorf("location %q is empty: give a folder, memory://NAME or a URI", location)
+	}
 	scheme, rest, isURI := splitScheme(location)
 	if !isURI {
 		if opts.Signer != "" {

@@ -38,6 +38,11 @@ func TestOpen(t *testing.T) {
 	if _, _, err := location.Open(ctx, filepath.Join(dir, "new"), location.Options{Create: true}); err != nil {
 		t.Fatalf("create: %v", err)
 	}
+	for _, empty := range []string{"", " "} {
+		if _, _, err := location.Open(ctx, empty, location.Options{Create: true}); err == nil || !strings.Contains(err.Error(), "empty") {
+			t.Errorf("location %q: %v, want an error (not the current directory)", empty, err)
+		}
+	}
 
 	a, _, _ := location.Open(ctx, "memory://one", location.Options{})
 	a.Put(ctx, "k", []byte("v"))

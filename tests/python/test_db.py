@@ -229,6 +229,34 @@ def test_flush_versions_time_travel(tmp_path):
     cur = kv0.DB(path, read_only=True)
     assert cur.get(b"k") == b"v2"
     cur.close()
+    with pytest.raises(errors.NotFound):  # a version that does not exist
+        kv0.DB(path, version=vs[-1]["version"] + 100)
+
+
+def test_positional_arguments(tmp_path):
+    """DB(path, opts, column_families, read_only) as python-rocksdb takes
+    them; version is a keyword."""
+    path = str(tmp_path / "db")
+    with kv0.DB(path, kv0.Options(), [b"default"]) as db:
+        db.put(b"k", b"v")  # writable: the third argument is column_families
+    with kv0.DB(path, kv0.Options(), None, True) as ro:
+        assert ro.read_only and ro.get(b"k") == b"v"
+    with pytest.raises(errors.NotSupported):
+        kv0.DB(path, None, [b"default", b"other"])
+    with pytest.raises(TypeError):
+        kv0.DB(path, None, None, True, 1)  # version is keyword-only
+
+
+def test_empty_location(tmp_path, monkeypatch):
+    """An empty location is an error, not the current directory."""
+    import kv0.tracking as tracking
+    monkeypatch.chdir(tmp_path)
+    for loc in ("", "  ", b""):
+        with pytest.raises(errors.InvalidArgument):
+            kv0.DB(loc)
+        with pytest.raises(errors.InvalidArgument):
+            tracking.Repo(loc)
+    assert os.listdir(tmp_path) == []
 
 
 def test_read_only_refuses_writes(tmp_path):

@@ -204,11 +204,12 @@ def environment():
 def path_of(location):
     """A location (str, bytes or os.PathLike) as UTF-8 bytes."""
     loc = os.fspath(location)
-    if isinstance(loc, bytes):
-        return loc
-    if not isinstance(loc, str):
+    if not isinstance(loc, (str, bytes)):
         raise TypeError(f"a location must be a str or os.PathLike, not {type(location).__name__}")
-    return loc.encode()
+    if not loc.strip():
+        # Resolved as a path it would be the current directory.
+        raise errors.InvalidArgument(f"location {location!r} is empty: give a folder, memory://NAME or a URI")
+    return loc if isinstance(loc, bytes) else loc.encode()
 
 
 # Handles still open, closed (so flushed) at interpreter exit.

@@ -247,12 +247,14 @@ class WriteBatch:
 class DB:
     """An ordered key-value database stored as a Lance dataset.
 
-    ``DB(path, opts=None, read_only=False, version=None, **kwargs)`` opens
-    (creating if needed, unless read-only) the database at path: a local
-    folder, ``s3://bucket/prefix`` or ``memory://name``. ``opts`` is an
-    :class:`Options`; keyword arguments are more options
-    (``storage_options={...}`` for S3). ``version`` opens that stored
-    version read-only (time travel). A read-only handle refuses writes with
+    ``DB(path, opts=None, column_families=None, read_only=False, *,
+    version=None, **kwargs)`` opens (creating if needed, unless read-only)
+    the database at path: a local folder, ``s3://bucket/prefix`` or
+    ``memory://name``. ``opts`` is an :class:`Options`; keyword arguments
+    are more options (``storage_options={...}`` for S3).
+    ``column_families`` may name only ``b"default"`` (the one column family
+    a kv0 database has). ``version`` opens that stored version read-only
+    (time travel). A read-only handle refuses writes with
     :class:`kv0.errors.NotSupported`; opening a missing database read-only
     raises :class:`kv0.errors.NotFound`.
 
@@ -262,9 +264,8 @@ class DB:
     context manager); handles left open are closed at interpreter exit.
     """
 
-    def __init__(self, path, opts=None, read_only=False, version=None, **kwargs):
+    def __init__(self, path, opts=None, column_families=None, read_only=False, *, version=None, **kwargs):
         self._h = self._hp = 0
-        column_families = kwargs.pop("column_families", None)
         if column_families:
             for name in column_families:
                 if name != b"default":
