@@ -245,6 +245,7 @@ type repoCall struct {
 	Force   bool            `json:"force"`
 	Params  tracking.Params `json:"params"`
 	Status  string          `json:"status"`
+	EndedAt *float64        `json:"ended_at"` // finish: seconds since the epoch (default now)
 	Name    string          `json:"name"`
 	Context map[string]any  `json:"context"`
 	Spec    *struct {
@@ -435,6 +436,9 @@ func (rh *repoHandle) call(m string, a *repoCall) (any, int64, error) {
 		return nil, 0, r.Flush(ctx)
 	case "flush_wal":
 		return nil, 0, r.SyncWAL()
+	case "latest_versions":
+		v, err := r.LatestVersions(ctx)
+		return v, 0, err
 	}
 	return nil, 0, fmt.Errorf("%w: unknown repository method %q", errInvalidArg, m)
 }
@@ -585,7 +589,11 @@ func kv0_run_call(h C.int64_t, method unsafe.Pointer, methodLen C.int64_t, args 
 		}
 		return done(out, rh.run.Update(p))
 	case "finish":
-		err := rh.run.Finish(context.Background(), a.Status)
+		end := time.Now()
+		if a.EndedAt != nil {
+			end = time.Unix(0, int64(*a.EndedAt*1e9)).UTC()
+		}
+		err := rh.run.FinishAt(context.Background(), a.Status, end)
 		if err == nil {
 			rh.repo.unlockRun(rh.run.ID(), false)
 		}

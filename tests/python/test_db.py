@@ -361,3 +361,18 @@ def test_reopen_keeps_unflushed(tmp_path):
     db.close()
     with kv0.DB(path, read_only=True) as ro:
         assert ro.multi_get(list(want)) == want
+
+
+def test_version_property(tmp_path):
+    path = str(tmp_path / "db")
+    with kv0.DB(path) as db:
+        v0 = db.version
+        db.put(b"k", b"v")
+        db.flush()
+        v1 = db.version
+        assert v1 > v0
+        db.put(b"k", b"w")
+        db.flush()
+        assert db.version > v1
+    with kv0.DB(path, version=v1) as old:
+        assert old.version == v1 and old.get(b"k") == b"v"

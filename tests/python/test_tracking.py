@@ -293,3 +293,24 @@ def test_params_keep_big_integers(tmp_path, cli):
         assert repo.all_params(run.id) == {"seed": 2**60 + 1, "ids": [1, 2**64 - 1]}
     out = subprocess.run([cli, "params", path, run.id, "--json"], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == {"seed": 2**60 + 1, "ids": [1, 2**64 - 1]}
+
+
+def test_run_id_finish_at_latest_versions(tmp_path):
+    """start_run(run_id=...), finish(ended_at=...) and latest_versions()."""
+    import datetime as dt
+    with tracking.Repo(str(tmp_path / "repo"), flush_interval=-1) as repo:
+        v0 = repo.latest_versions()
+        assert set(v0) >= {"runs", "params", "series", "metrics"}
+        run = repo.start_run(name="a", run_id="my-run-1")
+        assert run.id == "my-run-1"
+        with pytest.raises(errors.Conflict):
+            repo.start_run(run_id="my-run-1")
+        run.track(1.0, "loss")
+        end = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc)
+        run.finish("failed", ended_at=end)
+        info = repo.run("my-run-1")
+        assert info["status"] == "failed" and info["ended_at"] == "2026-01-02T03:04:05Z"
+        v = repo.latest_versions()
+        assert v["runs"] > v0["runs"] and v["series"] > v0["series"] and v["metrics"] > v0["metrics"]
+        with pytest.raises(TypeError):
+            repo.start_run().finish(ended_at="yesterday")

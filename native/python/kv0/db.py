@@ -479,6 +479,13 @@ class DB:
             return str(vs[-1]["version"] if vs else 0).encode()
         return None
 
+    @property
+    def version(self):
+        """The version the handle reads: the opened one for a handle on a
+        stored version, else the latest stored (0 before the first
+        commit)."""
+        return int(self.get_property("kv0.version"))
+
     # -- column families (only the default one exists)
 
     @property

@@ -16,6 +16,7 @@ columns as ``array.array``\\ s, or numpy arrays when numpy is importable.
 
 import array
 import ctypes
+import datetime
 import json
 import struct
 
@@ -162,14 +163,17 @@ class Repo:
     # -- runs
 
     def start_run(self, name=None, experiment=None, description=None, tags=(), params=None, kind=None,
-                  target=None):
+                  target=None, run_id=None):
         """Start a run (status "running") and return its :class:`Run`.
         params are set on it at once; target (what the run is about) is
-        JSON text or a JSON-serialisable object."""
+        JSON text or a JSON-serialisable object; run_id chooses the run's id
+        (default: a new random one; Conflict when a run has it)."""
         if isinstance(tags, str):
             raise TypeError("tags must be a list of strings, not a str")
         spec = {"name": name or "", "experiment": experiment or "", "description": description or "",
                 "tags": list(tags or ()), "kind": kind or ""}
+        if run_id is not None:
+            spec["id"] = _str(run_id, "run_id")
         if target is not None:
             spec["target"] = target if isinstance(target, str) else json.dumps(target, sort_keys=True)
         if params:
@@ -303,6 +307,13 @@ class Repo:
     def flush(self):
         """Commit every buffered write to storage now."""
         self._call("flush")
+
+    def latest_versions(self):
+        """The newest committed version of each table, for cheap change
+        detection: ``{"runs", "params", "series", "metrics"}`` (0 for a
+        table not written yet) and ``"records"`` (per records table, when
+        any). Reads only version listings; does not flush the buffer."""
+        return self._call("latest_versions")[0]
 
     def flush_wal(self):
         """Fsync the local write-ahead log: when it returns, every write made
@@ -478,10 +489,18 @@ class Run:
         status, archived, ended_at, kind, target)."""
         self._run_call("update", fields=_fields(fields))
 
-    def finish(self, status="finished"):
-        """Set the status (finished, failed, aborted) and end time, then
-        flush the repository."""
-        self._run_call("finish", status=_str(status, "status"))
+    def finish(self, status="finished", ended_at=None):
+        """Set the status (finished, failed, aborted) and end time (now, or
+        ended_at: a datetime or seconds since the epoch), then flush the
+        repository."""
+        args = {"status": _str(status, "status")}
+        if ended_at is not None:
+            if isinstance(ended_at, datetime.datetime):
+                ended_at = ended_at.timestamp()
+            elif isinstance(ended_at, bool) or not isinstance(ended_at, (int, float)):
+                raise TypeError(f"ended_at must be a datetime or seconds since the epoch, not {type(ended_at).__name__}")
+            args["ended_at"] = float(ended_at)
+        self._run_call("finish", **args)
 
     def _run_call(self, method, **args):
         m = method.encode()
