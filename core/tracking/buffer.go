@@ -253,7 +253,7 @@ func (r *Repo) triggerFlushLocked() {
 			}()
 			return
 		}
-		if r.buf.pts.len() < 2*r.opts.FlushRows || r.closed {
+		if r.buf.pts.len() < 2*r.opts.FlushRows || r.closed || r.closing {
 			return
 		}
 		r.full.Wait()

@@ -1,9 +1,13 @@
 package tracking
 
 import (
+	"context"
 	"errors"
+	"math"
 	"reflect"
 	"testing"
+
+	"github.com/kv0/kv0/core/store"
 )
 
 func TestParseParamFilter(t *testing.T) {
@@ -57,4 +61,30 @@ func FuzzParseParamFilter(f *testing.F) {
 			t.Fatalf("%q -> %q -> %#v, %v; want %#v", s, pf.String(), again, err, pf)
 		}
 	})
+}
+
+// A filter that cannot match by its form is ErrInvalid, not an empty list.
+func TestRunsRejectsMalformedParamFilters(t *testing.T) {
+	ctx := context.Background()
+	r := openTest(t, store.NewMemory(), RepoOptions{FlushInterval: -1})
+	if _, err := r.StartRun(ctx, RunSpec{Name: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, pf := range []ParamFilter{
+		{Key: "lr", Op: "~", Value: 0.1},
+		{Key: "", Op: "=", Value: 1.0},
+		{Key: "amp", Op: "<", Value: true},
+		{Key: "lr", Op: "=", Value: nil},
+		{Key: "lr", Op: "=", Value: []any{1}},
+		{Key: "lr", Op: "=", Value: math.NaN()},
+	} {
+		if _, err := r.Runs(ctx, RunFilter{Params: []ParamFilter{pf}}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%+v: %v, want ErrInvalid", pf, err)
+		}
+	}
+	for _, pf := range []ParamFilter{{Key: "lr", Op: "<=", Value: 1}, {Key: "n", Value: "x"}, {Key: "amp", Op: "!=", Value: false}} {
+		if _, err := r.Runs(ctx, RunFilter{Params: []ParamFilter{pf}}); err != nil {
+			t.Errorf("%+v: %v", pf, err)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
 	"strings"
@@ -248,6 +249,11 @@ type ParamFilter struct {
 
 // Runs returns the live runs matching f, oldest first.
 func (r *Repo) Runs(ctx context.Context, f RunFilter) ([]RunInfo, error) {
+	for _, pf := range f.Params {
+		if err := pf.check(); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.prepareRead(ctx); err != nil {
 		return nil, err
 	}
@@ -394,6 +400,35 @@ func (r *Repo) runsView(ctx context.Context) (*runsView, error) {
 	}
 	c.view = v
 	return v, nil
+}
+
+// check reports a filter that could match nothing by its form: an empty
+// key, an unknown operator, a value neither a number, a string nor a
+// boolean, a boolean with an ordering. Errors wrap ErrInvalid.
+func (pf ParamFilter) check() error {
+	bad := func(why string) error {
+		return fmt.Errorf("%w: parameter filter %q %q %v: %s", ErrInvalid, pf.Key, pf.Op, pf.Value, why)
+	}
+	if pf.Key == "" {
+		return bad("empty key")
+	}
+	switch pf.Op {
+	case "", "=", "==", "!=", "<>", "<", "<=", ">", ">=":
+	default:
+		return bad("want the operator =, !=, <, <=, > or >=")
+	}
+	switch v := pf.Value.(type) {
+	case string:
+	case bool:
+		if o := pf.Op; o != "" && o != "=" && o != "==" && o != "!=" && o != "<>" {
+			return bad("booleans compare with = and != only")
+		}
+	default:
+		if f, ok := toFloat(v); !ok || math.IsNaN(f) {
+			return bad("want a number, a string or a boolean")
+		}
+	}
+	return nil
 }
 
 func (pf ParamFilter) match(p ParamValue) bool {

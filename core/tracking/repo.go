@@ -94,6 +94,7 @@ type Repo struct {
 	runs     map[string]*Run // handles of runs written through this Repo
 	deleted  map[string]bool // runs known to be tombstoned
 	closed   bool
+	closing  bool       // Close has begun: writes fail with ErrClosed, its flush runs
 	full     *sync.Cond // signalled when a flush finishes
 	flushing bool
 
@@ -374,7 +375,7 @@ func (r *Repo) checkWritable() error {
 	if r.opts.ReadOnly {
 		return ErrReadOnly
 	}
-	if r.closed {
+	if r.closed || r.closing {
 		return ErrClosed
 	}
 	return nil
@@ -495,19 +496,22 @@ func (r *Repo) takeBgErr() error {
 // unflushed writes for the next OpenRepo.
 func (r *Repo) Close() error {
 	r.mu.Lock()
-	if r.closed {
+	if r.closed || r.closing {
 		r.mu.Unlock()
 		return nil
 	}
-	r.closed = true
+	r.closing = true
 	r.full.Broadcast() // a Track waiting for room returns; its point is buffered
 	r.mu.Unlock()
 	var err error
 	if writable && !r.opts.ReadOnly {
 		close(r.stop)
 		<-r.done
-		err = r.Flush(context.Background())
+		err = r.Flush(context.Background()) // with a last heartbeat of the active runs
 	}
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
 	if r.opts.WAL != nil {
 		if werr := r.opts.WAL.Close(err == nil); werr != nil && err == nil {
 			err = werr
