@@ -314,3 +314,39 @@ def test_run_id_finish_at_latest_versions(tmp_path):
         assert v["runs"] > v0["runs"] and v["series"] > v0["series"] and v["metrics"] > v0["metrics"]
         with pytest.raises(TypeError):
             repo.start_run().finish(ended_at="yesterday")
+
+
+def test_run_block_status(tmp_path):
+    """A `with run:` block ends the run as it ended: finished, failed on an
+    exception, aborted on KeyboardInterrupt, by exit code on sys.exit; the
+    block's own exception is the one raised even when finishing fails."""
+    import sys
+    with tracking.Repo(str(tmp_path / "repo"), flush_interval=-1) as repo:
+        def status(body, exc=None):
+            run = repo.start_run()
+            if exc is None:
+                with run:
+                    body()
+            else:
+                with pytest.raises(exc):
+                    with run:
+                        body()
+            return repo.run(run.id)["status"]
+
+        def interrupt():
+            raise KeyboardInterrupt
+
+        def boom():
+            raise RuntimeError("boom")
+
+        assert status(lambda: None) == "finished"
+        assert status(boom, RuntimeError) == "failed"
+        assert status(interrupt, KeyboardInterrupt) == "aborted"
+        assert status(lambda: sys.exit(0), SystemExit) == "finished"
+        assert status(lambda: sys.exit(3), SystemExit) == "failed"
+    other = tracking.Repo(str(tmp_path / "repo2"))
+    run = other.start_run()
+    with pytest.raises(RuntimeError, match="boom"):
+        with run:
+            other.close()
+            boom()

@@ -20,7 +20,7 @@ import datetime
 import json
 import struct
 
-from . import _native
+from . import _native, errors
 from ._native import lib, out, take, check
 
 try:  # optional: read_many returns numpy arrays when it is there
@@ -512,7 +512,24 @@ class Run:
         return self
 
     def __exit__(self, exc_type, exc, tb):
-        self.finish("failed" if exc_type is not None else "finished")
+        # The run ends as its block did: finished, failed on an exception,
+        # aborted on Ctrl-C (as kv0 track marks SIGINT), and by exit code
+        # on sys.exit.
+        if exc_type is None:
+            status = "finished"
+        elif issubclass(exc_type, KeyboardInterrupt):
+            status = "aborted"
+        elif issubclass(exc_type, SystemExit):
+            status = "finished" if exc.code in (None, 0) else "failed"
+        else:
+            status = "failed"
+        try:
+            self.finish(status)
+        except errors.Error:
+            if exc_type is None:
+                raise
+            # The block's own exception is what the caller needs to see
+            # (the repository may have been closed inside it).
 
     def __repr__(self):
         return f"<kv0.tracking.Run {self._id}>"
