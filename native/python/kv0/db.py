@@ -441,8 +441,8 @@ class DB:
 
     def versions(self):
         """The stored versions, oldest first, as dicts
-        ``{"version": int, "timestamp": "RFC 3339"}`` (as ``kv0 kv versions
-        --json`` prints them)."""
+        ``{"version": int, "timestamp": "RFC 3339"}`` (``kv0 kv versions
+        --json`` prints the same keys and each version's tags)."""
         o = out()
         check(lib.kv0_db_versions(self._h, o), o)
         return json.loads(take(o) or b"[]")
