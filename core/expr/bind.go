@@ -234,33 +234,38 @@ type converter struct {
 	col  colRef
 	name string
 	dt   arrow.DataType
-	loc  *time.Location // timestamp columns: zone for literals without an offset
+	tz   string         // timestamp columns: their zone, for literals without an offset
+	loc  *time.Location // tz resolved, on the first such literal
 }
 
 func newConverter(col colRef, name string, dt arrow.DataType) (*converter, error) {
-	c := &converter{col: col, name: name, dt: dt, loc: time.UTC}
+	c := &converter{col: col, name: name, dt: dt}
 	switch dt.ID() {
 	case arrow.BOOL, arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64,
 		arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64, arrow.FLOAT32, arrow.FLOAT64,
 		arrow.STRING, arrow.LARGE_STRING, arrow.BINARY, arrow.LARGE_BINARY, arrow.DATE32:
 		return c, nil
 	case arrow.TIMESTAMP:
-		tz := dt.(*arrow.TimestampType).TimeZone
-		loc, err := zone(tz)
-		if err != nil {
-			return nil, &BindError{Column: name, Pos: col.pos, Err: ErrUnsupportedType,
-				Msg: fmt.Sprintf("column %q: time zone %q: %v", name, tz, err)}
-		}
-		c.loc = loc
+		// The zone is resolved only for a literal without an offset: a
+		// literal with one, or a date, compares without it.
+		c.tz = dt.(*arrow.TimestampType).TimeZone
 		return c, nil
 	}
 	return nil, &BindError{Column: name, Pos: col.pos, Err: ErrUnsupportedType,
 		Msg: fmt.Sprintf("column %q has type %s, which filters can only test with IS [NOT] NULL", name, dt)}
 }
 
+// ZoneOffset, when set, resolves an IANA zone that time.LoadLocation cannot
+// (a js/wasm program carries no zoneinfo): it returns the offset east of
+// UTC, in seconds, that zone tz has at the wall-clock time wall (whose
+// fields, read in UTC, are the local time). For a wall time a change of
+// offset skips or repeats, it picks an offset as time.Date does. The wasm
+// module sets it to one that asks JavaScript's Intl.
+var ZoneOffset func(tz string, wall time.Time) (int, error)
+
 // zone resolves an Arrow timestamp time zone: empty, UTC, a fixed offset
-// (+05:30) or an IANA name (which needs zoneinfo; on wasm import time/tzdata).
-// It is only used for literals written without an offset.
+// (+05:30) or an IANA name (through the system's zoneinfo). It is only used
+// for literals written without an offset.
 func zone(tz string) (*time.Location, error) {
 	switch strings.ToUpper(tz) {
 	case "", "UTC", "Z", "+00:00", "ETC/UTC", "GMT":
@@ -278,6 +283,27 @@ func zone(tz string) (*time.Location, error) {
 		}
 	}
 	return time.LoadLocation(tz)
+}
+
+// localToUTC reads the wall-clock time w (its fields in UTC) in the
+// column's zone and returns its Unix seconds.
+func (c *converter) localToUTC(w time.Time, pos int) (int64, error) {
+	if c.loc == nil {
+		loc, err := zone(c.tz)
+		if err != nil && ZoneOffset != nil {
+			off, zerr := ZoneOffset(c.tz, w)
+			if zerr == nil {
+				return w.Unix() - int64(off), nil
+			}
+			err = zerr
+		}
+		if err != nil {
+			return 0, &BindError{Column: c.name, Pos: pos, Err: ErrUnsupportedType,
+				Msg: fmt.Sprintf("column %q: time zone %q: %v (a literal with an offset, such as ...Z or ...+01:00, needs no zone)", c.name, c.tz, err)}
+		}
+		c.loc = loc
+	}
+	return time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), 0, c.loc).Unix(), nil
 }
 
 func describeLit(l literal) string {
@@ -449,10 +475,12 @@ func (c *converter) instantOf(l literal) (instant, error) {
 	default:
 		return t, c.mismatch(l, "")
 	}
-	if !zoned && c.loc != time.UTC {
-		w := time.Unix(t.sec, 0).UTC()
-		local := time.Date(w.Year(), w.Month(), w.Day(), w.Hour(), w.Minute(), w.Second(), 0, c.loc)
-		t.sec = local.Unix()
+	if !zoned && c.dt.ID() == arrow.TIMESTAMP {
+		sec, err := c.localToUTC(time.Unix(t.sec, 0).UTC(), l.pos)
+		if err != nil {
+			return t, err
+		}
+		t.sec = sec
 	}
 	return t, nil
 }

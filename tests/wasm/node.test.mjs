@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { startServer } from './server.mjs';
-import { buildData, kv0, kv0Status, WASM_DIR, arrow } from './fixtures.mjs';
+import { buildData, kv0, kv0Status, WASM_DIR, arrow, pipeTo } from './fixtures.mjs';
 
 const { load } = await import(join(WASM_DIR, 'kv0.mjs'));
 
@@ -92,6 +92,36 @@ describe('lance', () => {
     for (const v of [1, 2, 3, 4, 6]) {
       assert.equal(await mod.lance.cat(s, { version: v }), await kv0(['lance', 'cat', s, '--version', String(v)]), `version ${v}`);
       assert.deepEqual(await mod.lance.info(s, { version: v }), JSON.parse(await kv0(['lance', 'info', s, '--json', '--version', String(v)])));
+    }
+  });
+
+  it('where on a timestamp column of a named zone equals the CLI (zone offsets from Intl, DST changes included)', async () => {
+    // Every 30 minutes across New York's two DST changes of 2024, and a day
+    // in winter and one in summer.
+    const starts = ['2024-03-10T04:00:00Z', '2024-11-03T03:00:00Z', '2024-01-15T15:00:00Z', '2024-07-01T15:00:00Z'];
+    const micros = [];
+    for (const s of starts) for (let k = 0; k < 12; k++) micros.push(BigInt(Date.parse(s) + k * 1800_000) * 1000n);
+    const type = new arrow.TimestampMicrosecond('America/New_York');
+    const t = new arrow.Table({
+      ts: arrow.makeVector(arrow.makeData({ type, length: micros.length, nullCount: 0, data: BigInt64Array.from(micros) })),
+      n: arrow.makeVector(Int32Array.from(micros, (_, i) => i)),
+    });
+    const path = join(data.dir, 'made', 'zoned.lance');
+    await pipeTo(['lance', 'write', path, '--mode', 'create'], arrow.tableToIPC(t, 'stream'));
+    const url = `${srv.url}/made/zoned.lance`;
+    for (const where of [
+      "ts >= '2024-03-10 01:30:00' and ts <= '2024-03-10 03:30:00'", // 02:00-03:00 does not exist that day
+      "ts = '2024-03-10 02:30:00'",
+      "ts >= '2024-11-03 01:00:00' and ts < '2024-11-03 02:00:00'", // 01:00-02:00 happens twice
+      "ts = '2024-11-03 01:30:00'",
+      "ts < '2024-01-15 12:00:00'",
+      "ts > TIMESTAMP '2024-07-01 12:30:00'",
+      "ts > '2024-07-01T16:00:00Z'",
+      "ts < DATE '2024-03-11'",
+    ]) {
+      const want = await kv0(['lance', 'cat', url, '--where', where]);
+      assert.ok(want.length > 0 || where.includes("= '2024-03-10 02:30:00'"), where);
+      assert.equal(await mod.lance.cat(url, { where }), want, where);
     }
   });
 
