@@ -51,13 +51,13 @@ func TestTimestampZones(t *testing.T) {
 		return strings.Join(out, ","), nil
 	}
 	for src, want := range map[string]string{
-		"ny = '2024-07-01 12:00:00'":          "0", // EDT, UTC-4
-		"ny = '2024-01-15 12:00:00'":          "1", // EST, UTC-5
+		"ny = '2024-07-01 12:00:00'":           "0", // EDT, UTC-4
+		"ny = '2024-01-15 12:00:00'":           "1", // EST, UTC-5
 		"ny = TIMESTAMP '2024-01-15 12:00:00'": "1",
-		"ny = '2024-07-01T16:00:00Z'":         "0",
-		"mars > '2024-01-10T00:00:00Z'":       "0,1",
-		"mars >= DATE '2024-01-01'":           "0,1,2",
-		"mars = '2024-01-01T01:00:00+01:00'":  "2",
+		"ny = '2024-07-01T16:00:00Z'":          "0",
+		"mars > '2024-01-10T00:00:00Z'":        "0,1",
+		"mars >= DATE '2024-01-01'":            "0,1,2",
+		"mars = '2024-01-01T01:00:00+01:00'":   "2",
 	} {
 		if got, err := rows(src); err != nil || got != want {
 			t.Errorf("%s: rows %q %v, want %q", src, got, err, want)
