@@ -157,7 +157,12 @@ func repoCall(args []js.Value) js.Value {
 		if err != nil {
 			return nil, err
 		}
-		return string(quoteSeriesIDs([]byte(s))), nil
+		if m := args[1].String(); m == "series" || m == "stats" {
+			// Only these answers hold series ids; a parameter or a record
+			// may have a key of that name, which must stay as written.
+			return string(quoteSeriesIDs([]byte(s))), nil
+		}
+		return s, nil
 	})
 }
 

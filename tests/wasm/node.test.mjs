@@ -255,6 +255,21 @@ describe('tracking', () => {
     }
   });
 
+  it('a parameter named series_id keeps its value (only series and stats answers quote ids)', async () => {
+    const track = tracker(join(data.dir, 'param-ids-node'));
+    await track(['--run', 'p'], [{ params: { series_id: 7, nested: { series_id: 5.5 }, list: [{ series_id: 1 }] } }]);
+    const url = `${srv.url}/param-ids-node`;
+    const r = await mod.openRepo(url);
+    try {
+      const [run] = await r.runs();
+      const params = await r.params(run.run_id);
+      assert.deepEqual(params, JSON.parse(await kv0(['params', url, run.run_id, '--json'])));
+      assert.deepEqual([params.series_id, params['nested.series_id'], params.list], [7, 5.5, [{ series_id: 1 }]]);
+    } finally {
+      await r.close();
+    }
+  });
+
   it('read equals kv0 metrics, full and downsampled, in the order given', async () => {
     const [r] = await repo.runs();
     const series = await repo.series(r.run_id);
