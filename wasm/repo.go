@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 	"strconv"
@@ -255,10 +256,16 @@ func (h *repoHandle) call(ctx context.Context, method string, args []js.Value) (
 			return nil, err
 		}
 		out := make([]*tracking.SeriesStats, len(ids))
+		var none []tracking.SeriesID
 		for i, id := range ids {
 			if st, ok := m[id]; ok {
 				out[i] = &st
+			} else {
+				none = append(none, id)
 			}
+		}
+		if err := checkSeriesExist(ctx, h.r, none); err != nil {
+			return nil, err
 		}
 		return out, nil
 	case "versions":
@@ -289,6 +296,25 @@ func seriesIDs(args []js.Value, i int) ([]tracking.SeriesID, error) {
 		ids[k] = tracking.SeriesID(n)
 	}
 	return ids, nil
+}
+
+// checkSeriesExist fails with a NotFound naming the first of ids that no
+// live run's series has. A read or stats call asks only for the ids it
+// found no points of, so a call that found them all sends no request.
+func checkSeriesExist(ctx context.Context, r *tracking.Repo, ids []tracking.SeriesID) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	found, err := r.FindSeries(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if _, ok := found[id]; !ok {
+			return fmt.Errorf("%w: series %d (no live run has it)", tracking.ErrNotFound, uint64(id))
+		}
+	}
+	return nil
 }
 
 // quoteSeriesIDs rewrites every "series_id":N of encoding/json output into
@@ -369,6 +395,15 @@ func repoRead(args []js.Value) js.Value {
 			return err
 		})
 		if err != nil {
+			return nil, err
+		}
+		var empty []tracking.SeriesID
+		for i, m := range data {
+			if m.Len() == 0 {
+				empty = append(empty, ids[i])
+			}
+		}
+		if err := checkSeriesExist(ctx, h.r, empty); err != nil {
 			return nil, err
 		}
 		type meta struct {

@@ -315,6 +315,11 @@ describe('tracking', () => {
     assert.ok(part.steps.length > 0);
     await assert.rejects(repo.read([123]), (e) => e.code === 'Invalid');
     await assert.rejects(repo.run('no-such-run'), (e) => e.code === 'NotFound' && /no-such-run/.test(e.message));
+    // A series no run has: NotFound naming it, in read and in stats.
+    await assert.rejects(repo.read([big.series_id, '12345']), (e) => e.code === 'NotFound' && /12345/.test(e.message));
+    await assert.rejects(repo.read(['12345'], { maxPoints: 10 }), (e) => e.code === 'NotFound' && /12345/.test(e.message));
+    await assert.rejects(repo.stats(['12345']), (e) => e.code === 'NotFound' && /12345/.test(e.message));
+    assert.equal((await repo.read([big.series_id]))[0].steps.length, full.steps.length); // and the handle reads on
   });
 
   it('a read owns its arrays: later reads, which reuse the module\'s conversion buffer, leave them as they were', async () => {
