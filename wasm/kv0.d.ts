@@ -87,6 +87,8 @@ export interface Run {
   archived: boolean;
   created_at: string;
   updated_at: string;
+  /** The last heartbeat of the writer (a live run's moves every few seconds). */
+  heartbeat_at?: string;
   ended_at?: string;
   kind?: string;
   target?: string;
@@ -108,6 +110,9 @@ export interface RunFilter {
   params?: ParamFilter[];
 }
 
+/** A value JSON cannot hold, as kv0's JSON writes it. */
+export type NonFinite = 'NaN' | 'Infinity' | '-Infinity';
+
 /** Statistics of a series, as in `kv0 series --json`. */
 export interface SeriesStats {
   /** A 64-bit id as a decimal string. */
@@ -115,10 +120,13 @@ export interface SeriesStats {
   count: number;
   first_step: number;
   last_step: number;
-  last_value: number;
-  min: number;
+  /** The value at the last step (NaN or ±Infinity as a string). */
+  last_value: number | NonFinite;
+  /** The smallest finite value; "Infinity" when the series has none. */
+  min: number | NonFinite;
   min_step: number;
-  max: number;
+  /** The largest finite value; "-Infinity" when the series has none. */
+  max: number | NonFinite;
   max_step: number;
   non_finite: number;
   last_timestamp: string;

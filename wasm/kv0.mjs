@@ -497,8 +497,43 @@ function errorText(err) {
   return msg;
 }
 
-function json(v) {
-  return v === undefined || v === null ? undefined : JSON.stringify(v);
+// json is the JSON of a call's options (undefined for none). JSON would
+// turn NaN and ±Infinity into null and fails on a BigInt or a cycle with a
+// TypeError: each of those is an Invalid naming the option instead. With
+// known, an object's keys must be among them.
+function json(v, what = 'options', known = null) {
+  if (v === undefined || v === null) return undefined;
+  if (known) {
+    if (typeof v !== 'object' || Array.isArray(v)) throw codeError('Invalid', `${what}: want an object of options, not ${typeof v}`);
+    for (const k of Object.keys(v)) {
+      if (!known.includes(k)) throw codeError('Invalid', `${what}: unknown option ${JSON.stringify(k)} (known: ${known.join(', ')})`);
+    }
+  }
+  try {
+    return JSON.stringify(v, (k, x) => {
+      if (typeof x === 'number' && !Number.isFinite(x)) throw codeError('Invalid', `${what}: ${k || 'a value'} is ${x}, not a finite number`);
+      if (typeof x === 'bigint') throw codeError('Invalid', `${what}: ${k || 'a value'} is a BigInt (series ids are decimal strings)`);
+      return x;
+    });
+  } catch (err) {
+    if (err.code) throw err;
+    throw codeError('Invalid', `${what}: ${err.message}`);
+  }
+}
+
+// checkRange reads a read's steps or time option: [from, to], two finite
+// numbers, from <= to (the range is half-open).
+function checkRange(what, r) {
+  if (r === undefined || r === null) return;
+  if (!Array.isArray(r) || r.length !== 2 || !r.every((x) => typeof x === 'number' && Number.isFinite(x)) || r[0] > r[1]) {
+    throw codeError('Invalid', `read: ${what} must be [from, to], two finite numbers with from <= to`);
+  }
+}
+
+// idArg checks a run id (or name) or a table name.
+function idArg(what, id) {
+  if (typeof id !== 'string' || id === '') throw codeError('Invalid', `${what} must be a non-empty string, not ${id === '' ? 'an empty one' : typeof id}`);
+  return id;
 }
 
 // A location crosses into Go as a string: the URL, or the JSON of the
@@ -528,6 +563,26 @@ function checkLocation(location) {
  * to it unless worker: true was asked for.
  */
 export async function load(options = {}) {
+  if (options === null || typeof options !== 'object') throw codeError('Invalid', 'load: options must be an object');
+  for (const k of Object.keys(options)) {
+    if (!['wasmURL', 'wasmExecURL', 'worker', 'env'].includes(k)) throw codeError('Invalid', `load: unknown option ${JSON.stringify(k)} (known: wasmURL, wasmExecURL, worker, env)`);
+  }
+  try {
+    return await loadIn(options);
+  } catch (err) {
+    if (err && codes.includes(err.code)) throw err;
+    // A file that is not there, a fetch with no answer, bytes that are not
+    // a module: each with its code.
+    const code = err?.code === 'ENOENT' ? 'NotFound'
+      : err instanceof WebAssembly.CompileError || err instanceof WebAssembly.LinkError ? 'Corrupt'
+        : err instanceof TypeError ? 'Network' : 'Corrupt';
+    const e = codeError(code, `load: ${errorText(err)}`);
+    e.cause = err;
+    throw e;
+  }
+}
+
+async function loadIn(options) {
   const page = typeof Worker === 'function' && typeof window !== 'undefined';
   const want = options.worker ?? (page && sameOrigin(here));
   if (want && page) {
@@ -652,32 +707,44 @@ async function startWorker(options) {
 // wrap builds the API over call.
 function wrap(call) {
   // Every wrapper is async, so a bad argument rejects rather than throws.
+  const rows = ['version', 'tag', 'columns', 'limit', 'where'];
   const lance = Object.freeze({
-    cat: async (location, opts) => call('cat', checkLocation(location), json(opts)),
-    info: async (location, opts) => JSON.parse(await call('info', checkLocation(location), json(opts))),
-    log: async (location) => JSON.parse(await call('log', checkLocation(location))),
-    scan: async (location, opts) => call('scan', checkLocation(location), json(opts)),
+    cat: async (location, opts) => call('cat', checkLocation(location), json(opts, 'cat', rows)),
+    info: async (location, opts) => JSON.parse(await call('info', checkLocation(location), json(opts, 'info', ['version', 'tag']))),
+    log: async (location, opts) => {
+      json(opts, 'log', []); // no options: it lists every version
+      return JSON.parse(await call('log', checkLocation(location)));
+    },
+    scan: async (location, opts) => call('scan', checkLocation(location), json(opts, 'scan', rows)),
   });
 
   async function openRepo(location, opts) {
-    const h = await call('openRepo', checkLocation(location), json(opts));
+    const h = await call('openRepo', checkLocation(location), json(opts, 'openRepo', ['versionTTL', 'prefetch']));
     const rc = async (method, arg) => JSON.parse(await call('repoCall', h, method, arg));
     const ids = (seriesIds) => {
       if (!Array.isArray(seriesIds)) throw codeError('Invalid', 'series ids must be an array of decimal strings');
-      return JSON.stringify(seriesIds);
+      return json(seriesIds, 'series ids');
     };
     const watchers = new Set();
     return Object.freeze({
-      runs: (filter) => rc('runs', json(filter)),
-      run: (id) => rc('run', String(id)),
-      params: (id) => rc('params', String(id)),
-      series: (runId) => rc('series', String(runId)),
+      runs: async (filter) => rc('runs', json(filter, 'runs', ['experiment', 'status', 'tags', 'archived', 'params'])),
+      run: async (id) => rc('run', idArg('run id', id)),
+      params: async (id) => rc('params', idArg('run id', id)),
+      series: async (runId) => rc('series', idArg('run id', runId)),
       stats: async (seriesIds) => rc('stats', ids(seriesIds)),
       versions: () => rc('versions'),
       recordTables: () => rc('recordTables'),
-      records: async (table, opts) => JSON.parse(await call('repoCall', h, 'records', String(table), json(opts))),
+      records: async (table, opts) => JSON.parse(await call('repoCall', h, 'records', idArg('records table', table), json(opts, 'records', ['run']))),
       async read(seriesIds, opts) {
-        const { meta, data } = await call('repoRead', h, ids(seriesIds), json(opts));
+        const o = json(opts, 'read', ['maxPoints', 'steps', 'time']);
+        if (opts) {
+          if (opts.maxPoints !== undefined && opts.maxPoints !== null && !(Number.isSafeInteger(opts.maxPoints) && opts.maxPoints >= 0)) {
+            throw codeError('Invalid', `read: maxPoints must be a non-negative integer, not ${opts.maxPoints}`);
+          }
+          checkRange('steps', opts.steps);
+          checkRange('time', opts.time);
+        }
+        const { meta, data } = await call('repoRead', h, ids(seriesIds), o);
         const out = [];
         let off = data.byteOffset;
         const view = (n) => { const a = new Float64Array(data.buffer, off, n); off += 8 * n; return a; };
@@ -689,7 +756,19 @@ function wrap(call) {
         return out;
       },
       watch(onChange, opts = {}) {
+        // watch returns at once, so a bad argument throws (with its code).
+        if (typeof onChange !== 'function') throw codeError('Invalid', 'watch: onChange must be a function');
+        if (opts === null || typeof opts !== 'object') throw codeError('Invalid', 'watch: options must be an object');
+        for (const k of Object.keys(opts)) {
+          if (!['interval', 'onPoll', 'onError'].includes(k)) throw codeError('Invalid', `watch: unknown option ${JSON.stringify(k)} (known: interval, onPoll, onError)`);
+        }
+        for (const k of ['onPoll', 'onError']) {
+          if (opts[k] !== undefined && typeof opts[k] !== 'function') throw codeError('Invalid', `watch: ${k} must be a function`);
+        }
         const interval = opts.interval ?? 2000;
+        if (typeof interval !== 'number' || !Number.isFinite(interval) || interval <= 0) {
+          throw codeError('Invalid', `watch: interval must be a positive number of milliseconds, not ${String(opts.interval)}`);
+        }
         let stopped = false;
         let timer = null;
         let id = 0; // the Go side's number of this watch, once started

@@ -165,6 +165,16 @@ describe('lance', () => {
       [() => mod.lance.info('ftp://example.com/x'), 'Invalid', /http/],
       [() => mod.lance.info(42), 'Invalid', /location/],
       [() => mod.lance.info('http://127.0.0.1:1/x.lance'), 'Network', /127\.0\.0\.1:1\/x\.lance/],
+      // Values JSON cannot carry, or would carry as null, are named.
+      [() => mod.lance.cat(url, { limit: NaN }), 'Invalid', /limit is NaN/],
+      [() => mod.lance.cat(url, { version: Infinity }), 'Invalid', /version is Infinity/],
+      [() => mod.lance.scan(url, { limit: 10n }), 'Invalid', /limit is a BigInt/],
+      [() => { const o = { where: {} }; o.where.self = o; return mod.lance.cat(url, o); }, 'Invalid', /circular/],
+      [() => mod.lance.info(url, { limit: 3 }), 'Invalid', /unknown option "limit"/],
+      [() => mod.lance.log(url, { version: 1 }), 'Invalid', /unknown option "version"/],
+      [() => mod.openRepo(`${srv.url}/repo`, { bogus: 1 }), 'Invalid', /unknown option "bogus"/],
+      [() => load(null), 'Invalid', /options/],
+      [() => load({ wasmURL: new URL('file:///nonexistent/kv0.wasm') }), 'NotFound', /nonexistent/],
     ];
     for (const [fn, code, re] of cases) {
       await assert.rejects(fn, (e) => {
@@ -319,6 +329,27 @@ describe('tracking', () => {
     await assert.rejects(repo.read([big.series_id, '12345']), (e) => e.code === 'NotFound' && /12345/.test(e.message));
     await assert.rejects(repo.read(['12345'], { maxPoints: 10 }), (e) => e.code === 'NotFound' && /12345/.test(e.message));
     await assert.rejects(repo.stats(['12345']), (e) => e.code === 'NotFound' && /12345/.test(e.message));
+    // Arguments of the wrong kind reject Invalid (watch, which returns at
+    // once, throws), naming what was wrong.
+    for (const [fn, re] of [
+      [() => repo.run(123), /run id must be a non-empty string/], [() => repo.run(), /run id/], [() => repo.params({}), /run id/],
+      [() => repo.series([r.run_id]), /run id/], [() => repo.records(5), /records table/],
+      [() => repo.read([big.series_id], { maxPoints: NaN }), /maxPoints/], [() => repo.read([big.series_id], { maxPoints: -1 }), /maxPoints/],
+      [() => repo.read([big.series_id], { steps: [100, 10] }), /steps/], [() => repo.read([big.series_id], { steps: [1] }), /steps/],
+      [() => repo.read([big.series_id], { steps: [null, 5] }), /steps/], [() => repo.read([big.series_id], { time: [Date.now(), 0] }), /time/],
+      [() => repo.read([123n]), /BigInt/], [() => repo.read([big.series_id], { max: 3 }), /unknown option "max"/],
+      [() => repo.runs({ experment: 'x' }), /unknown option "experment"/],
+    ]) {
+      await assert.rejects(fn, (e) => e.code === 'Invalid' && re.test(e.message));
+    }
+    for (const [fn, re] of [
+      [() => repo.watch(123), /onChange/], [() => repo.watch(() => {}, null), /options/],
+      [() => repo.watch(() => {}, { interval: 'abc' }), /interval/], [() => repo.watch(() => {}, { interval: -5 }), /interval/],
+      [() => repo.watch(() => {}, { interval: NaN }), /interval/], [() => repo.watch(() => {}, { onPoll: 1 }), /onPoll/],
+      [() => repo.watch(() => {}, { every: 1 }), /unknown option "every"/],
+    ]) {
+      assert.throws(fn, (e) => e.code === 'Invalid' && re.test(e.message));
+    }
     assert.equal((await repo.read([big.series_id]))[0].steps.length, full.steps.length); // and the handle reads on
   });
 

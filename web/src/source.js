@@ -287,7 +287,10 @@ class DirectSource {
     if (maxPoints) o.maxPoints = maxPoints;
     const hasFrom = fromStep !== undefined && fromStep !== null;
     const hasTo = toStep !== undefined && toStep !== null && Number.isFinite(toStep);
-    if (hasFrom || hasTo) o.steps = [hasFrom ? Math.max(0, Math.floor(fromStep)) : 0, hasTo ? Math.ceil(toStep) : Number.MAX_SAFE_INTEGER];
+    if (hasFrom || hasTo) {
+      o.steps = [hasFrom ? Math.max(0, Math.floor(fromStep)) : 0, hasTo ? Math.ceil(toStep) : Number.MAX_SAFE_INTEGER];
+      o.steps[1] = Math.max(o.steps[0], o.steps[1]); // the module refuses a range that ends before it starts
+    }
     // Reads with the same options asked in one task (the panels coming on
     // screen, one after another) go to the module as one call, which
     // fetches each data file's share once instead of once per panel: over
@@ -308,7 +311,22 @@ class DirectSource {
     const all = [...new Set(parts.flatMap((p) => p.ids))];
     try {
       const got = new Map();
-      (await this.repo.read(all, o)).forEach((d, i) => got.set(all[i], d));
+      try {
+        (await this.repo.read(all, o)).forEach((d, i) => got.set(all[i], d));
+      } catch (e) {
+        if (e?.code !== 'NotFound' || all.length === 1) throw e;
+        // A series of the batch is gone (its run deleted meanwhile): the
+        // others are read alone, and the gone one shows no points.
+        const none = new Float64Array(0);
+        await Promise.all(all.map(async (id) => {
+          try {
+            got.set(id, (await this.repo.read([id], o))[0]);
+          } catch (err) {
+            if (err?.code !== 'NotFound') throw err;
+            got.set(id, { seriesId: id, steps: none, values: none, timestamps: none, epochs: none });
+          }
+        }));
+      }
       const handed = new Set(); // a series two panels asked for: each gets its own arrays
       const own = (d) => Object.fromEntries(Object.entries(d).map(([k, v]) => [k, ArrayBuffer.isView(v) ? v.slice() : v]));
       for (const p of parts) {
