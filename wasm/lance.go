@@ -91,9 +91,8 @@ func scanRows(ctx context.Context, loc *location, o *rowsOptions) (*inspect.Rows
 	if err != nil {
 		return nil, err
 	}
-	if limit == 0 {
-		return nil, nil
-	}
+	// limit 0 too: no rows, but the columns and the filter are checked
+	// and the schema is the projection's.
 	return inspect.ScanRows(ctx, d, inspect.RowsOptions{Columns: o.Columns, Limit: limit, Where: o.Where})
 }
 
@@ -129,19 +128,6 @@ func lanceScan(args []js.Value) js.Value {
 			return nil, err
 		}
 		var buf bytes.Buffer
-		if rows == nil {
-			// limit 0: the schema and no batches.
-			oo, _ := o.open()
-			d, err := lance.Open(ctx, loc.st, loc.root, oo)
-			if err != nil {
-				return nil, err
-			}
-			w := arrowstream.NewWriter(&buf, d.ArrowSchema())
-			if err := w.Close(); err != nil {
-				return nil, err
-			}
-			return bytesToJS(buf.Bytes()), nil
-		}
 		defer rows.Close()
 		w := arrowstream.NewWriter(&buf, rows.Schema())
 		var y yielder

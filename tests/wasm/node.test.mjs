@@ -147,6 +147,10 @@ describe('lance', () => {
         }
       }
     }
+    // limit 0: no batches, and the schema of the columns asked for.
+    const none = arrow.tableFromIPC(await mod.lance.scan(`${srv.url}/made/t.lance`, { limit: 0, columns: ['score', 'id'] }));
+    assert.equal(none.numRows, 0);
+    assert.deepEqual(none.schema.fields.map((f) => f.name), ['score', 'id']);
   });
 
   it('bad input rejects with a code naming the location; the module keeps working', async () => {
@@ -166,6 +170,8 @@ describe('lance', () => {
       [() => mod.lance.info(42), 'Invalid', /location/],
       [() => mod.lance.info('http://127.0.0.1:1/x.lance'), 'Network', /127\.0\.0\.1:1\/x\.lance/],
       // Values JSON cannot carry, or would carry as null, are named.
+      [() => mod.lance.cat(url, { limit: 0, columns: ['nope'] }), 'Invalid', /nope/], // limit 0 checks its columns too
+      [() => mod.lance.scan(url, { limit: 0, where: 'id >' }), 'Invalid', /where/],
       [() => mod.lance.cat(url, { limit: NaN }), 'Invalid', /limit is NaN/],
       [() => mod.lance.cat(url, { version: Infinity }), 'Invalid', /version is Infinity/],
       [() => mod.lance.scan(url, { limit: 10n }), 'Invalid', /limit is a BigInt/],

@@ -534,9 +534,6 @@ func cmdCat(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			cols = append(cols, c)
 		}
 	}
-	if *limit == 0 {
-		return nil
-	}
 	d, err := openDataset(ctx, loc, opts)
 	if err != nil {
 		return err

@@ -90,6 +90,19 @@ func TestRunOnFixture(t *testing.T) {
 	if code := run(context.Background(), []string{"lance", "info", "--json", "--tag", "nope", ds}, &out, &errOut); code != 1 || out.Len() != 0 {
 		t.Errorf("unknown tag: exit %d, stdout %q", code, out.String())
 	}
+	// --limit 0 prints nothing, yet checks the dataset, its columns and
+	// the filter as any other limit does.
+	if code, stdout, _ := runCLI("lance", "cat", ds, "--limit", "0", "--columns", "seq"); code != 0 || stdout != "" {
+		t.Errorf("--limit 0: exit %d, stdout %q", code, stdout)
+	}
+	for _, args := range [][]string{{"--columns", "nope"}, {"--where", "seq >"}} {
+		if code, stdout, stderr := runCLI(append([]string{"lance", "cat", ds, "--limit", "0"}, args...)...); code != 2 || stdout != "" || stderr == "" {
+			t.Errorf("--limit 0 %v: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+	}
+	if code, _, _ := runCLI("lance", "cat", filepath.Join(t.TempDir(), "none.lance"), "--limit", "0"); code != 1 {
+		t.Errorf("--limit 0 of no dataset: exit %d, want 1", code)
+	}
 }
 
 // runCLI runs one command line in-process.
