@@ -267,7 +267,7 @@ func (r *Repo) Runs(ctx context.Context, f RunFilter) ([]RunInfo, error) {
 			return nil, err
 		}
 	}
-	var out []RunInfo
+	out := []RunInfo{} // none matching: an empty list (JSON []), not nil (null)
 	now := r.opts.Now()
 	for i := range v.live {
 		in := &v.live[i]

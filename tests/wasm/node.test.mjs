@@ -238,6 +238,11 @@ describe('tracking', () => {
     assert.ok((await repo.runs(cases[6][0])).length > 0, 'a parameter filter that matches');
   });
 
+  it('runs matching nothing is an empty list, as in the CLI', async () => {
+    assert.deepEqual(await repo.runs({ experiment: 'no-such-experiment' }), []);
+    assert.deepEqual(await cliJSON(['runs', url, '--experiment', 'no-such-experiment', '--json']), []);
+  });
+
   it('run, params, series and stats equal the CLI; series ids are strings', async () => {
     for (const r of await repo.runs()) {
       assert.deepEqual(await repo.run(r.run_id), await cliJSON(['run', url, r.run_id, '--json']));
