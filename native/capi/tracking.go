@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"strconv"
 	"sync"
 	"time"
 	"unsafe"
@@ -191,51 +190,6 @@ func openRepo(loc string, o repoOptions, rh *repoHandle) (*tracking.Repo, error)
 	return r, nil
 }
 
-// jfloat is a float64 whose JSON form is a number, or the string "NaN",
-// "Infinity" or "-Infinity" (JSON has no non-finite numbers; the Python
-// side turns those strings back into floats).
-type jfloat float64
-
-func (f jfloat) MarshalJSON() ([]byte, error) {
-	v := float64(f)
-	switch {
-	case math.IsNaN(v):
-		return []byte(`"NaN"`), nil
-	case math.IsInf(v, 1):
-		return []byte(`"Infinity"`), nil
-	case math.IsInf(v, -1):
-		return []byte(`"-Infinity"`), nil
-	}
-	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
-}
-
-// pyStats is tracking.SeriesStats with the same JSON keys, non-finite
-// values allowed.
-type pyStats struct {
-	SeriesID      tracking.SeriesID `json:"series_id"`
-	Count         uint64            `json:"count"`
-	FirstStep     int64             `json:"first_step"`
-	LastStep      int64             `json:"last_step"`
-	LastValue     jfloat            `json:"last_value"`
-	Min           jfloat            `json:"min"`
-	MinStep       int64             `json:"min_step"`
-	Max           jfloat            `json:"max"`
-	MaxStep       int64             `json:"max_step"`
-	NonFinite     uint64            `json:"non_finite"`
-	LastTimestamp time.Time         `json:"last_timestamp"`
-}
-
-func toPyStats(s tracking.SeriesStats) *pyStats {
-	return &pyStats{s.SeriesID, s.Count, s.FirstStep, s.LastStep, jfloat(s.LastValue), jfloat(s.Min), s.MinStep,
-		jfloat(s.Max), s.MaxStep, s.NonFinite, s.LastTimestamp}
-}
-
-// pySeries is inspect.Series (what `kv0 series --json` prints).
-type pySeries struct {
-	tracking.SeriesInfo
-	Stats *pyStats `json:"stats,omitempty"`
-}
-
 // repoCall is the argument object of kv0_repo_call and kv0_run_call.
 type repoCall struct {
 	RunID   string          `json:"run_id"`
@@ -383,18 +337,10 @@ func (rh *repoHandle) call(m string, a *repoCall) (any, int64, error) {
 		ps, err := inspect.RunParams(ctx, r, a.RunID)
 		return ps, 0, err
 	case "all_series":
+		// What kv0 series --json prints: SeriesStats writes NaN and ±Inf
+		// as strings, which the Python side turns back into floats.
 		ss, err := inspect.RunSeries(ctx, r, a.RunID)
-		if err != nil {
-			return nil, 0, err
-		}
-		list := make([]pySeries, len(ss))
-		for i, s := range ss {
-			list[i].SeriesInfo = s.SeriesInfo
-			if s.Stats != nil {
-				list[i].Stats = toPyStats(*s.Stats)
-			}
-		}
-		return list, 0, nil
+		return ss, 0, err
 	case "series_stats":
 		var ids []tracking.SeriesID
 		if len(a.IDs) > 0 && string(a.IDs) != "null" {
@@ -409,9 +355,9 @@ func (rh *repoHandle) call(m string, a *repoCall) (any, int64, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		res := make([]*pyStats, 0, len(st))
+		res := make([]tracking.SeriesStats, 0, len(st))
 		for _, s := range st {
-			res = append(res, toPyStats(s))
+			res = append(res, s)
 		}
 		return res, 0, nil
 	case "update_run":
