@@ -170,15 +170,20 @@ func TestMemoryLocation(t *testing.T) {
 	if err := db.Put(ctx, []byte("a"), []byte("1"), &kv.WriteOptions{Sync: true}); err != nil {
 		t.Fatal(err)
 	}
-	db.Close()
-	db, err = kvdb.Open(ctx, "memory://kvdb-test", kvdb.Options{DB: kv.Options{ReadOnly: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
 	if v, err := db.Get(ctx, []byte("a")); err != nil || string(v) != "1" {
 		t.Fatalf("get: %q %v", v, err)
 	}
+	// Another handle on the same name is another store: private, as the
+	// design has it, and gone with its handle.
+	other, err := kvdb.Open(ctx, "memory://kvdb-test", quiet(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if v, err := other.Get(ctx, []byte("a")); !errors.Is(err, kv.ErrNotFound) {
+		t.Fatalf("a second handle sees the first one's key: %q %v", v, err)
+	}
+	db.Close()
 }
 
 // A fresh database compacts (there is nothing to do) and works afterwards,

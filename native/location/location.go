@@ -4,7 +4,7 @@
 // of the dataset or repository inside it.
 //
 //	/data/t.lance, ./t.lance   fsstore rooted at the folder, root ""
-//	memory://name              a process-wide in-memory store, root ""
+//	memory://name              a new in-memory store, private to the handle, root ""
 //	s3://bucket/prefix         s3store rooted at the prefix, root ""
 //	gs://bucket/prefix         gcsstore (Application Default Credentials, or
 //	                           the emulator at $STORAGE_EMULATOR_HOST), root ""
@@ -31,7 +31,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/kv0/kv0/core/store"
 	"github.com/kv0/kv0/httpstore"
@@ -123,7 +122,10 @@ func Open(ctx context.Context, location string, opts Options) (store.Store, stri
 		if name == "" {
 			return nil, "", fmt.Errorf("location %s: memory:// needs a name", location)
 		}
-		return Memory(name), "", nil
+		// Private to the handle that opens it (as the design has it): two
+		// handles on memory://x do not share data, and it is gone with
+		// its handle.
+		return store.NewMemory(), "", nil
 	case "s3":
 		st, err := s3store.Open(ctx, location, s3store.OptionsFromEnv(opts.S3))
 		if err != nil {
@@ -322,29 +324,4 @@ func openLocal(path string, opts Options) (store.Store, string, error) {
 		return nil, "", err
 	}
 	return st, "", nil
-}
-
-var (
-	memMu    sync.Mutex
-	memories = map[string]*store.Memory{}
-)
-
-// Memory returns the process-wide in-memory store called name, creating it
-// on first use. Every Open of memory://name returns the same store.
-func Memory(name string) *store.Memory {
-	memMu.Lock()
-	defer memMu.Unlock()
-	m, ok := memories[name]
-	if !ok {
-		m = store.NewMemory()
-		memories[name] = m
-	}
-	return m
-}
-
-// ForgetMemory drops the in-memory store called name (tests use it).
-func ForgetMemory(name string) {
-	memMu.Lock()
-	delete(memories, name)
-	memMu.Unlock()
 }

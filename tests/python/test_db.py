@@ -334,6 +334,9 @@ def test_pathlike_and_memory(tmp_path):
     with kv0.DB("memory://pytest-mem") as m:
         m.put(b"k", b"v")
         assert m.get(b"k") == b"v"
+        # A memory:// store is private to its handle.
+        with kv0.DB("memory://pytest-mem") as other:
+            assert other.get(b"k") is None
 
 
 def test_error_classes():
