@@ -250,8 +250,9 @@ class DB:
     ``DB(path, opts=None, column_families=None, read_only=False, *,
     version=None, **kwargs)`` opens (creating if needed, unless read-only)
     the database at path: a local folder, ``s3://bucket/prefix`` or
-    ``memory://name``. ``opts`` is an :class:`Options`; keyword arguments
-    are more options (``storage_options={...}`` for S3).
+    ``memory://name`` (private to the handle, gone when it closes).
+    ``opts`` is an :class:`Options`; keyword arguments are more options
+    (``storage_options={...}`` for S3).
     ``column_families`` may name only ``b"default"`` (the one column family
     a kv0 database has). ``version`` opens that stored version read-only
     (time travel). A read-only handle refuses writes with
