@@ -539,7 +539,12 @@ function idArg(what, id) {
 // A location crosses into Go as a string: the URL, or the JSON of the
 // signed form. Reading the caller's object here keeps its getters out of Go.
 function checkLocation(location) {
-  if (typeof location === 'string') return location;
+  if (typeof location === 'string') {
+    // The signed form crosses as JSON, so a string that looks like it is
+    // refused rather than read as one.
+    if (location.trimStart().startsWith('{')) throw codeError('Invalid', 'location: a string must be an http(s) URL; give the signed form as an object');
+    return location;
+  }
   if (location && typeof location === 'object') {
     const s = location.signer;
     const signer = s && typeof s === 'object' ? { url: s.url, token: s.token } : s;

@@ -168,6 +168,7 @@ describe('lance', () => {
       [() => mod.lance.cat(`${srv.url}/samples/legacy/kv.lance`), 'Unsupported', /legacy\/kv\.lance/],
       [() => mod.lance.info('ftp://example.com/x'), 'Invalid', /http/],
       [() => mod.lance.info(42), 'Invalid', /location/],
+      [() => mod.lance.info('{"signer":{"url":"http://127.0.0.1:1","token":"t"},"key":"k"}'), 'Invalid', /object/],
       [() => mod.lance.info('http://127.0.0.1:1/x.lance'), 'Network', /127\.0\.0\.1:1\/x\.lance/],
       // Values JSON cannot carry, or would carry as null, are named.
       [() => mod.lance.cat(url, { limit: 0, columns: ['nope'] }), 'Invalid', /nope/], // limit 0 checks its columns too
