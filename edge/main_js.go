@@ -20,11 +20,13 @@ import (
 
 	"github.com/syumai/workers/cloudflare"
 
+	"github.com/kv0/kv0/core/expr"
 	"github.com/kv0/kv0/core/store"
 	"github.com/kv0/kv0/edge/glue"
 	"github.com/kv0/kv0/edge/r2store"
 	"github.com/kv0/kv0/httpstore"
 	"github.com/kv0/kv0/httpstore/api"
+	"github.com/kv0/kv0/wasm/jszone"
 )
 
 // Per-isolate cache bounds, inside the isolate's 128 MB: an opened data
@@ -37,6 +39,9 @@ const (
 )
 
 func main() {
+	// Filters on timestamp columns of a named zone take its offsets from
+	// JavaScript's Intl (the worker carries no zoneinfo).
+	expr.ZoneOffset = jszone.Offset
 	cfg := config{
 		Origin: cloudflare.Getenv("KV0_ORIGIN"),
 		Prefix: cloudflare.Getenv("KV0_PREFIX"),

@@ -99,6 +99,9 @@ before(async () => {
     '/api/v1/datasets/metrics.lance/rows?columns=series_id,step,value&limit=100',
     `/api/v1/datasets/metrics.lance/rows?where=${encodeURIComponent('step < 50')}&limit=30`,
     '/api/v1/datasets/metrics.lance/rows', // long enough to stream in pieces
+    // A named zone: literals without an offset read in it (JavaScript's Intl in the worker).
+    `/api/v1/datasets/zoned.lance/rows?where=${encodeURIComponent("ts >= '2024-03-10 01:30:00' and ts <= '2024-03-10 03:30:00'")}`,
+    `/api/v1/datasets/zoned.lance/rows?where=${encodeURIComponent("ts > '2024-07-01 12:30:00'")}&format=arrow`,
     // errors, as kv0 serve answers them
     '/api/v1/runs/no-such-run', '/api/v1/series/points?ids=notanumber', '/api/v1/series/points?ids=1&max_points=-3',
     `/api/v1/series/points?ids=${ids[0]}&format=csv`, '/api/v1/datasets/none.lance/info', '/api/v1/datasets/metrics.lance/rows?format=xml', '/api/v1/datasets/metrics.lance/info?version=999',

@@ -19,6 +19,8 @@ export const WRANGLER = process.env.WRANGLER ?? join(REPO, 'edge/node_modules/.b
 export const SAMPLES = '/work/shared/fixtures/lance-samples';
 /** Packages installed from edge/package-lock.json (miniflare, playwright-core). */
 export const edgeRequire = createRequire(join(REPO, 'edge/package.json'));
+/** Packages installed from tests/wasm/package-lock.json (apache-arrow; `make edge-deps` installs them). */
+const wasmRequire = createRequire(join(REPO, 'tests/wasm/package.json'));
 
 /** Runs the kv0 CLI and resolves to its stdout. */
 export async function kv0(args) {
@@ -340,5 +342,23 @@ export async function buildData({ runs = 2, steps = 3000 } = {}) {
   for (const f of ['a', 'b', 'c', 'd', 'e', 'f']) {
     await cp(join(SAMPLES, 'default', 'kv.lance'), join(dir, 'fault', `${f}.lance`), { recursive: true });
   }
+  await writeZoned(join(dir, 'zoned.lance'));
   return { base, root: dir, cleanup: () => rm(base, { recursive: true, force: true }) };
+}
+
+/** A dataset with a timestamp column of a named zone: every 30 minutes
+ * across New York's spring DST change of 2024 and a summer afternoon. */
+async function writeZoned(path) {
+  const arrow = wasmRequire('apache-arrow');
+  const micros = [];
+  for (const s of ['2024-03-10T04:00:00Z', '2024-07-01T15:00:00Z']) for (let k = 0; k < 12; k++) micros.push(BigInt(Date.parse(s) + k * 1800_000) * 1000n);
+  const type = new arrow.TimestampMicrosecond('America/New_York');
+  const t = new arrow.Table({
+    ts: arrow.makeVector(arrow.makeData({ type, length: micros.length, nullCount: 0, data: BigInt64Array.from(micros) })),
+    n: arrow.makeVector(Int32Array.from(micros, (_, i) => i)),
+  });
+  await new Promise((resolve, reject) => {
+    const p = execFile(KV0, ['lance', 'write', path, '--mode', 'create'], (err, _out, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve()));
+    p.stdin.end(arrow.tableToIPC(t, 'stream'));
+  });
 }
