@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/kv0/kv0/core/store"
@@ -274,4 +276,132 @@ func TestParamsKeepNumbersExact(t *testing.T) {
 	if err := json.Unmarshal([]byte(`null`), &none); err != nil || none != nil {
 		t.Errorf("null: %v %v", none, err)
 	}
+}
+
+// TrackMany stores what the same points through Track would (steps given
+// or consecutive, repeated and out-of-order steps, runs longer than a WAL
+// chunk), logs each chunk as one WAL record, and on a failed log write
+// tracks exactly the chunks before it.
+func TestTrackManyEqualsTrack(t *testing.T) {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(7, 9))
+	w := &failingWAL{memWAL: memWAL{id: "many"}}
+	many := openTest(t, store.NewMemory(), RepoOptions{FlushInterval: -1, FlushRows: 3000, WAL: w})
+	one := openTest(t, store.NewMemory(), RepoOptions{FlushInterval: -1, FlushRows: 3000})
+	rm, err := many.StartRun(ctx, RunSpec{ID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro, err := one.StartRun(ctx, RunSpec{ID: "r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := int64(3)
+	for round := 0; round < 12; round++ {
+		n := []int{1, 7, walChunk, walChunk + 1, 9000}[rng.IntN(5)]
+		vals := make([]float64, n)
+		for i := range vals {
+			vals[i] = rng.NormFloat64()
+			if rng.IntN(50) == 0 {
+				vals[i] = math.NaN()
+			}
+		}
+		var steps []int64
+		if rng.IntN(2) == 0 {
+			steps = make([]int64, n)
+			for i := range steps {
+				steps[i] = int64(rng.IntN(20000)) // repeats and disorder
+			}
+		}
+		name := fmt.Sprint("m", rng.IntN(3))
+		opts := TrackOptions{Context: map[string]any{"k": rng.IntN(2)}}
+		if rng.IntN(2) == 0 {
+			opts.Epoch = &ep
+		}
+		before := w.appends.Load()
+		if got, err := rm.TrackMany(name, vals, steps, opts); err != nil || got != n {
+			t.Fatalf("round %d: TrackMany %d of %d: %v", round, got, n, err)
+		}
+		// One record per chunk, and maybe a series record and a flush's
+		// heartbeat.
+		if recs := w.appends.Load() - before; recs > int64((n+walChunk-1)/walChunk+2) {
+			t.Errorf("round %d: %d points logged in %d records", round, n, recs)
+		}
+		for i, v := range vals {
+			o := opts
+			if steps != nil {
+				s := steps[i]
+				o.Step = &s
+			}
+			if err := ro.Track(v, name, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	compare := func(when string) {
+		t.Helper()
+		sa, err := many.AllSeries(ctx, "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb, err := one.AllSeries(ctx, "r")
+		if err != nil || len(sa) != len(sb) {
+			t.Fatalf("%s: series %d and %d: %v", when, len(sa), len(sb), err)
+		}
+		for i := range sa {
+			a, _ := many.ReadMany(ctx, []SeriesID{sa[i].ID}, ReadOptions{})
+			b, _ := one.ReadMany(ctx, []SeriesID{sb[i].ID}, ReadOptions{})
+			sameVals := len(a[0].Values) == len(b[0].Values)
+			for k := 0; sameVals && k < len(a[0].Values); k++ {
+				x, y := a[0].Values[k], b[0].Values[k]
+				sameVals = x == y || math.IsNaN(x) && math.IsNaN(y)
+			}
+			if !slices.Equal(a[0].Steps, b[0].Steps) || !slices.Equal(a[0].Epochs, b[0].Epochs) || !sameVals {
+				t.Fatalf("%s: %s differs: %d points against %d", when, sa[i].Name, a[0].Len(), b[0].Len())
+			}
+			xa, _ := many.SeriesStats(ctx, []SeriesID{sa[i].ID})
+			xb, _ := one.SeriesStats(ctx, []SeriesID{sb[i].ID})
+			p, q := xa[sa[i].ID], xb[sb[i].ID]
+			if p.Count != q.Count || p.FirstStep != q.FirstStep || p.LastStep != q.LastStep || p.Min != q.Min || p.Max != q.Max || p.NonFinite != q.NonFinite {
+				t.Fatalf("%s: %s stats %+v against %+v", when, sa[i].Name, p, q)
+			}
+		}
+	}
+	compare("buffered and flushed")
+
+	// A log write that fails: the chunks before it are tracked, none after.
+	fw := &failingWAL{memWAL: memWAL{id: "fail"}}
+	r := openTest(t, store.NewMemory(), RepoOptions{FlushInterval: -1, WAL: fw})
+	run, err := r.StartRun(ctx, RunSpec{ID: "f"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// From here: the series record, the first chunk, then the second fails.
+	fw.failAt.Store(fw.appends.Load() + 3)
+	got, err := run.TrackMany("loss", make([]float64, 5*walChunk), nil, TrackOptions{})
+	if err == nil || got != walChunk {
+		t.Fatalf("TrackMany with the third append failing: %d tracked, %v; want %d and the error", got, err, walChunk)
+	}
+	ss, _ := r.AllSeries(ctx, "f")
+	md, err := r.ReadMany(ctx, []SeriesID{ss[0].ID}, ReadOptions{})
+	if err != nil || md[0].Len() != walChunk || md[0].Steps[walChunk-1] != walChunk-1 {
+		t.Fatalf("after the failure: %d points, %v", md[0].Len(), err)
+	}
+	if _, err := run.TrackMany("loss", []float64{1}, []int64{1, 2}, TrackOptions{}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("steps and values of different lengths: %v", err)
+	}
+}
+
+// failingWAL counts its Appends and fails the failAt-th (from 1; 0:
+// none).
+type failingWAL struct {
+	memWAL
+	appends, failAt atomic.Int64
+}
+
+func (w *failingWAL) Append(rec []byte) error {
+	if n := w.appends.Add(1); n == w.failAt.Load() {
+		return errors.New("disk full")
+	}
+	return w.memWAL.Append(rec)
 }

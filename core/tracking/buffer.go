@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -173,6 +174,19 @@ func (r *Repo) addParamRow(p paramRow) error {
 // addPoint buffers a point and returns the number of buffered points.
 // Caller holds r.mu.
 func (r *Repo) addPoint(run *Run, st *seriesState, step, epoch int64, hasEpoch bool, now time.Time, v float64) (int, error) {
+	vals, steps := [1]float64{v}, [1]int64{step}
+	_, err := r.addPoints(run, st, vals[:], steps[:], epoch, hasEpoch, now)
+	return r.buf.pts.len(), err
+}
+
+// addPoints buffers points of one series: vals[i] at steps[i], or, with
+// steps nil, each one past the last (0 for a new series). The points are
+// in the WAL (handed to the OS, or fsynced in SyncAlways mode) before they
+// are buffered, in records of up to walChunk points, so a process killed
+// after the call returned loses none of them, and points whose logging
+// failed are neither buffered nor replayed. It returns how many points it
+// buffered: on an error, the records logged before it. Caller holds r.mu.
+func (r *Repo) addPoints(run *Run, st *seriesState, vals []float64, steps []int64, epoch int64, hasEpoch bool, now time.Time) (int, error) {
 	b := r.buf
 	if !st.inTable {
 		sr := seriesRow{id: st.id, runID: run.id, name: st.name, ctx: st.ctxJSON, created: now.UnixMicro()}
@@ -185,54 +199,97 @@ func (r *Repo) addPoint(run *Run, st *seriesState, step, epoch int64, hasEpoch b
 		}
 		st.inTable = true
 	}
-	seq := r.nextSeq(now)
 	ts := now.UnixMicro()
 	// The series' delta is dirty once a point may overwrite a step counted
-	// before; the WAL record carries the flag.
-	dirty := st.has && step <= st.maxStep
+	// before; the WAL records carry the flag.
+	dirty := false
 	if st.gen == b.gen && st.d != nil {
-		dirty = dirty || st.d.d.dirty
+		dirty = st.d.d.dirty
 	} else if e := b.byID[st.id]; e != nil {
-		dirty = dirty || e.d.dirty
+		dirty = e.d.dirty
 	}
-	if r.opts.WAL != nil {
-		// The point is in the WAL (handed to the OS, or fsynced in
-		// SyncAlways mode) before it is buffered and Track returns: a
-		// process killed after Track returned loses nothing, and a point
-		// whose logging failed is neither buffered nor replayed.
-		err := r.walPendingPoint(st.id, step, epoch, hasEpoch, ts, v, seq, dirty)
-		if err == nil {
-			err = r.walWritePending()
+	plan := r.plan[:0]
+	done := 0
+	var stop error
+	for done < len(vals) && stop == nil {
+		// Plan a chunk (steps, sequence numbers, dirty flags) as buffering
+		// would make them, log it, then buffer it.
+		has, last, maxStep := st.has, st.last, st.maxStep
+		k := 0
+		plan = plan[:0]
+		for ; k < walChunk && done+k < len(vals); k++ {
+			var step int64
+			switch {
+			case steps != nil:
+				step = steps[done+k]
+			case !has:
+				step = 0
+			case last == math.MaxInt64:
+				stop = fmt.Errorf("%w: metric %q: no step follows %d; give the step", ErrInvalid, st.name, last)
+			default:
+				step = last + 1
+			}
+			if stop != nil {
+				break
+			}
+			dirty = dirty || has && step <= maxStep
+			plan = append(plan, plannedPoint{step, r.nextSeq(now), dirty})
+			if !has || step > maxStep {
+				maxStep = step
+			}
+			last, has = step, true
 		}
-		if err != nil {
-			return b.pts.len(), err
+		if r.opts.WAL != nil && k > 0 {
+			var err error
+			for i := 0; i < k && err == nil; i++ {
+				err = r.walPendingPoint(st.id, plan[i].step, epoch, hasEpoch, ts, vals[done+i], plan[i].seq, plan[i].dirty)
+			}
+			if err == nil {
+				err = r.walWritePending()
+			}
+			if err != nil {
+				r.walBuf, r.walN = r.walBuf[:0], 0
+				return done, err
+			}
 		}
+		if k == 0 {
+			break
+		}
+		if st.gen != b.gen || st.d == nil {
+			st.d, st.gen = b.delta(st.id, run.id), b.gen
+		}
+		if b.want > 0 {
+			// Room for a whole flush (up to 4Mi points): growing a large
+			// buffer copies it.
+			b.want = max(b.want, min(r.opts.FlushRows+1, 1<<22))
+			b.reserve()
+		}
+		for i := 0; i < k; i++ {
+			step, v := plan[i].step, vals[done+i]
+			if plan[i].dirty {
+				st.d.d.dirty = true
+			}
+			st.d.d.add(step, v, ts, plan[i].seq)
+			b.pts.sid = append(b.pts.sid, uint64(st.id))
+			b.pts.step = append(b.pts.step, step)
+			b.pts.epoch = append(b.pts.epoch, epoch)
+			b.pts.hasEpoch = append(b.pts.hasEpoch, hasEpoch)
+			b.pts.ts = append(b.pts.ts, ts)
+			b.pts.val = append(b.pts.val, v)
+			b.maxSeq = plan[i].seq
+		}
+		st.has, st.last, st.maxStep = has, last, maxStep
+		done += k
 	}
-	if st.gen != b.gen || st.d == nil {
-		st.d, st.gen = b.delta(st.id, run.id), b.gen
-	}
-	if dirty {
-		st.d.d.dirty = true
-	}
-	st.d.d.add(step, v, ts, seq)
-	if b.want > 0 {
-		// Room for a whole flush (up to 4Mi points): growing a large
-		// buffer copies it.
-		b.want = max(b.want, min(r.opts.FlushRows+1, 1<<22))
-		b.reserve()
-	}
-	b.pts.sid = append(b.pts.sid, uint64(st.id))
-	b.pts.step = append(b.pts.step, step)
-	b.pts.epoch = append(b.pts.epoch, epoch)
-	b.pts.hasEpoch = append(b.pts.hasEpoch, hasEpoch)
-	b.pts.ts = append(b.pts.ts, ts)
-	b.pts.val = append(b.pts.val, v)
-	b.maxSeq = seq
-	if !st.has || step > st.maxStep {
-		st.maxStep = step
-	}
-	st.last, st.has = step, true
-	return b.pts.len(), nil
+	r.plan = plan[:0] // kept for the next call
+	return done, stop
+}
+
+// plannedPoint is a point of addPoints' chunk as it will be buffered.
+type plannedPoint struct {
+	step  int64
+	seq   uint64
+	dirty bool
 }
 
 // triggerFlushLocked starts a background flush, or waits while twice

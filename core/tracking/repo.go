@@ -108,8 +108,9 @@ type Repo struct {
 	bgErr  atomic.Pointer[error]
 	stop   chan struct{}
 	done   chan struct{}
-	spare  *points // point columns of a committed buffer, for reuse; guarded by mu
-	walBuf []byte  // pending WAL points record; guarded by mu
+	spare  *points        // point columns of a committed buffer, for reuse; guarded by mu
+	walBuf []byte         // pending WAL points record; guarded by mu
+	plan   []plannedPoint // addPoints' scratch; guarded by mu
 	walN   int
 
 	caches readCaches       // derived results per table version (cache.go)

@@ -359,6 +359,83 @@ func (run *Run) Track(value float64, name string, opts ...TrackOptions) error {
 	return err
 }
 
+// TrackMany tracks points of the series name (with opts' context) in one
+// call: values[i] at steps[i], or, with steps nil, at consecutive steps
+// after the series' last one (from 0 for a new series). opts.Epoch and
+// opts.Time apply to every point (Time defaults to one reading of the
+// clock per 4,096 points); opts.Step must be nil. The points are logged in
+// WAL records of up to 4,096 points rather than one each. It returns how
+// many points it tracked: all of them, or on an error those before it
+// (logged and buffered; none after). Errors as Track's, and ErrInvalid
+// when steps and values differ in length.
+func (run *Run) TrackMany(name string, values []float64, steps []int64, opts TrackOptions) (int, error) {
+	if steps != nil && len(steps) != len(values) {
+		return 0, fmt.Errorf("%w: %d values but %d steps", ErrInvalid, len(values), len(steps))
+	}
+	if opts.Step != nil {
+		return 0, fmt.Errorf("%w: TrackMany takes steps, not TrackOptions.Step", ErrInvalid)
+	}
+	key, ctxJSON := "", "{}"
+	if len(opts.Context) > 0 {
+		c, err := CanonicalContext(opts.Context)
+		if err != nil {
+			return 0, err
+		}
+		ctxJSON = c
+		key = name + "\x00" + c
+	}
+	if name == "" {
+		return 0, fmt.Errorf("%w: empty metric name", ErrInvalid)
+	}
+	if err := checkText("metric name", name); err != nil {
+		return 0, err
+	}
+	epoch, hasEpoch := int64(0), opts.Epoch != nil
+	if hasEpoch {
+		epoch = *opts.Epoch
+	}
+	r := run.repo
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	done := 0
+	for done < len(values) {
+		// Checked again at each chunk: the wait for room below lets a
+		// Close or a delete in.
+		if err := r.checkWritable(); err != nil {
+			return done, err
+		}
+		if run.deleted {
+			return done, fmt.Errorf("%w: run %q was deleted", ErrNotFound, run.id)
+		}
+		st := run.lookup(name, key)
+		if st == nil {
+			st = &seriesState{id: seriesID(run.id, name, ctxJSON), name: name, ctxJSON: ctxJSON}
+			run.store(name, key, st)
+		}
+		now := opts.Time
+		if now.IsZero() {
+			now = r.opts.Now()
+		}
+		end := min(len(values), done+walChunk)
+		var part []int64
+		if steps != nil {
+			part = steps[done:end]
+		}
+		n, err := r.addPoints(run, st, values[done:end], part, epoch, hasEpoch, now)
+		done += n
+		if n > 0 {
+			run.active = true
+		}
+		if err != nil {
+			return done, err
+		}
+		if r.buf.pts.len() >= r.opts.FlushRows {
+			r.triggerFlushLocked()
+		}
+	}
+	return done, nil
+}
+
 // SetParams merges parameters into the run: nested maps flatten to dotted
 // keys (optimizer.lr); arrays and scalars are leaves. Setting a key does not
 // remove its siblings.

@@ -641,18 +641,11 @@ func kv0_run_track_many(h C.int64_t, slot C.int64_t, values unsafe.Pointer, step
 	if flags&trackEpoch != 0 {
 		o.Epoch = &ep
 	}
-	var st int64
-	for i, v := range vs {
-		if ss != nil {
-			st = ss[i]
-			o.Step = &st
-		}
-		if err := rh.run.Track(v, s.name, o); err != nil {
-			out.num = C.int64_t(i)
-			return fail(out, err)
-		}
+	done, err := rh.run.TrackMany(s.name, vs, ss, o)
+	out.num = C.int64_t(done)
+	if err != nil {
+		return fail(out, err)
 	}
-	out.num = n
 	return codeOK
 }
 
