@@ -448,7 +448,10 @@ class Run:
         sequence of numbers, an ``array.array('d')`` or any 1-d float64
         buffer (a numpy array), passed without per-point Python work; steps
         (the same length, int64) default to consecutive steps after the
-        series' last one. epoch applies to every point."""
+        series' last one. epoch applies to every point, and so does the
+        timestamp (one reading of the clock per 4,096 points). The points
+        are logged in the WAL before the call returns; on an error, those
+        before it are tracked (the message says how many) and none after."""
         key = (name, _ctx_key(context)) if context else name
         packed = self._slots.get(key)
         if packed is None:
