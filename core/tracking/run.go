@@ -296,19 +296,8 @@ func (run *Run) Track(value float64, name string, opts ...TrackOptions) error {
 	if len(opts) > 0 {
 		o = opts[0]
 	}
-	key, ctxJSON := "", "{}"
-	if len(o.Context) > 0 {
-		c, err := CanonicalContext(o.Context)
-		if err != nil {
-			return err
-		}
-		ctxJSON = c
-		key = name + "\x00" + c
-	}
-	if name == "" {
-		return fmt.Errorf("%w: empty metric name", ErrInvalid)
-	}
-	if err := checkText("metric name", name); err != nil {
+	key, ctxJSON, err := seriesKey(name, o.Context)
+	if err != nil {
 		return err
 	}
 	r := run.repo
@@ -359,6 +348,26 @@ func (run *Run) Track(value float64, name string, opts ...TrackOptions) error {
 	return err
 }
 
+// seriesKey checks a metric name and its context and returns the key of
+// the series in a Run's maps ("" for no context) and its canonical
+// context JSON.
+func seriesKey(name string, context map[string]any) (key, ctxJSON string, err error) {
+	ctxJSON = "{}"
+	if len(context) > 0 {
+		if ctxJSON, err = CanonicalContext(context); err != nil {
+			return "", "", err
+		}
+		key = name + "\x00" + ctxJSON
+	}
+	if name == "" {
+		return "", "", fmt.Errorf("%w: empty metric name", ErrInvalid)
+	}
+	if err := checkText("metric name", name); err != nil {
+		return "", "", err
+	}
+	return key, ctxJSON, nil
+}
+
 // TrackMany tracks points of the series name (with opts' context) in one
 // call: values[i] at steps[i], or, with steps nil, at consecutive steps
 // after the series' last one (from 0 for a new series). opts.Epoch and
@@ -375,19 +384,8 @@ func (run *Run) TrackMany(name string, values []float64, steps []int64, opts Tra
 	if opts.Step != nil {
 		return 0, fmt.Errorf("%w: TrackMany takes steps, not TrackOptions.Step", ErrInvalid)
 	}
-	key, ctxJSON := "", "{}"
-	if len(opts.Context) > 0 {
-		c, err := CanonicalContext(opts.Context)
-		if err != nil {
-			return 0, err
-		}
-		ctxJSON = c
-		key = name + "\x00" + c
-	}
-	if name == "" {
-		return 0, fmt.Errorf("%w: empty metric name", ErrInvalid)
-	}
-	if err := checkText("metric name", name); err != nil {
+	key, ctxJSON, err := seriesKey(name, opts.Context)
+	if err != nil {
 		return 0, err
 	}
 	epoch, hasEpoch := int64(0), opts.Epoch != nil
