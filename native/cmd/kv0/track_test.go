@@ -290,3 +290,23 @@ func TestWritesNeedARepository(t *testing.T) {
 		}
 	}
 }
+
+// A params line keeps its numbers exactly: an integer above 2^53 (a seed)
+// is stored as written, as kv0 params --json prints it back.
+func TestTrackParamsExact(t *testing.T) {
+	t.Setenv("KV0_WAL_DIR", t.TempDir())
+	repo := filepath.Join(t.TempDir(), "repo")
+	if _, stderr, code := trackIn(t, `{"params": {"seed": 1152921504606846977, "opt": {"ids": [12345678901234567891]}}}`+"\n", repo, "--run", "p"); code != 0 {
+		t.Fatalf("kv0 track: exit %d: %s", code, stderr)
+	}
+	in, _ := readSeries(t, repo, "none")
+	code, out, stderr := runCLI("params", repo, in.ID, "--json")
+	if code != 0 {
+		t.Fatalf("kv0 params: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{`"seed": 1152921504606846977`, `"opt.ids": [`, `12345678901234567891`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kv0 params --json: %s\nwant %s in it", out, want)
+		}
+	}
+}
