@@ -247,8 +247,7 @@ func (r *Repo) addPoints(run *Run, st *seriesState, vals []float64, steps []int6
 			if err == nil {
 				err = r.walWritePending()
 			}
-			if err != nil {
-				r.walBuf, r.walN = r.walBuf[:0], 0
+			if err != nil { // walWritePending has dropped the chunk
 				return done, err
 			}
 		}
