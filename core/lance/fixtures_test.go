@@ -9,8 +9,8 @@ import (
 	"github.com/kv0/kv0/core/store"
 )
 
-// fixtureDir holds datasets written by lance 8.0.0 (see its README.md).
-const fixtureDir = "/work/shared/fixtures/lance-samples"
+// fixtureDir holds datasets written by lance itself (see its README.md).
+const fixtureDir = "../../tests/testdata/lance-samples"
 
 // loadFixture copies the fixture folder name (e.g. "default") into a new
 // memory store, keys relative to the folder: "kv.lance/_versions/…".
@@ -18,7 +18,7 @@ func loadFixture(t testing.TB, name string) *store.Memory {
 	t.Helper()
 	dir := filepath.Join(fixtureDir, name)
 	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("fixture %s not available: %v", dir, err)
+		t.Fatalf("fixture %s missing: %v", dir, err)
 	}
 	st := store.NewMemory()
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {

@@ -70,7 +70,7 @@ func lengthPrefixed(t *testing.T, what string, b []byte, pos uint64) []byte {
 // is lost, unknown fields included, and kv0 writes fields as lance does.
 func TestFixtureWireRoundTrip(t *testing.T) {
 	if _, err := os.Stat(fixtureDir); err != nil {
-		t.Skipf("fixtures not available: %v", err)
+		t.Fatalf("fixtures missing: %v", err)
 	}
 	counts := map[string]int{}
 	err := filepath.WalkDir(fixtureDir, func(p string, d fs.DirEntry, err error) error {

@@ -16,7 +16,7 @@ export const REPO = resolve(here, '../..');
 export const KV0 = process.env.KV0 ?? join(REPO, 'bin/kv0');
 export const EDGE_DIR = process.env.EDGE_DIR ?? join(REPO, 'out/edge');
 export const WRANGLER = process.env.WRANGLER ?? join(REPO, 'edge/node_modules/.bin/wrangler');
-export const SAMPLES = '/work/shared/fixtures/lance-samples';
+export const SAMPLES = join(REPO, 'tests/testdata/lance-samples');
 /** Packages installed from edge/package-lock.json (miniflare, playwright-core). */
 export const edgeRequire = createRequire(join(REPO, 'edge/package.json'));
 /** Packages installed from tests/wasm/package-lock.json (apache-arrow; `make edge-deps` installs them). */

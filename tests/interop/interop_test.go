@@ -492,21 +492,18 @@ func abridge(s string) string {
 	return s[:300] + fmt.Sprintf("… (%d bytes)", len(s))
 }
 
-// fixturesDir is shared/fixtures/lance-samples beside the repository.
+// fixturesDir is the repository's Lance sample datasets (tests/testdata/lance-samples).
 func fixturesDir(t *testing.T) string {
 	t.Helper()
-	d := filepath.Join("..", "..", "..", "shared", "fixtures", "lance-samples")
+	d := filepath.Join("..", "testdata", "lance-samples")
 	if _, err := os.Stat(d); err != nil {
-		if inCI() {
-			t.Fatalf("CI=true but the shared fixtures are missing: %v", err)
-		}
-		t.Skipf("shared fixtures not found: %v", err)
+		t.Fatalf("the lance-samples fixtures are missing: %v", err)
 	}
 	return d
 }
 
 // TestSharedFixtures is a smoke test over the small datasets of
-// shared/fixtures/lance-samples (see their README).
+// tests/testdata/lance-samples (see their README).
 func TestSharedFixtures(t *testing.T) {
 	requireBinary(t)
 	d := fixturesDir(t)

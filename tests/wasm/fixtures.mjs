@@ -11,7 +11,7 @@ import * as arrow from 'apache-arrow';
 const run = promisify(execFile);
 export const KV0 = process.env.KV0 ?? new URL('../../bin/kv0', import.meta.url).pathname;
 export const WASM_DIR = process.env.WASM_DIR ?? new URL('../../out/wasm', import.meta.url).pathname;
-export const SAMPLES = '/work/shared/fixtures/lance-samples';
+export const SAMPLES = new URL('../testdata/lance-samples', import.meta.url).pathname;
 
 /** Runs the kv0 CLI; resolves to its stdout (rejects on a non-zero exit). */
 export async function kv0(args, opts = {}) {

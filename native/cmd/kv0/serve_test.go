@@ -36,24 +36,18 @@ import (
 	"github.com/kv0/kv0/native/fsstore"
 )
 
-// fixturesDir finds the shared lance 8 datasets (../shared/fixtures beside
-// the checkout, or KV0_FIXTURES); "" when absent outside CI.
+// fixturesDir is the repository's Lance sample datasets
+// (tests/testdata/lance-samples, written by lance itself; see its README).
 func fixturesDir(t *testing.T) string {
 	t.Helper()
-	if d := os.Getenv("KV0_FIXTURES"); d != "" {
-		return d
+	d, err := filepath.Abs(filepath.Join("..", "..", "..", "tests", "testdata", "lance-samples"))
+	if err == nil {
+		_, err = os.Stat(d)
 	}
-	dir, _ := filepath.Abs(".")
-	for ; dir != filepath.Dir(dir); dir = filepath.Dir(dir) {
-		c := filepath.Join(dir, "shared", "fixtures", "lance-samples")
-		if st, err := os.Stat(c); err == nil && st.IsDir() {
-			return c
-		}
+	if err != nil {
+		t.Fatalf("the lance-samples fixtures are missing: %v", err)
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("CI=true but the shared lance-samples fixtures are missing (set KV0_FIXTURES)")
-	}
-	return ""
+	return d
 }
 
 // serveRoot is a folder holding a tracking repository (written by kv0

@@ -19,10 +19,9 @@ import (
 	"github.com/kv0/kv0/core/internal/lancepb/wktpb"
 )
 
-// fixtureDirs hold Lance datasets and files: those lance 8 wrote (the same
-// ones core/lance's TestFixtureWireRoundTrip reads) and the repository's own.
+// fixtureDirs hold Lance datasets and files: those lance wrote (tests/testdata/lance-samples,
+// the ones core/lance's TestFixtureWireRoundTrip reads) and the repository's own.
 var fixtureDirs = []string{
-	"/work/shared/fixtures/lance-samples",
 	"../../../../tests/testdata",
 	"../../../lance/testdata",
 	"../../../lancefile/testdata",
