@@ -173,6 +173,7 @@ func TestBadParameters(t *testing.T) {
 		{"/api/v1/runs?experiment=", "experiment"},
 		{"/api/v1/runs?experiment=a&experiment=b", "experiment"},
 		{"/api/v1/runs?status=", "status"},
+		{"/api/v1/runs?status=finshed", "status"},
 		{"/api/v1/runs?archived=yes", "archived"},
 		{"/api/v1/runs?archived=", "archived"},
 		{"/api/v1/runs?tag=", "tag"},

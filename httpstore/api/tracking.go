@@ -288,6 +288,9 @@ func (h *Handler) getRuns(w http.ResponseWriter, r *http.Request) error {
 	if f.Status, err = q.nonEmpty("status"); err != nil {
 		return err
 	}
+	if tracking.CheckStatusFilter(f.Status) != nil {
+		return argErr("status", "%q is none of running, finished, failed, aborted, crashed", f.Status)
+	}
 	for _, t := range q.v["tag"] {
 		if t == "" {
 			return argErr("tag", "empty value")
