@@ -196,6 +196,8 @@ func TestBadParameters(t *testing.T) {
 		{"/api/v1/series/points?ids=" + strings.Repeat("1,", 1000) + "1", "ids"},
 		{"/api/v1/series/points?ids=" + id + "&max_points=-1", "max_points"},
 		{"/api/v1/series/points?ids=" + id + "&max_points=x", "max_points"},
+		{"/api/v1/series/points?ids=" + id + "&max_points=2", "max_points"},
+		{"/api/v1/series/points?ids=" + id + "&max_points=3", "max_points"},
 		{"/api/v1/series/points?ids=" + id + "&max_points=100000000000", "max_points"},
 		{"/api/v1/series/points?ids=" + id + "&from_step=x", "from_step"},
 		{"/api/v1/series/points?ids=" + id + "&to_step=1e3", "to_step"},

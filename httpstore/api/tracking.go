@@ -393,6 +393,9 @@ func (h *Handler) getPoints(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if mp == 2 || mp == 3 {
+		return argErr("max_points", "%d leaves no room for a bucket's min and max: want 0 (every point), 1 (the last) or at least 4", mp)
+	}
 	opts := inspect.PointsOptions{MaxPoints: int(mp)}
 	if q.has("from_step") || q.has("to_step") {
 		from, err := q.int64In("from_step", -1<<63, -1<<63, 1<<63-1)
