@@ -98,7 +98,7 @@ type CorruptError struct {
 
 // Error implements error.
 func (e *CorruptError) Error() string {
-	return fmt.Sprintf("wal: damaged segment %s at offset %d (%s); the %d records before it are intact: run %q to keep them, "+
+	return fmt.Sprintf("wal: damaged segment %s at offset %d (%s); the %d records before it are intact: run \"%s\" to keep them, "+
 		"move the segment aside and let writers open again (\"kv0 wal check\" reports without changing anything)",
 		e.Segment, e.Offset, e.Reason, e.Intact, e.Command())
 }

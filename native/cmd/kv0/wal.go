@@ -157,7 +157,7 @@ func runWAL(sub string, args []string, stdout, stderr io.Writer) error {
 	}
 	if damaged > 0 && sub == "check" {
 		cmd := (&wal.CorruptError{Location: loc, WALDir: *walDir}).Command()
-		return fmt.Errorf("%s: %d damaged write-ahead log segment(s) (%w); run %q to keep the records before the damage and let writers open again",
+		return fmt.Errorf("%s: %d damaged write-ahead log segment(s) (%w); run \"%s\" to keep the records before the damage and let writers open again",
 			loc, damaged, wal.ErrCorrupt, cmd)
 	}
 	return nil
