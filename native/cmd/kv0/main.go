@@ -53,6 +53,7 @@ type group struct {
 var groups = []group{
 	{"lance", "Lance datasets", ""},
 	{"kv", "Key-value databases", kvDetails},
+	{"wal", "Write-ahead logs (recovery from damage)", walGroupDetails},
 	{"", "Experiment tracking and serving", ""},
 }
 
@@ -87,6 +88,9 @@ func init() {
 		{"kv cleanup", "PATH [--older-than DURATION]", "remove versions older than DURATION (default 7d; Go durations, plus d and w)", "", kvSub("cleanup")},
 		{"kv purge", "PATH [--force]", "remove deleted data from every version", "", kvSub("purge")},
 		{"kv tag", "PATH NAME [--version N]", "name a version so cleanup keeps it", "", kvSub("tag")},
+
+		{"wal check", "LOCATION [--wal-dir DIR] [--json]", "report the damage of the write-ahead logs of a database or repository", walCheckDetails, cmdWALCheck},
+		{"wal salvage", "LOCATION [--wal-dir DIR] [--json]", "keep the records before a damaged segment and move it aside", walSalvageDetails, cmdWALSalvage},
 
 		{"runs", "REPO [--experiment E] [--status S] [--tag T]... [--archived true|false] [--param 'KEY<V']... [--json]", "list runs", "", cmdRuns},
 		{"run", "REPO RUN [--json]", "show one run (RUN is an id or a unique name)", "", cmdRun},
