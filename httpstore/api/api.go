@@ -199,7 +199,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(rw, &apiError{status: http.StatusUnauthorized, code: CodeUnauthorized, msg: "missing or wrong bearer token (Authorization: Bearer <token>)"})
 		return
 	}
-	if err := h.route(rw, r, raw); err != nil {
+	route := h.route
+	if strings.HasPrefix(raw, "/api/") {
+		route = func(_ http.ResponseWriter, r *http.Request, raw string) error { return h.routeAgain(rw, r, raw) }
+	}
+	if err := route(rw, r, raw); err != nil {
 		writeError(rw, err)
 	}
 }
