@@ -557,6 +557,7 @@ func (h *Handler) getSeriesOfRuns(w http.ResponseWriter, r *http.Request) error 
 		}
 	}
 	return h.answer(w, r, "series-of-runs", q, false, func(ctx context.Context, repo *tracking.Repo) ([]byte, error) {
+		args := args // build runs again when a read is answered again: it starts from the request's list
 		if newest > 0 {
 			runs, err := repo.Runs(ctx, tracking.RunFilter{})
 			if err != nil {
