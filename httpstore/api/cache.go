@@ -190,6 +190,18 @@ func (c *datasetCache) put(key string, d *lance.Dataset, at time.Time) {
 	}
 }
 
+// touch records that the entry of key, when it still holds d, was found
+// stored at the time at.
+func (c *datasetCache) touch(key string, d *lance.Dataset, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[key]; ok {
+		if e := el.Value.(*dsEntry); e.d == d && e.checked.Before(at) {
+			e.checked = at
+		}
+	}
+}
+
 // drop removes the entry of key when it holds d.
 func (c *datasetCache) drop(key string, d *lance.Dataset) {
 	c.mu.Lock()
@@ -228,7 +240,7 @@ func (h *Handler) openVersion(ctx context.Context, key string, version uint64) (
 			return nil, err
 		}
 		if ok {
-			h.datasets.put(ck, d, now)
+			h.datasets.touch(ck, d, now)
 			noteRead(ctx, d)
 			return d, nil
 		}
@@ -375,7 +387,7 @@ func (h *Handler) findLatest(ctx context.Context, key string, prev *lance.Datase
 		}
 		ck := versionKey(key, d.Version())
 		if c, _ := h.datasets.get(ck); c != nil && c.SameVersion(d) {
-			h.datasets.put(ck, c, now)
+			h.datasets.touch(ck, c, now)
 			return c, nil // the one already opened, with its files
 		}
 		h.datasets.put(ck, d, now)
