@@ -30,9 +30,9 @@ type Versions struct {
 	ids [4]string
 }
 
-// tag is the part of an ETag that names the versions of the tables v
+// manifests is the part of an ETag that names the manifests of the tables v
 // names (a version 0 was not read).
-func (v Versions) tag() string {
+func (v Versions) manifests() string {
 	return strings.Join(v.ids[:], "/")
 }
 
@@ -218,7 +218,7 @@ func (h *Handler) answerIn(w http.ResponseWriter, r *http.Request, ctx context.C
 	// Weak: the versions are read before the answer, which a commit
 	// landing in between makes newer than the ETag says (never older).
 	etag := "W/" + makeETag(route, q.v.Encode(), strconv.FormatUint(v.Runs, 10),
-		strconv.FormatUint(v.Series, 10), strconv.FormatUint(v.Metrics, 10), v.tag())
+		strconv.FormatUint(v.Series, 10), strconv.FormatUint(v.Metrics, 10), v.manifests())
 	kept := h.answers.get(etag)
 	if kept != nil || r.Header.Get("If-None-Match") != "" {
 		// Nothing to read before the answer: the versions must be
@@ -280,7 +280,7 @@ func (h *Handler) getVersions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("ETag", makeETag("versions", strconv.FormatUint(v.Runs, 10), strconv.FormatUint(v.Params, 10),
-		strconv.FormatUint(v.Series, 10), strconv.FormatUint(v.Metrics, 10), v.tag()))
+		strconv.FormatUint(v.Series, 10), strconv.FormatUint(v.Metrics, 10), v.manifests()))
 	w.Header().Set("Cache-Control", "no-cache") // the change detector: always revalidated
 	if ifNoneMatch(r, w.Header().Get("ETag")) {
 		w.WriteHeader(http.StatusNotModified)
