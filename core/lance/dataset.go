@@ -43,6 +43,9 @@ type Dataset struct {
 
 	byFieldOnce sync.Once
 	byField     map[int32]*lancefile.Field // schema fields by id, built on first use
+
+	idOnce sync.Once
+	id     string // ManifestID, computed on first use
 }
 
 // Fragment describes one fragment of a version. Paths are relative to the

@@ -352,9 +352,13 @@ func (r *Repo) latestWarm(ctx context.Context, table string, warm func(context.C
 	if err != nil {
 		return nil, err
 	}
-	if cur := r.seen[table]; cur.d == nil || cur.d.Version() < d.Version() || cur.d.Version() == d.Version() && cur.listed.Before(listed) {
+	switch cur := r.seen[table]; {
+	case cur.d == nil || cur.d.Version() < d.Version() || cur.d.Version() == d.Version() && cur.listed.Before(listed),
+		cur.d == prev.d && !d.SameVersion(prev.d):
+		// Newer, or what this read started from was replaced (a table
+		// deleted and written again may be at a lower version).
 		r.seen[table] = seenVersion{d: d, listed: listed, checked: checked}
-	} else if cur.d.Version() == d.Version() && cur.checked.Before(checked) {
+	case cur.d.Version() == d.Version() && cur.checked.Before(checked):
 		cur.checked = checked
 		r.seen[table] = cur
 	}

@@ -82,7 +82,9 @@ type Options struct {
 	// than the newest commit (they already carry max-age LatestMaxAge).
 	// 0 (the default, kv0 serve's) confirms the versions on every request;
 	// the edge worker sets it to LatestMaxAge, because each confirmation
-	// costs it a dozen requests across the JavaScript boundary.
+	// costs it a dozen requests across the JavaScript boundary. It also
+	// bounds how long an opened version found still stored is used without
+	// checking its manifest again (a purge may remove it).
 	VersionTTL time.Duration
 	// MaxOpenFiles bounds the opened data files kept across requests
 	// (their footers and column metadata; default 512).
@@ -94,7 +96,10 @@ type Options struct {
 
 // Handler is kv0's HTTP read API over one store root. It is safe for
 // concurrent use and keeps caches (opened data files, manifests, the
-// tracking repository's derived views) across requests.
+// tracking repository's derived views) across requests, each version
+// checked still stored, byte for byte, before a request answers from it: a
+// cleanup, a purge or a dataset written again is never answered from
+// memory.
 type Handler struct {
 	st   store.Store
 	root string
@@ -200,7 +205,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(rw, &apiError{status: http.StatusUnauthorized, code: CodeUnauthorized, msg: "missing or wrong bearer token (Authorization: Bearer <token>)"})
 		return
 	}
-	if err := h.route(rw, r, raw); err != nil {
+	var err error
+	if strings.HasPrefix(raw, "/api/") {
+		err = h.routeAgain(rw, r, raw) // answered again when a version is removed under the read (retry.go)
+	} else {
+		err = h.route(rw, r, raw)
+	}
+	if err != nil {
 		writeError(rw, err)
 	}
 }

@@ -333,18 +333,20 @@ func TestCaching(t *testing.T) {
 	h := New(cs, "", Options{Files: true})
 	for _, target := range []string{"/api/v1/datasets/t.lance/rows?version=1", "/api/v1/datasets/t.lance/info?tag=first",
 		"/api/v1/datasets/t.lance/rows?tag=first&format=arrow&columns=id"} {
+		// Not immutable: a cleanup or purge may remove the version, a
+		// dataset written again gives it other contents.
 		w := get(t, h, target)
 		etag := w.Header().Get("ETag")
-		if w.Code != 200 || w.Header().Get("Cache-Control") != immutableCache || etag == "" {
+		if w.Code != 200 || w.Header().Get("Cache-Control") != "public, max-age=1" || etag == "" {
 			t.Fatalf("%s: %d %v", target, w.Code, w.Header())
 		}
-		before := cs.calls.Load()
+		before := cs.reads.Load()
 		w = get(t, h, target, "If-None-Match", etag)
 		if w.Code != http.StatusNotModified || w.Body.Len() != 0 || w.Header().Get("ETag") != etag {
 			t.Errorf("%s revalidated: %d %q", target, w.Code, w.Body)
 		}
-		if n := cs.calls.Load() - before; n != 0 {
-			t.Errorf("%s: a 304 of an immutable answer made %d store calls", target, n)
+		if n := cs.reads.Load() - before; n != 0 {
+			t.Errorf("%s: a 304 read %d objects (want the version's manifest and the tag only)", target, n)
 		}
 		if w := get(t, h, target, "If-None-Match", `"other"`); w.Code != 200 {
 			t.Errorf("%s with another ETag: %d", target, w.Code)
@@ -370,7 +372,7 @@ func TestCaching(t *testing.T) {
 			t.Errorf("%s revalidated: %d", target, w.Code)
 		}
 		if n := cs.reads.Load() - before; n != 0 {
-			t.Errorf("%s: a 304 read %d objects (want version probes only: listings, stats, the hint)", target, n)
+			t.Errorf("%s: a 304 read %d objects (want version probes only: listings, stats, the hint, manifests, tags)", target, n)
 		}
 	}
 	ctx := context.Background()
@@ -558,7 +560,7 @@ func TestFiles(t *testing.T) {
 	size := int64(len(content))
 	w := get(t, h, "/files/"+dataKey)
 	if w.Code != 200 || !bytes.Equal(w.Body.Bytes(), content) || w.Header().Get("Content-Length") != strconv.FormatInt(size, 10) ||
-		w.Header().Get("Cache-Control") != immutableCache || w.Header().Get("Accept-Ranges") != "bytes" {
+		w.Header().Get("Cache-Control") != "public, max-age=1" || w.Header().Get("Accept-Ranges") != "bytes" {
 		t.Fatalf("whole file: %d %v", w.Code, w.Header())
 	}
 	etag := w.Header().Get("ETag")

@@ -29,6 +29,7 @@ const (
 	CodeInternal            = "Internal"            // 500: a bug (a recovered panic)
 	CodeUnsupported         = "Unsupported"         // 501: a format, encoding or type kv0 does not read
 	CodeStoreFailed         = "StoreFailed"         // 502: the store failed to answer
+	CodeUnavailable         = "Unavailable"         // 503: the data was rewritten under the read twice; retry (Retry-After)
 )
 
 // ErrorBody is the JSON of every error answer.

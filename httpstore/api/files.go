@@ -16,7 +16,9 @@ import (
 // Objects of a Lance dataset that never change once written: data files,
 // deletion files, transactions and manifests (created with PutIfAbsent,
 // under names never reused). Everything else (the latest-version hint,
-// tags) may be overwritten in place.
+// tags) may be overwritten in place. A cleanup or purge may still remove
+// them, so they are not immutable either: an ETag of key and size, and
+// max-age LatestMaxAge (Handler.maxAge).
 func immutableObject(key string) bool {
 	for _, dir := range []string{"data/", "_deletions/", "_transactions/"} {
 		if strings.HasPrefix(key, dir) || strings.Contains(key, "/"+dir) {
@@ -54,7 +56,7 @@ func (h *Handler) getFile(w http.ResponseWriter, r *http.Request, key string) er
 	var etag string
 	if immutableObject(key) {
 		etag = makeETag("file", key, strconv.FormatInt(size, 10))
-		hd.Set("Cache-Control", strings.Replace(immutableCache, "public", h.scope(), 1))
+		hd.Set("Cache-Control", h.maxAge())
 	} else {
 		if size <= smallObject {
 			whole = make([]byte, size)

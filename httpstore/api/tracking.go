@@ -23,6 +23,17 @@ type Versions struct {
 	Params  uint64 `json:"params"`
 	Series  uint64 `json:"series"`
 	Metrics uint64 `json:"metrics"`
+
+	// ids are the versions' manifest identities (lance.Dataset.ManifestID),
+	// in the order of the fields, for ETags and kept answers: a table
+	// deleted and written again has versions of the same numbers.
+	ids [4]string
+}
+
+// manifests is the part of an ETag that names the manifests of the tables v
+// names (a version 0 was not read).
+func (v Versions) manifests() string {
+	return strings.Join(v.ids[:], "/")
 }
 
 // versions reads the tables' latest versions, concurrently (lance's cheap
@@ -55,13 +66,14 @@ type tableField struct {
 	bit  tableSet
 	name string
 	dst  *uint64
+	id   *string // the version's ManifestID
 }
 
 // tablesOf lists the tables of set with their fields of v.
 func tablesOf(set tableSet, v *Versions) []tableField {
 	var out []tableField
-	for _, t := range []tableField{{runsBit, tracking.RunsTable, &v.Runs}, {paramsBit, tracking.ParamsTable, &v.Params},
-		{seriesBit, tracking.SeriesTable, &v.Series}, {metricsBit, tracking.MetricsTable, &v.Metrics}} {
+	for _, t := range []tableField{{runsBit, tracking.RunsTable, &v.Runs, &v.ids[0]}, {paramsBit, tracking.ParamsTable, &v.Params, &v.ids[1]},
+		{seriesBit, tracking.SeriesTable, &v.Series, &v.ids[2]}, {metricsBit, tracking.MetricsTable, &v.Metrics, &v.ids[3]}} {
 		if set&t.bit != 0 {
 			out = append(out, t)
 		}
@@ -81,11 +93,13 @@ func (h *Handler) versionsOf(ctx context.Context, set tableSet) (Versions, error
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n, err := h.latest(ctx, store.Join(h.root, t.name))
+			d, err := h.latestDataset(ctx, store.Join(h.root, t.name))
 			if err != nil && !isNotFound(err) {
 				errs[i] = err
 			}
-			*t.dst = n
+			if d != nil {
+				*t.dst, *t.id = d.Version(), d.ManifestID()
+			}
 		}()
 	}
 	wg.Wait()
@@ -204,7 +218,7 @@ func (h *Handler) answerIn(w http.ResponseWriter, r *http.Request, ctx context.C
 	// Weak: the versions are read before the answer, which a commit
 	// landing in between makes newer than the ETag says (never older).
 	etag := "W/" + makeETag(route, q.v.Encode(), strconv.FormatUint(v.Runs, 10),
-		strconv.FormatUint(v.Series, 10), strconv.FormatUint(v.Metrics, 10))
+		strconv.FormatUint(v.Series, 10), strconv.FormatUint(v.Metrics, 10), v.manifests())
 	kept := h.answers.get(etag)
 	if kept != nil || r.Header.Get("If-None-Match") != "" {
 		// Nothing to read before the answer: the versions must be
@@ -266,7 +280,7 @@ func (h *Handler) getVersions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.Header().Set("ETag", makeETag("versions", strconv.FormatUint(v.Runs, 10), strconv.FormatUint(v.Params, 10),
-		strconv.FormatUint(v.Series, 10), strconv.FormatUint(v.Metrics, 10)))
+		strconv.FormatUint(v.Series, 10), strconv.FormatUint(v.Metrics, 10), v.manifests()))
 	w.Header().Set("Cache-Control", "no-cache") // the change detector: always revalidated
 	if ifNoneMatch(r, w.Header().Get("ETag")) {
 		w.WriteHeader(http.StatusNotModified)
@@ -549,6 +563,7 @@ func (h *Handler) getSeriesOfRuns(w http.ResponseWriter, r *http.Request) error 
 		}
 	}
 	return h.answer(w, r, "series-of-runs", q, false, func(ctx context.Context, repo *tracking.Repo) ([]byte, error) {
+		args := args // build runs again when a read is answered again: it starts from the request's list
 		if newest > 0 {
 			runs, err := repo.Runs(ctx, tracking.RunFilter{})
 			if err != nil {
