@@ -178,6 +178,29 @@ func (r *Repo) putClaim(ctx context.Context, id string, gen uint64, kind, holder
 	return nil
 }
 
+// checkClaim marks c lost when the claim after it exists.
+func (r *Repo) checkClaim(ctx context.Context, id string, c *claimState) error {
+	r.mu.Lock()
+	gen := c.gen
+	r.mu.Unlock()
+	_, err := r.st.Stat(ctx, r.claimKey(id, gen+1))
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("tracking: claim %d of run %q: %w", gen+1, id, err)
+	}
+	r.mu.Lock()
+	if c.lost == nil && c.gen == gen {
+		c.lost = &HeldError{RunID: id, Gen: gen + 1, Reason: fmt.Sprintf("another writer took it over (claim %d) after this handle claimed it (claim %d)", gen+1, gen)}
+		if run := r.runs[id]; run != nil && run.claim == c {
+			run.active = false
+		}
+	}
+	r.mu.Unlock()
+	return nil
+}
+
 // ResumeOptions are the optional parts of ResumeRun.
 type ResumeOptions struct {
 	// OnlyAbandoned refuses, with ErrHeld, a run that another writer may

@@ -266,10 +266,19 @@ func (r *Repo) ResumeRun(ctx context.Context, id string, opts ...ResumeOptions) 
 		return nil, err
 	}
 	r.mu.Lock()
-	held := r.runs[id] != nil && !r.runs[id].deleted && r.runs[id].claim != nil && r.runs[id].claim.lost == nil && !r.runs[id].claim.free
+	var mine *claimState // the claim of a run this handle holds
+	if run := r.runs[id]; run != nil && !run.deleted && run.claim != nil && run.claim.lost == nil && !run.claim.free {
+		mine = run.claim
+	}
 	r.mu.Unlock()
+	if mine != nil {
+		// Still held unless another writer took it over since.
+		if err := r.checkClaim(ctx, id, mine); err != nil {
+			return nil, err
+		}
+	}
 	var claim *claimState
-	if held {
+	if mine != nil && mine.lost == nil {
 		if _, err := r.Run(ctx, id); err != nil {
 			return nil, err
 		}
