@@ -31,6 +31,7 @@ const cliEnv = "KV0_TEST_AS_CLI"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(cliEnv) == "1" {
+		setResumeGate()
 		main()
 		return
 	}
