@@ -231,7 +231,7 @@ func (r *Repo) HolderID() string { return r.holder }
 // from its newest claim c (found: there is one).
 func (r *Repo) checkAbandoned(in RunInfo, c claimBody, found bool, o ResumeOptions) error {
 	now := r.opts.Now()
-	hint := func(since time.Time) string {
+	hint := func() string {
 		if r.opts.CrashedAfter < 0 {
 			return "; runs never count as crashed here (CrashedAfter is negative), so it stays held"
 		}
@@ -240,7 +240,7 @@ func (r *Repo) checkAbandoned(in RunInfo, c claimBody, found bool, o ResumeOptio
 	if !found {
 		if in.Status == StatusRunning && !in.HeartbeatAt.IsZero() && (o.DeadHeartbeat.IsZero() || in.HeartbeatAt.After(o.DeadHeartbeat)) {
 			return &HeldError{RunID: in.ID, Reason: fmt.Sprintf("a live writer on another host or handle beat %v ago%s",
-				now.Sub(in.HeartbeatAt).Round(time.Millisecond), hint(in.HeartbeatAt))}
+				now.Sub(in.HeartbeatAt).Round(time.Millisecond), hint())}
 		}
 		return nil
 	}
@@ -253,7 +253,7 @@ func (r *Repo) checkAbandoned(in RunInfo, c claimBody, found bool, o ResumeOptio
 	}
 	if r.opts.CrashedAfter < 0 || now.Sub(alive) <= r.opts.CrashedAfter {
 		return &HeldError{RunID: in.ID, Gen: c.Gen, Reason: fmt.Sprintf("a live writer on another host or handle (claim %d) showed a sign of life %v ago%s",
-			c.Gen, now.Sub(alive).Round(time.Millisecond), hint(alive))}
+			c.Gen, now.Sub(alive).Round(time.Millisecond), hint())}
 	}
 	return nil
 }

@@ -276,9 +276,14 @@ func (r *Repo) ResumeRun(ctx context.Context, id string, opts ...ResumeOptions) 
 		if err := r.checkClaim(ctx, id, mine); err != nil {
 			return nil, err
 		}
+		r.mu.Lock()
+		if mine.lost != nil {
+			mine = nil
+		}
+		r.mu.Unlock()
 	}
 	var claim *claimState
-	if mine != nil && mine.lost == nil {
+	if mine != nil {
 		if _, err := r.Run(ctx, id); err != nil {
 			return nil, err
 		}
@@ -307,6 +312,18 @@ func (r *Repo) ResumeRun(ctx context.Context, id string, opts ...ResumeOptions) 
 			return nil, err
 		}
 	}
+	run, err := r.resumeClaimed(ctx, id, claim)
+	if err != nil && claim != nil {
+		// Let the claim go rather than leave the run held by nobody
+		// until its age frees it.
+		_ = r.putClaim(ctx, id, claim.gen+1, claimFree, claim.holder, "")
+	}
+	return run, err
+}
+
+// resumeClaimed is ResumeRun once the run is held: under claim, new, or
+// (nil) the handle's own.
+func (r *Repo) resumeClaimed(ctx context.Context, id string, claim *claimState) (*Run, error) {
 	series, err := r.AllSeries(ctx, id)
 	if err != nil {
 		return nil, err
