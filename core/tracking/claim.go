@@ -227,8 +227,8 @@ type ResumeOptions struct {
 // ResumeOptions.DeadHolder, that the holder of a run died.
 func (r *Repo) HolderID() string { return r.holder }
 
-// checkAbandoned returns ErrHeld when o refuses to take the run in over
-// from its newest claim c (found: there is one).
+// checkAbandoned returns ErrHeld when o refuses to take over the run in,
+// read after its newest claim c (found: there is one).
 func (r *Repo) checkAbandoned(in RunInfo, c claimBody, found bool, o ResumeOptions) error {
 	now := r.opts.Now()
 	hint := func() string {
@@ -239,7 +239,7 @@ func (r *Repo) checkAbandoned(in RunInfo, c claimBody, found bool, o ResumeOptio
 	}
 	if !found {
 		if in.Status == StatusRunning && !in.HeartbeatAt.IsZero() && (o.DeadHeartbeat.IsZero() || in.HeartbeatAt.After(o.DeadHeartbeat)) {
-			return &HeldError{RunID: in.ID, Reason: fmt.Sprintf("a live writer on another host or handle beat %v ago%s",
+			return &HeldError{RunID: in.ID, Reason: fmt.Sprintf("a live writer on another host or handle (last heartbeat %v ago)%s",
 				now.Sub(in.HeartbeatAt).Round(time.Millisecond), hint())}
 		}
 		return nil
@@ -252,7 +252,7 @@ func (r *Repo) checkAbandoned(in RunInfo, c claimBody, found bool, o ResumeOptio
 		alive = in.HeartbeatAt
 	}
 	if r.opts.CrashedAfter < 0 || now.Sub(alive) <= r.opts.CrashedAfter {
-		return &HeldError{RunID: in.ID, Gen: c.Gen, Reason: fmt.Sprintf("a live writer on another host or handle (claim %d) showed a sign of life %v ago%s",
+		return &HeldError{RunID: in.ID, Gen: c.Gen, Reason: fmt.Sprintf("a live writer on another host or handle (claim %d, last sign of life %v ago)%s",
 			c.Gen, now.Sub(alive).Round(time.Millisecond), hint())}
 	}
 	return nil
