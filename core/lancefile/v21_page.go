@@ -39,8 +39,8 @@ func decodePage21(li *leafInfo, enc []byte, bufs [][]byte, rows uint64) (*leafPa
 		}
 	case *enc21pb.PageLayout_FullZipLayout:
 		pg, err = decodeFullZipPage(li, l.FullZipLayout, bufs, rows)
-	case *enc21pb.PageLayout_AllNullLayout:
-		pg, err = decodeAllNullPage(li, l.AllNullLayout, bufs, rows)
+	case *enc21pb.PageLayout_ConstantLayout:
+		pg, err = decodeAllNullPage(li, l.ConstantLayout, bufs, rows)
 	case *enc21pb.PageLayout_BlobLayout:
 		return nil, unsupportedf("blob page layout")
 	default:
@@ -697,7 +697,7 @@ func decodeFullZipPage(li *leafInfo, fz *enc21pb.FullZipLayout, bufs [][]byte, r
 // decodeAllNullPage decodes an all-null page. The simple form (a single
 // nullable item layer) has no buffers; the complex form stores u16 rep and
 // def levels in buffers 0 and 1 (either may be empty).
-func decodeAllNullPage(li *leafInfo, an *enc21pb.AllNullLayout, bufs [][]byte, rows uint64) (*leafPage, error) {
+func decodeAllNullPage(li *leafInfo, an *enc21pb.ConstantLayout, bufs [][]byte, rows uint64) (*leafPage, error) {
 	layers := an.GetLayers()
 	dm, err := li.defMap(layers)
 	if err != nil {

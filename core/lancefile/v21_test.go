@@ -505,7 +505,7 @@ func TestV21FullZip(t *testing.T) {
 }
 
 func allNull(layers ...enc21pb.RepDefLayer) *enc21pb.PageLayout {
-	return &enc21pb.PageLayout{Layout: &enc21pb.PageLayout_AllNullLayout{AllNullLayout: &enc21pb.AllNullLayout{Layers: layers}}}
+	return &enc21pb.PageLayout{Layout: &enc21pb.PageLayout_ConstantLayout{ConstantLayout: &enc21pb.ConstantLayout{Layers: layers}}}
 }
 
 func TestV21AllNull(t *testing.T) {
