@@ -109,7 +109,7 @@ func (lr *leafReader) load(ctx context.Context) error {
 	if p == nil {
 		return lr.f.pageErr(lr.info.col, idx, corruptf("column ends before the file's last row"))
 	}
-	pg, err := decodePage21(lr.info, p.info.enc, p.bufs, p.info.rows)
+	pg, err := decodePage(lr.info, p.info.enc, p.bufs, p.info.rows, lr.f.version)
 	if err != nil {
 		return lr.f.pageErr(lr.info.col, idx, err)
 	}
@@ -399,6 +399,13 @@ func popcount8(b byte) int {
 
 // leafData builds the Arrow data of a leaf from its values and validity.
 func leafData(li *leafInfo, v *vals, valid bitmap) (arrow.ArrayData, error) {
+	if v.constant {
+		e, err := v.expand()
+		if err != nil {
+			return nil, err
+		}
+		v = &e
+	}
 	n := v.n
 	var vbuf *memory.Buffer
 	if valid.bits != nil {

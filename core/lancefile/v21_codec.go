@@ -13,9 +13,10 @@ import (
 //
 //   - mini-block: decode the buffers of one chunk (Flat, Variable,
 //     InlineBitpacking, Fsst, Rle, General, Constant, FixedSizeList);
-//   - block: decode one whole buffer (rep/def levels of a chunk, the
-//     dictionary of a page: Flat, InlineBitpacking, OutOfLineBitpacking,
-//     Variable in its block form, Constant, General);
+//   - block: decode one whole buffer (rep/def levels of a chunk or of a
+//     constant page, the dictionary of a page: Flat, InlineBitpacking,
+//     OutOfLineBitpacking, Variable in its block form, Constant, General,
+//     and from 2.2 Rle in its block form);
 //   - per value: the values of a full-zip page (Flat, FixedSizeList,
 //     Constant for fixed width; Variable, Fsst, General for variable width).
 //
@@ -33,7 +34,8 @@ import (
 //	Variable, mini-block  (k+1) u32|u64 offsets from the buffer start, bytes
 //	Variable, block       u32|u64 width (32|64), u32|u64 start of bytes,
 //	                      (k+1) offsets relative to the bytes, bytes
-//	Rle                   buffer 0: run values (Flat); buffer 1: u8 run lengths
+//	Rle, mini-block       buffer 0: run values (Flat); buffer 1: u8 run lengths
+//	Rle, block            u64 V, V bytes of run values (Flat), u8 run lengths
 //	ByteStreamSplit{w}    n values of w bytes as w streams of n bytes: byte j
 //	                      of value i at j*n + i (chunk-local)
 //	General               the inner encoding's first buffer, compressed
@@ -250,7 +252,9 @@ func compileCodecDepth(e *enc21pb.CompressiveEncoding, role codecRole, depth int
 		cd.inner = inner
 		return cd, nil
 	case *enc21pb.CompressiveEncoding_Rle:
-		if role != roleMiniBlock {
+		// Mini-block RLE has two buffers (values, run lengths); block RLE
+		// (2.2's level compression) is one buffer (v22_codec.go).
+		if role == rolePerValue {
 			return nil, bad()
 		}
 		vf := c.Rle.GetValues().GetFlat()
@@ -589,6 +593,8 @@ func (c *codec) decodeBlock(buf []byte, n int) (vals, error) {
 			return vals{}, err
 		}
 		return c.inner.decodeBlock(raw, n)
+	case cRle:
+		return decodeRleBlock(buf, n, c.width)
 	case cFlat, cBitmap, cInline, cOutOfLine, cConstant:
 		if err := c.checkBlockCount(buf, n); err != nil {
 			return vals{}, err

@@ -105,7 +105,7 @@ func seedPages(t testing.TB) []tPage {
 				if err != nil {
 					continue
 				}
-				pl, err := pageLayout21(p.info.enc)
+				pl, err := pageLayout(p.info.enc, f.version)
 				size := 0
 				for _, b := range p.bufs {
 					size += len(b)

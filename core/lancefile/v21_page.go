@@ -24,9 +24,10 @@ type leafPage struct {
 	row, lev, val int // cursor: rows, entries and values consumed
 }
 
-// decodePage21 decodes a whole page of li's column.
-func decodePage21(li *leafInfo, enc []byte, bufs [][]byte, rows uint64) (*leafPage, error) {
-	pl, err := pageLayout21(enc)
+// decodePage decodes a whole page of li's column, from a file of format
+// version v (2.1 or 2.2).
+func decodePage(li *leafInfo, enc []byte, bufs [][]byte, rows uint64, v Version) (*leafPage, error) {
+	pl, err := pageLayout(enc, v)
 	if err != nil {
 		return nil, err
 	}
@@ -40,9 +41,15 @@ func decodePage21(li *leafInfo, enc []byte, bufs [][]byte, rows uint64) (*leafPa
 	case *enc21pb.PageLayout_FullZipLayout:
 		pg, err = decodeFullZipPage(li, l.FullZipLayout, bufs, rows)
 	case *enc21pb.PageLayout_ConstantLayout:
-		pg, err = decodeAllNullPage(li, l.ConstantLayout, bufs, rows)
+		if v == V2_1 {
+			pg, err = decodeAllNullPage(li, l.ConstantLayout, bufs, rows)
+		} else {
+			pg, err = decodeConstantPage(li, l.ConstantLayout, bufs, rows)
+		}
 	case *enc21pb.PageLayout_BlobLayout:
-		return nil, unsupportedf("blob page layout")
+		pg, err = decodeBlobPage(li, l.BlobLayout, bufs, rows, v)
+	case nil:
+		return nil, corruptf("page layout without a layout")
 	default:
 		return nil, unsupportedf("page layout %T", pl.GetLayout())
 	}
@@ -257,11 +264,12 @@ func rpad8(n int) int { return (n + 7) &^ 7 }
 // Each chunk:
 //
 //	u16 num_levels | u16 rep_size (if rep) | u16 def_size (if def) |
-//	u16 buffer_size[num_buffers] | pad to 8 | rep | pad 8 | def | pad 8 |
+//	buffer_size[num_buffers] | pad to 8 | rep | pad 8 | def | pad 8 |
 //	buffer 0 | pad 8 | ... | buffer k-1 | pad 8
 //
 // and its metadata word is ((bytes/8 - 1) << 4) | log2(items), the last
-// chunk taking whatever items remain.
+// chunk taking whatever items remain. Metadata words and buffer sizes are
+// u16 in 2.1 and u32 with has_large_chunk (the grammar of 2.2).
 func decodeMiniBlockPage(li *leafInfo, mb *enc21pb.MiniBlockLayout, bufs [][]byte, rows uint64) (*leafPage, error) {
 	dm, err := li.defMap(mb.GetLayers())
 	if err != nil {
@@ -316,10 +324,14 @@ func decodeMiniBlockPage(li *leafInfo, mb *enc21pb.MiniBlockLayout, bufs [][]byt
 		return nil, err
 	}
 	meta, data := bufs[0], bufs[1]
-	if len(meta)%2 != 0 {
-		return nil, corruptf("chunk metadata of odd length %d", len(meta))
+	ww := 2 // bytes of a metadata word and of a buffer size
+	if mb.GetHasLargeChunk() {
+		ww = 4
 	}
-	nChunks := len(meta) / 2
+	if len(meta)%ww != 0 {
+		return nil, corruptf("chunk metadata of %d bytes is not a whole number of %d-byte words", len(meta), ww)
+	}
+	nChunks := len(meta) / ww
 	numItems := mb.GetNumItems()
 	if numItems > uint64(nChunks)*maxChunkItems {
 		return nil, corruptf("%d items in %d chunks", numItems, nChunks)
@@ -348,7 +360,7 @@ func decodeMiniBlockPage(li *leafInfo, mb *enc21pb.MiniBlockLayout, bufs [][]byt
 	off := 0
 	items := uint64(0)
 	for c := 0; c < nChunks; c++ {
-		w := binary.LittleEndian.Uint16(meta[2*c:])
+		w := readUint(meta[ww*c:], ww)
 		size := (int(w>>4) + 1) * 8
 		var k uint64
 		if c < nChunks-1 {
@@ -376,7 +388,7 @@ func decodeMiniBlockPage(li *leafInfo, mb *enc21pb.MiniBlockLayout, bufs [][]byt
 		if defC != nil {
 			hdr += 2
 		}
-		hdr += 2 * int(nb)
+		hdr += ww * int(nb)
 		if hdr > len(chunk) {
 			return nil, corruptf("chunk %d header overruns the chunk", c)
 		}
@@ -392,8 +404,8 @@ func decodeMiniBlockPage(li *leafInfo, mb *enc21pb.MiniBlockLayout, bufs [][]byt
 			h += 2
 		}
 		for i := range sizes {
-			sizes[i] = int(binary.LittleEndian.Uint16(chunk[h:]))
-			h += 2
+			sizes[i] = int(readUint(chunk[h:], ww))
+			h += ww
 		}
 		p := rpad8(h)
 		take := func(n int) ([]byte, error) {
@@ -417,6 +429,13 @@ func decodeMiniBlockPage(li *leafInfo, mb *enc21pb.MiniBlockLayout, bufs [][]byt
 		}
 		for i := range chunkBufs {
 			if chunkBufs[i], err = take(sizes[i]); err != nil {
+				return nil, err
+			}
+		}
+		if ww == 4 && (repC != nil || defC != nil) {
+			// The u16 level count wraps in chunks of more than 65,535
+			// levels; RLE-compressed levels tell the real count.
+			if numLevels, err = wrappedLevels(numLevels, repC, repB, defC, defB); err != nil {
 				return nil, err
 			}
 		}
