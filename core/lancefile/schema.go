@@ -262,6 +262,20 @@ func arrowType(f *Field) (arrow.DataType, error) {
 			members[i] = c.ArrowField()
 		}
 		return arrow.StructOf(members...), nil
+	case "map":
+		// A map is a list of entries, structs of a key and a value.
+		if len(f.Children) != 1 || len(f.Children[0].Children) != 2 || f.Children[0].Type == nil {
+			return nil, errors.New("map needs one entries field of a key and a value")
+		}
+		if _, ok := f.Children[0].Type.(*arrow.StructType); !ok {
+			return nil, errors.New("map entries are not a struct")
+		}
+		key := f.Children[0].Children[0].ArrowField()
+		key.Nullable = false
+		mt := arrow.MapOfFields(key, f.Children[0].Children[1].ArrowField())
+		// The entries field takes Arrow's names for the map's members.
+		f.Children[0].Type = mt.Elem()
+		return mt, nil
 	case "list", "list.struct", "large_list", "large_list.struct":
 		if len(f.Children) != 1 || f.Children[0].Type == nil {
 			return nil, errors.New("list needs exactly one supported item field")

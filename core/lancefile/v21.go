@@ -39,7 +39,10 @@ func newDecoder21(f *File, fld *Field, columnOf map[int32]int, opts ReadOptions)
 		if fl.Type == nil {
 			return unsupportedf("field %q has no type", fl.Name)
 		}
-		if fl.IsLeaf() || isFSLLeaf(fl) {
+		_, own := columnOf[fl.ID]
+		if fl.IsLeaf() || isFSLLeaf(fl) || (own && isStructField(fl)) {
+			// A struct with a column of its own is stored whole in it:
+			// packed (lance-encoding:packed) or a blob v2 descriptor.
 			col := -1
 			if c, ok := columnOf[fl.ID]; ok {
 				col = c
@@ -68,7 +71,7 @@ func newDecoder21(f *File, fld *Field, columnOf map[int32]int, opts ReadOptions)
 			return nil
 		}
 		switch fl.Type.(type) {
-		case *arrow.StructType, *arrow.ListType, *arrow.LargeListType:
+		case *arrow.StructType, *arrow.ListType, *arrow.LargeListType, *arrow.MapType:
 		default:
 			return unsupportedf("field %q of type %v has children", fl.Name, fl.Type)
 		}
@@ -316,7 +319,7 @@ func (d *decoder21) build(fl *Field, p, length int, batches []*leafBatch, outs [
 			children[i] = cd
 		}
 		return array.NewData(t, length, []*memory.Buffer{validity}, children, nulls, 0), nil
-	case *arrow.ListType, *arrow.LargeListType:
+	case *arrow.ListType, *arrow.LargeListType, *arrow.MapType:
 		offs := lo.offs
 		if len(offs) != length+1 {
 			return nil, corruptf("list %q has %d offsets for %d slots", fl.Name, len(offs), length)
@@ -324,6 +327,12 @@ func (d *decoder21) build(fl *Field, p, length int, batches []*leafBatch, outs [
 		child, err := d.build(fl.Children[0], p+1, int(offs[length]), batches, outs)
 		if err != nil {
 			return nil, err
+		}
+		if _, isMap := t.(*arrow.MapType); isMap {
+			// Arrow's map arrays have entries and keys without nulls.
+			if child.NullN() != 0 || len(child.Children()) != 2 || child.Children()[0].NullN() != 0 {
+				return nil, corruptf("map %q has null entries or keys", fl.Name)
+			}
 		}
 		var ob *memory.Buffer
 		if _, large := t.(*arrow.LargeListType); large {
@@ -405,6 +414,9 @@ func leafData(li *leafInfo, v *vals, valid bitmap) (arrow.ArrayData, error) {
 			return nil, err
 		}
 		v = &e
+	}
+	if li.packed != nil {
+		return packedData(li, v, valid)
 	}
 	n := v.n
 	var vbuf *memory.Buffer

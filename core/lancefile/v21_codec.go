@@ -112,6 +112,7 @@ const (
 	cGeneral                    // General over an inner codec
 	cConstant                   // Constant
 	cBSS                        // ByteStreamSplit over Flat values
+	cVarPacked                  // VariablePackedStruct (per value; v22_struct.go)
 )
 
 // codec is a compiled CompressiveEncoding.
@@ -130,6 +131,10 @@ type codec struct {
 	// each value then comes with dim validity bits.
 	fslDim   int
 	fslValid bool
+	// packedWidths are the member widths (bytes) of a PackedStruct, which
+	// decodes as Flat values of their total width.
+	packedWidths []int
+	vp           *varPacked // cVarPacked
 }
 
 type codecRole uint8
@@ -190,6 +195,30 @@ func compileCodecDepth(e *enc21pb.CompressiveEncoding, role codecRole, depth int
 			return nil, unsupportedf("FixedSizeList of %s with %d items", encName(fsl.GetValues()), dim)
 		}
 		return &codec{kind: cFlat, out: kindFixed, width: inner.width * int(dim), fslDim: int(dim), fslValid: fsl.GetHasValidity()}, nil
+	case *enc21pb.CompressiveEncoding_PackedStruct:
+		ps := c.PackedStruct
+		inner, err := compileCodecDepth(ps.GetValues(), role, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		total := 0
+		var widths []int
+		for _, b := range ps.GetBitsPerValue() {
+			if b == 0 || b%8 != 0 || b > 1<<12 {
+				return nil, unsupportedf("PackedStruct member of %d bits", b)
+			}
+			widths = append(widths, int(b/8))
+			total += int(b / 8)
+		}
+		if inner.kind != cFlat || inner.comp != 0 || inner.width != total || inner.fslDim != 0 || len(widths) == 0 {
+			return nil, unsupportedf("PackedStruct of %d bytes over %s", total, encName(ps.GetValues()))
+		}
+		return &codec{kind: cFlat, out: kindFixed, width: total, packedWidths: widths}, nil
+	case *enc21pb.CompressiveEncoding_VariablePackedStruct:
+		if role != rolePerValue {
+			return nil, bad()
+		}
+		return compileVarPacked(c.VariablePackedStruct)
 	case *enc21pb.CompressiveEncoding_InlineBitpacking:
 		if role == rolePerValue {
 			return nil, bad()

@@ -296,6 +296,11 @@ func decodeMiniBlockPage(li *leafInfo, mb *enc21pb.MiniBlockLayout, bufs [][]byt
 	if err != nil {
 		return nil, err
 	}
+	if li.packed != nil || valC.packedWidths != nil {
+		if err := checkPackedStruct(li, valC); err != nil {
+			return nil, err
+		}
+	}
 	var dict *vals
 	if mb.GetDictionary() != nil {
 		if len(bufs) < 3 {
@@ -571,6 +576,11 @@ func decodeFullZipPage(li *leafInfo, fz *enc21pb.FullZipLayout, bufs [][]byte, r
 		if vc.kind != cFlat || vc.comp != 0 || vc.width+itemBytes != fixedW || vc.fslDim != li.dim && vc.fslValid {
 			return nil, unsupportedf("full-zip fixed-width values encoded as %s", encName(fz.GetValueCompression()))
 		}
+		if li.packed != nil || vc.packedWidths != nil {
+			if err := checkPackedStruct(li, vc); err != nil {
+				return nil, err
+			}
+		}
 		if err := checkValueLayout(li, kindFixed, vc.width); err != nil {
 			return nil, err
 		}
@@ -584,6 +594,13 @@ func decodeFullZipPage(li *leafInfo, fz *enc21pb.FullZipLayout, bufs [][]byte, r
 		}
 		if vc.out != kindVar {
 			return nil, unsupportedf("full-zip variable-width values encoded as %s", encName(fz.GetValueCompression()))
+		}
+		if vc.kind == cVarPacked {
+			if err := vc.vp.check(li.packed, li.field.Name); err != nil {
+				return nil, err
+			}
+		} else if li.packed != nil {
+			return nil, corruptf("packed struct %q stored as %s", li.field.Name, encName(fz.GetValueCompression()))
 		}
 		if err := checkValueLayout(li, kindVar, 0); err != nil {
 			return nil, err
@@ -615,7 +632,7 @@ func decodeFullZipPage(li *leafInfo, fz *enc21pb.FullZipLayout, bufs [][]byte, r
 	// raw collects the still-compressed bytes of each value when the values
 	// need a second pass (FSST, General).
 	raw := vb
-	if vc.kind == cFsst || vc.kind == cGeneral {
+	if vc.kind == cFsst || vc.kind == cGeneral || vc.kind == cVarPacked {
 		raw = newValBuilder(kindVar, 0, capEntries)
 	}
 	maxVis := li.maxVis
@@ -682,6 +699,10 @@ func decodeFullZipPage(li *leafInfo, fz *enc21pb.FullZipLayout, bufs [][]byte, r
 		pos += int(l)
 	}
 	switch vc.kind {
+	case cVarPacked:
+		if err := vc.vp.transcode(raw, vb); err != nil {
+			return nil, err
+		}
 	case cFsst:
 		if err := fsstDecodeInto(vc.fsst, raw.data, raw.offs, vb); err != nil {
 			return nil, err
