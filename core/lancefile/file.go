@@ -84,6 +84,9 @@ type File struct {
 
 	byIDOnce sync.Once
 	byID     map[int32]*Field // the fields of schema by id, built on first use
+
+	sideMu    sync.Mutex
+	sideSizes map[string]uint64 // sizes of the blob sidecar files read so far
 }
 
 type bufRange struct{ off, size uint64 }

@@ -146,14 +146,17 @@ func (lr *leafReader) next(ctx context.Context, n int) (leafBatch, error) {
 		}
 		parts = append(parts, b)
 	}
-	if parts == nil {
-		return first, nil
+	if parts != nil {
+		b, err := concatBatches(lr.info, parts)
+		if err != nil {
+			return leafBatch{}, lr.f.pageErr(lr.info.col, lr.pageNo, err)
+		}
+		first = b
 	}
-	b, err := concatBatches(lr.info, parts)
-	if err != nil {
+	if err := lr.f.resolveBlobs(ctx, lr.info, &first.vals); err != nil {
 		return leafBatch{}, lr.f.pageErr(lr.info.col, lr.pageNo, err)
 	}
-	return b, nil
+	return first, nil
 }
 
 // skip moves past n rows, dropping whole pages unread.
@@ -414,6 +417,9 @@ func leafData(li *leafInfo, v *vals, valid bitmap) (arrow.ArrayData, error) {
 			return nil, err
 		}
 		v = &e
+	}
+	if li.packed != nil && li.packed.blob {
+		return blobData(li, v, valid)
 	}
 	if li.packed != nil {
 		return packedData(li, v, valid)

@@ -47,7 +47,7 @@ func decodePage(li *leafInfo, enc []byte, bufs [][]byte, rows uint64, v Version)
 			pg, err = decodeConstantPage(li, l.ConstantLayout, bufs, rows)
 		}
 	case *enc21pb.PageLayout_BlobLayout:
-		pg, err = decodeBlobPage(li, l.BlobLayout, bufs, rows, v)
+		pg, err = decodeBlobPage(li, l.BlobLayout, bufs, rows)
 	case nil:
 		return nil, corruptf("page layout without a layout")
 	default:
@@ -206,6 +206,7 @@ func concatBatches(li *leafInfo, parts []leafBatch) (leafBatch, error) {
 	vb := newValBuilder(li.kind, li.width, nv)
 	vb.dim = li.dim
 	for i := range parts {
+		out.vals.blob = max(out.vals.blob, parts[i].vals.blob)
 		p := &parts[i]
 		if needRep {
 			if p.rep != nil {
@@ -229,7 +230,9 @@ func concatBatches(li *leafInfo, parts []leafBatch) (leafBatch, error) {
 			return leafBatch{}, err
 		}
 	}
+	blob := out.vals.blob
 	out.vals = vb.finish()
+	out.vals.blob = blob
 	return out, nil
 }
 

@@ -52,6 +52,11 @@ type vals struct {
 	// makes the buffers.
 	constant bool
 	scalar   []byte
+	// blob marks descriptors of blob values (blobLegacy), which a batch
+	// resolves before it becomes an array; ext is what a resolved blob v2
+	// batch has besides the bytes (v22_blob.go).
+	blob uint8
+	ext  *blobExt
 	// items, for fixed-size lists whose items may be null, holds the item
 	// validity bitmap (dim bits per value) from bit ioff; nil when every
 	// item is valid.
@@ -62,7 +67,7 @@ type vals struct {
 
 // slice returns values [i, j) without copying.
 func (v *vals) slice(i, j int) vals {
-	out := vals{kind: v.kind, width: v.width, n: j - i, zero: v.zero, dim: v.dim, constant: v.constant, scalar: v.scalar}
+	out := vals{kind: v.kind, width: v.width, n: j - i, zero: v.zero, dim: v.dim, constant: v.constant, scalar: v.scalar, blob: v.blob}
 	if v.zero || v.constant {
 		return out
 	}

@@ -279,7 +279,3 @@ func fillRepeat(dst, v []byte) {
 	}
 }
 
-// decodeBlobPage decodes a legacy blob page (2.1's BlobLayout).
-func decodeBlobPage(li *leafInfo, bl *enc21pb.BlobLayout, bufs [][]byte, rows uint64, v Version) (*leafPage, error) {
-	return nil, unsupportedf("blob page layout")
-}

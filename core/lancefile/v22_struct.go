@@ -320,12 +320,3 @@ func packedData(li *leafInfo, v *vals, valid bitmap) (arrow.ArrayData, error) {
 	return array.NewData(st, n, []*memory.Buffer{vb}, children, valid.nulls, 0), nil
 }
 
-// isBlobV2 reports whether f is a blob v2 column (lancedb's blob()).
-func isBlobV2(f *Field) bool {
-	return f.Metadata["ARROW:extension:name"] == "lance.blob.v2"
-}
-
-// blobDescriptorLayout is stubbed until blob v2 columns are read.
-func blobDescriptorLayout(f *Field) (*packedLayout, error) {
-	return nil, unsupportedf("blob v2 column %q", f.Name)
-}
