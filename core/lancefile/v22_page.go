@@ -278,4 +278,3 @@ func fillRepeat(dst, v []byte) {
 		k += copy(dst[k:], dst[:k])
 	}
 }
-

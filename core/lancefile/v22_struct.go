@@ -319,4 +319,3 @@ func packedData(li *leafInfo, v *vals, valid bitmap) (arrow.ArrayData, error) {
 	}
 	return array.NewData(st, n, []*memory.Buffer{vb}, children, valid.nulls, 0), nil
 }
-
