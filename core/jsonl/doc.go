@@ -39,6 +39,8 @@
 //	date32                     "YYYY-MM-DD" (same rule for the year)
 //	list, large_list, fixed_size_list
 //	                           JSON array
+//	map                        JSON array of its entries, each an object
+//	                           {"key": …, "value": …}
 //	struct                     JSON object, keys in field order
 //	dictionary                 the value its index points at
 //

@@ -212,6 +212,8 @@ func newValueEncoder(arr arrow.Array, path string) (encoder, error) {
 			dst = appendDate(dst, int64(v[i]))
 			return append(dst, '"')
 		}, nil
+	case *array.Map:
+		return newListEncoder(a, a.ListValues(), path)
 	case *array.List:
 		return newListEncoder(a, a.ListValues(), path)
 	case *array.LargeList:

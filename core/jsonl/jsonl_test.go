@@ -153,6 +153,9 @@ func valueCases() []valueCase {
 			[]string{`["a",null]`, "[]", "null"}},
 		{"list_of_list", fromJSON(arrow.ListOf(arrow.ListOf(arrow.PrimitiveTypes.Int8)), `[[[1],[],null],[]]`),
 			[]string{"[[1],[],null]", "[]"}},
+		{"map_utf8_int32", fromJSON(arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int32),
+			`[[{"key":"a","value":1},{"key":"b","value":null}],[],null]`),
+			[]string{`[{"key":"a","value":1},{"key":"b","value":null}]`, "[]", "null"}},
 		{"fixed_size_list_float32", fromJSON(arrow.FixedSizeListOf(3, arrow.PrimitiveTypes.Float32), `[[0.1,0.2,0.3],null,[1,null,-2.5]]`),
 			[]string{"[0.1,0.2,0.3]", "null", "[1,null,-2.5]"}},
 		{"struct", fromJSON(arrow.StructOf(

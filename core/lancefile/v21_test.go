@@ -30,8 +30,14 @@ type tPage struct {
 // File whose columns hold them.
 func testFile21(t testing.TB, cols [][]tPage) *File {
 	t.Helper()
+	return testFileV(t, cols, V2_1)
+}
+
+// testFileV is testFile21 for a file of version v.
+func testFileV(t testing.TB, cols [][]tPage, v Version) *File {
+	t.Helper()
 	var blob []byte
-	f := &File{st: store.NewMemory(), key: "t.lance", version: V2_1}
+	f := &File{st: store.NewMemory(), key: "t.lance", version: v}
 	for _, pages := range cols {
 		var c column
 		var row uint64

@@ -170,6 +170,9 @@ func (f *File) resolveBlobs(ctx context.Context, li *leafInfo, v *vals) error {
 	if !v2 && v.blob != blobLegacy {
 		return nil
 	}
+	if v.constant {
+		return corruptf("constant blob descriptors")
+	}
 	n := v.n
 	reads := make([]blobRead, 0, n)
 	var ext *blobExt

@@ -116,6 +116,9 @@ func decodeConstantPage(li *leafInfo, cl *enc21pb.ConstantLayout, bufs [][]byte,
 	}
 	pg.vals = vals{kind: li.kind, width: li.width, dim: li.dim, zero: true}
 	if hasScalar {
+		if li.packed != nil {
+			return nil, corruptf("constant page for struct %q", li.field.Name)
+		}
 		sc, err := constantScalar(li, inline, valueBuf)
 		if err != nil {
 			return nil, err
