@@ -312,4 +312,3 @@ func TestV22LanceTables(t *testing.T) {
 		})
 	}
 }
-
