@@ -8,13 +8,23 @@ let instances = 0;
 /** Error codes a rejected call carries in `err.code`. */
 export const codes = Object.freeze(['NotFound', 'Forbidden', 'Network', 'Corrupt', 'Unsupported', 'Invalid', 'Closed']);
 
+// nodeModule imports one of Node's own modules, which only code running in
+// Node asks for. Its name is built at run time, so that a bundler leaves
+// the import alone: one bundling for browsers would otherwise fail to
+// resolve node:fs and node:vm (magic comments tell webpack and Vite the
+// same).
+function nodeModule(name) {
+  const spec = 'node:' + name;
+  return import(/* webpackIgnore: true */ /* @vite-ignore */ spec);
+}
+
 async function loadGoRuntime(wasmExecURL) {
   if (globalThis.Go) return globalThis.Go;
   if (typeof process !== 'undefined' && process.versions && process.versions.node && !globalThis.document) {
     // Node: wasm_exec.js is a classic script that sets globalThis.Go.
-    const { readFile } = await import('node:fs/promises');
-    const { fileURLToPath } = await import('node:url');
-    const vm = await import('node:vm');
+    const { readFile } = await nodeModule('fs/promises');
+    const { fileURLToPath } = await nodeModule('url');
+    const vm = await nodeModule('vm');
     const src = await readFile(fileURLToPath(wasmExecURL), 'utf8');
     vm.runInThisContext(src, { filename: fileURLToPath(wasmExecURL) });
   } else {
@@ -56,8 +66,8 @@ async function compileModule(wasmURL) {
 async function instantiate(go, wasmURL) {
   const isNode = typeof process !== 'undefined' && process.versions && process.versions.node && !globalThis.document;
   if (isNode && new URL(wasmURL).protocol === 'file:') {
-    const { readFile } = await import('node:fs/promises');
-    const { fileURLToPath } = await import('node:url');
+    const { readFile } = await nodeModule('fs/promises');
+    const { fileURLToPath } = await nodeModule('url');
     const bytes = await readFile(fileURLToPath(wasmURL));
     return (await WebAssembly.instantiate(bytes, go.importObject)).instance;
   }
