@@ -100,7 +100,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if *writeTimeout < 0 {
 		return usagef("--write-timeout: %v is negative (give 0 for none)", *writeTimeout)
 	}
-	cfg.writeTimeout = *writeTimeout
+	if cfg.writeTimeout = *writeTimeout; cfg.writeTimeout == 0 {
+		cfg.writeTimeout = -1 // none
+	}
 	if serveProfile != nil {
 		stopProfile, err := serveProfile()
 		if err != nil {
@@ -144,7 +146,7 @@ type serveConfig struct {
 	// api.Options.RequestMemory and ServerMemory: 0 the defaults, -1 no
 	// bound.
 	requestMemory, serverMemory int64
-	writeTimeout                time.Duration // holdConn's, per piece; 0: none
+	writeTimeout                time.Duration // holdConn's, per piece: 0 the default, -1 none
 }
 
 // defaultWriteTimeout is the default of --write-timeout.
@@ -209,7 +211,11 @@ func startServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) 
 		_ = f.Sync()
 	}
 	s := &server{srv: newHTTPServer(h, logger), h: h, served: make(chan error, 1), stderr: stderr}
-	go func() { s.served <- s.srv.Serve(holdListener{Listener: ln, writeTimeout: cfg.writeTimeout}) }()
+	wt := cfg.writeTimeout
+	if wt == 0 {
+		wt = defaultWriteTimeout
+	}
+	go func() { s.served <- s.srv.Serve(holdListener{Listener: ln, writeTimeout: max(wt, 0)}) }()
 	if cfg.open {
 		if err := openBrowser(url); err != nil {
 			fmt.Fprintf(stderr, "kv0 serve: --open: %v\n", err)
