@@ -40,8 +40,8 @@ larger one is streamed in parts when its form allows, else refused with 413)
 and --server-memory what all of them hold at once (a request finding no room
 waits a moment, then gets 503 with Retry-After); the Go runtime's soft memory
 limit is twice the latter unless GOMEMLIMIT is set. --write-timeout cuts off
-a client that takes longer than that to accept one 64 KiB piece of an answer
-(a long answer read steadily is never cut). Routes: /api/v1/...
+a client that takes longer than that to accept 64 KiB of an answer (a long
+answer read steadily is never cut). Routes: /api/v1/...
 (docs/http-api.md), /files/KEY (ROOT's objects, with Range), /wasm/ and /
 (the dashboard). Static folders are read as ROOT is: a symbolic link leading
 out of the folder, a FIFO, socket or device is not served.`
@@ -60,7 +60,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	answerMB := fset.Int("answer-cache", api.DefaultAnswerCache>>20, "keep up to `MB` of encoded answers of points and stats, by the tables' versions (0: none)")
 	requestMB := fset.Int("request-memory", api.DefaultRequestMemory>>20, "one answer holds at most `MB` while it is made: larger ones are streamed in parts or refused with 413 (0: no bound)")
 	serverMB := fset.Int("server-memory", api.DefaultServerMemory>>20, "all answers hold at most `MB` at once: past it a request waits, then gets 503 (0: no bound)")
-	writeTimeout := fset.Duration("write-timeout", defaultWriteTimeout, "cut off a client that takes longer than `DURATION` to accept a 64 KiB piece of an answer (0: never)")
+	writeTimeout := fset.Duration("write-timeout", defaultWriteTimeout, "cut off a client that takes longer than `DURATION` to accept 64 KiB of an answer (0: never)")
 	pos, err := parseArgs(fset, args, stderr)
 	if err != nil {
 		return err
@@ -383,11 +383,13 @@ func (l holdListener) Accept() (net.Conn, error) {
 // connection from the goroutine serving it, which is the one holding.
 //
 // Its writes also carry the server's write timeout, renewed on progress:
-// each piece of at most writePiece bytes must be taken by the client
-// within timeout. A client that stops reading (its window full) is cut off
-// then, and its answer's handler ends, while a long answer read steadily,
-// however slowly past a few KiB/s, is never cut; http.Server's
-// WriteTimeout, a deadline on the whole answer, would cut those.
+// a write to the connection gets timeout to finish and, when the client
+// took at least writePiece bytes of it meanwhile, another timeout for the
+// rest, and so on. A client that stops reading (or takes less than
+// writePiece bytes per timeout) is cut off and its answer's handler ends,
+// while a long answer read steadily is never cut, and an answer still
+// leaves in one write to the socket; http.Server's WriteTimeout, a
+// deadline on the whole answer, would cut long streams.
 type holdConn struct {
 	net.Conn
 	timeout time.Duration // 0: none
@@ -395,7 +397,7 @@ type holdConn struct {
 	buf     []byte
 }
 
-// writePiece is the most bytes written under one write deadline.
+// writePiece is the least a client must take of a write per timeout.
 const writePiece = 64 << 10
 
 func (c *holdConn) Write(p []byte) (int, error) {
@@ -406,26 +408,23 @@ func (c *holdConn) Write(p []byte) (int, error) {
 	return c.write(p)
 }
 
-// write writes p to the connection, a piece at a time under the write
-// timeout.
+// write writes p to the connection under the write timeout.
 func (c *holdConn) write(p []byte) (int, error) {
 	if c.timeout <= 0 {
 		return c.Conn.Write(p)
 	}
 	n := 0
-	for len(p) > 0 {
-		k := min(len(p), writePiece)
+	for {
 		if err := c.Conn.SetWriteDeadline(time.Now().Add(c.timeout)); err != nil {
 			return n, err
 		}
-		m, err := c.Conn.Write(p[:k])
+		m, err := c.Conn.Write(p[n:])
 		n += m
-		if err != nil {
+		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) || m < writePiece {
 			return n, err
 		}
-		p = p[k:]
+		// The client took a piece within the timeout: it reads, slowly.
 	}
-	return n, nil
 }
 
 // Hold keeps the writes from now on.

@@ -696,7 +696,7 @@ func TestServeAnswerInOneWrite(t *testing.T) {
 		var writes atomic.Int64
 		var l net.Listener = countingListener{ln, &writes}
 		if held {
-			l = holdListener{Listener: l}
+			l = holdListener{Listener: l, writeTimeout: defaultWriteTimeout}
 		}
 		srv := newHTTPServer(h, log.New(io.Discard, "", 0))
 		go srv.Serve(l)
