@@ -552,8 +552,9 @@ func (h *Handler) getPoints(w http.ResponseWriter, r *http.Request) error {
 	// An id given twice is answered once: its points are the same.
 	ids = distinctIDs(ids)
 	return h.answer(w, r, "points", q, true, func(ctx context.Context, b *building) (body, error) {
-		opts.Reserve = b.mem.grow
-		pts, err := inspect.SeriesPoints(ctx, b.repo, ids, opts)
+		o := opts
+		o.Reserve = b.mem.grow
+		pts, err := inspect.SeriesPoints(ctx, b.repo, ids, o)
 		if err == nil {
 			enc, err := encodePoints(b.mem, pts, fields, binaryForm)
 			if !isTooLarge(err) || len(ids) == 1 {
@@ -564,7 +565,6 @@ func (h *Handler) getPoints(w http.ResponseWriter, r *http.Request) error {
 		}
 		// The answer does not fit the request's memory: it is read in
 		// parts that do, and sent as they are read.
-		pts = nil
 		b.mem.release()
 		if binaryForm {
 			return body{}, streamPointsF64(ctx, b, ids, opts, fields)

@@ -3,7 +3,9 @@
 // Keys map to files below the root folder; a key can never name a file
 // outside it (store.ValidateKey rejects "..", absolute paths and empty
 // elements, and symbolic links are not followed out of the root when
-// creating files). Writes go to a temporary file in the target folder first,
+// creating files). Only regular files are objects: a FIFO, a socket or a
+// device in the folder reads as not found, without being waited on.
+// Writes go to a temporary file in the target folder first,
 // so readers never observe a partially written object: Put renames it into
 // place, PutIfAbsent hard-links it (link(2) fails when the target exists,
 // which is what makes Lance commits atomic on local disk). Both sync the
