@@ -92,6 +92,18 @@ type Options struct {
 	// MaxVersions bounds the opened dataset versions (manifests) kept
 	// across requests (default 128).
 	MaxVersions int
+	// RequestMemory bounds the memory one request's answer holds at once:
+	// the points it decodes and keeps, the answer it encodes (default
+	// DefaultRequestMemory; negative: no bound). A larger answer is
+	// streamed in parts that fit when its form allows (JSON points, the
+	// series lists of many runs), else refused with 413 TooLarge. See
+	// budget.go.
+	RequestMemory int64
+	// ServerMemory bounds what all the requests' answers hold at once
+	// (default DefaultServerMemory; negative: no bound): a request that
+	// finds no room waits a moment, then is refused with 503 Busy and
+	// Retry-After.
+	ServerMemory int64
 }
 
 // Handler is kv0's HTTP read API over one store root. It is safe for
@@ -108,6 +120,7 @@ type Handler struct {
 	files    *lance.FileCache
 	datasets datasetCache
 	answers  *answerCache
+	mem      *memBudget
 
 	followMu sync.Mutex
 	follow   map[string]followed // dataset key -> newest version seen
@@ -145,7 +158,19 @@ func New(st store.Store, root string, opts Options) *Handler {
 	}
 	return &Handler{st: st, root: root, opts: opts, files: lance.NewFileCache(opts.MaxOpenFiles),
 		datasets: newDatasetCache(opts.MaxVersions), answers: newAnswerCache(max(opts.AnswerCache, 0)),
+		mem:    newMemBudget(memOption(opts.ServerMemory, DefaultServerMemory), memOption(opts.RequestMemory, DefaultRequestMemory)),
 		follow: map[string]followed{}}
+}
+
+// memOption is a memory bound of Options: def for 0, none for a negative.
+func memOption(v, def int64) int64 {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 1 << 62
+	}
+	return v
 }
 
 // Close releases the tracking repository handle, if one was opened.
@@ -250,7 +275,7 @@ func (h *Handler) cors(hd http.Header) {
 	if h.opts.AllowOrigin != "*" {
 		hd.Add("Vary", "Origin")
 	}
-	hd.Set("Access-Control-Expose-Headers", "ETag, Content-Range, Content-Length, Accept-Ranges")
+	hd.Set("Access-Control-Expose-Headers", "ETag, Content-Range, Content-Length, Accept-Ranges, Retry-After")
 }
 
 func (h *Handler) authorized(r *http.Request) bool {

@@ -24,12 +24,14 @@ const (
 	CodeForbidden           = "Forbidden"           // 403: the store refused access
 	CodeNotFound            = "NotFound"            // 404: no such dataset, version, tag, run, series or route
 	CodeMethodNotAllowed    = "MethodNotAllowed"    // 405: not GET, HEAD or OPTIONS
+	CodeTooLarge            = "TooLarge"            // 413: the answer needs more memory than one request may hold
 	CodeRangeNotSatisfiable = "RangeNotSatisfiable" // 416: a Range past the object's end
 	CodeCorrupt             = "Corrupt"             // 422: corrupt data, naming the file
 	CodeInternal            = "Internal"            // 500: a bug (a recovered panic)
 	CodeUnsupported         = "Unsupported"         // 501: a format, encoding or type kv0 does not read
 	CodeStoreFailed         = "StoreFailed"         // 502: the store failed to answer
 	CodeUnavailable         = "Unavailable"         // 503: the data was rewritten under the read twice; retry (Retry-After)
+	CodeBusy                = "Busy"                // 503: the server's memory is taken by other answers (Retry-After)
 )
 
 // ErrorBody is the JSON of every error answer.
@@ -42,9 +44,10 @@ type ErrorBody struct {
 
 // apiError is an error with its status and code decided.
 type apiError struct {
-	status int
-	code   string
-	msg    string
+	status     int
+	code       string
+	msg        string
+	retryAfter int // seconds, for Retry-After (0: none)
 }
 
 func (e *apiError) Error() string { return e.msg }
@@ -112,6 +115,9 @@ func writeError(w http.ResponseWriter, err error) {
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
+	if e.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.retryAfter))
+	}
 	w.WriteHeader(e.status)
 	_, _ = w.Write(b)
 }

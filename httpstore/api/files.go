@@ -51,6 +51,14 @@ func (h *Handler) getFile(w http.ResponseWriter, r *http.Request, key string) er
 		return err
 	}
 	size := info.Size
+	// The buffer the object is read through (or its whole content)
+	// comes from the memory budget, so that many readers at once are
+	// bounded too.
+	mem := h.mem.reserve(ctx)
+	defer mem.release()
+	if err := mem.grow(min(size, fileChunk)); err != nil {
+		return err
+	}
 	hd := w.Header()
 	var whole []byte // the content, when it was read for the ETag
 	var etag string
@@ -212,7 +220,7 @@ func serveStatic(w http.ResponseWriter, r *http.Request, fsys fs.FS, raw, what s
 		if !strings.Contains(accept, enc.name) {
 			continue
 		}
-		if st, err := fs.Stat(fsys, name+enc.suffix); err == nil && !st.IsDir() {
+		if st, err := fs.Stat(fsys, name+enc.suffix); err == nil && st.Mode().IsRegular() {
 			hd.Set("Content-Encoding", enc.name)
 			hd.Add("Vary", "Accept-Encoding")
 			name += enc.suffix
@@ -229,7 +237,9 @@ func serveStatic(w http.ResponseWriter, r *http.Request, fsys fs.FS, raw, what s
 	}
 	defer f.Close()
 	st, err := f.Stat()
-	if err != nil || st.IsDir() {
+	if err != nil || !st.Mode().IsRegular() {
+		// A folder, or a FIFO, socket or device, which a host's fs.FS
+		// should refuse to open (kv0 serve's does: fsstore.Store.FS).
 		hd.Del("Content-Encoding")
 		return notFound("no file %q in %s", raw, what)
 	}
