@@ -101,7 +101,7 @@ func init() {
 			"record a run from JSON Lines on stdin", trackDetails, cmdTrack},
 		{"optimize", "REPO [--create]", "compact the repository's tables and sort the metrics", "", cmdOptimize},
 		{"delete-runs", "REPO RUN... [--create]", "delete runs (ids or unique names) and their data", "", cmdDeleteRuns},
-		{"demo", "REPO [--runs N] [--steps N] [--create=false] [--live [--interval D] [--serve ADDR]]",
+		{"demo", "REPO [--runs N] [--steps N] [--create=false] [--live [--interval D] [--serve ADDR [--web DIR] [--wasm DIR]]]",
 			"write a demo repository of training runs; --live keeps two runs appending", demoDetails, cmdDemo},
 		{"sign-server", "--bucket-uri (s3|gs|az)://BUCKET/PREFIX --token-file FILE [--listen ADDR]", "hand out presigned read URLs of one repository", signServerDetails, cmdSignServer},
 		{"serve", "ROOT [--listen ADDR] [--token-file FILE] [--allow-origin ORIGIN] [--open] [--web DIR] [--wasm DIR]",
