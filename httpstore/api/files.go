@@ -194,7 +194,7 @@ func parseRange(v string, size int64) (start, end int64, ok, satisfiable bool) {
 // sibling when the client accepts it, no listing.
 func serveStatic(w http.ResponseWriter, r *http.Request, fsys fs.FS, raw, what string) error {
 	if fsys == nil {
-		return notFound("this server has no %s: build it first (see docs/http-api.md)", what)
+		return notFound("this server serves no %s", what)
 	}
 	name := "index.html"
 	if raw != "" && !strings.HasSuffix(raw, "/") {
