@@ -688,7 +688,7 @@ func TestStatic(t *testing.T) {
 	h = New(f.st, "", Options{})
 	for _, target := range []string{"/", "/wasm/kv0.wasm"} {
 		w := get(t, h, target)
-		if w.Code != 404 || !strings.Contains(errorOf(t, w).Error.Message, "build it first") {
+		if w.Code != 404 || !strings.Contains(errorOf(t, w).Error.Message, "build it (make w") {
 			t.Errorf("%s without the folder: %d %s", target, w.Code, w.Body)
 		}
 	}
