@@ -341,6 +341,9 @@ func (d *Dataset) physicalRows(ctx context.Context, f *Fragment) (uint64, error)
 	if err != nil {
 		return 0, err
 	}
+	if err := d.checkUnrecordedRows(f, df, lf.NumRows()); err != nil {
+		return 0, err
+	}
 	return lf.NumRows(), nil
 }
 
