@@ -1,7 +1,12 @@
-// Interop generator: lancedb 0.31.0 (lance 8.0.0) writes datasets, reads back
-// every version and records what it read in kv0's canonical JSON Lines.
+// Interop generator: lancedb writes datasets, reads back every version and
+// records what it read in kv0's canonical JSON Lines.
 //
 //   node gen.mjs OUTDIR [CASE...]
+//   KV0_LANCEDB=lance12 node gen.mjs OUTDIR [CASE...]
+//
+// KV0_LANCEDB chooses the lancedb install (lancedb.mjs): lancedb 0.31.0
+// (lance 8) by default, lancedb 0.39.0 (lance 12) with "lance12". Each lance
+// runs its own list of cases (RUNS below).
 //
 // For each case OUTDIR/<case>/ is a lancedb connection root holding one table
 // t.lance, and OUTDIR/<case>/expected/ holds
@@ -12,7 +17,7 @@
 //
 // All data comes from a seeded PRNG: reruns produce identical expectations.
 //
-// Type notes (lancedb 0.31.0 + apache-arrow 18.1.0, checked by hand):
+// Type notes (lancedb 0.31.0 and 0.39.0 + apache-arrow 18.1.0, checked by hand):
 // - lancedb's JS sanitizer refuses LargeUtf8 and LargeBinary ("Unrecognized type
 //   id in schema"), although lance itself stores them. We therefore hand
 //   Arrow IPC bytes straight to the native layer (Connection.inner.createTable,
@@ -27,12 +32,11 @@
 // - DateDay is date32; Timestamp{Second,Millisecond,Microsecond,Nanosecond}
 //   map to timestamp[s|ms|us|ns] with the given zone; lance returns them
 //   unchanged. Fields declared non-nullable stay non-nullable.
-import * as lancedb from "@lancedb/lancedb";
-import * as arrow from "apache-arrow";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import { encodeTableLines } from "./jsonl.mjs";
+import { lancedb, arrow, lanceMajor, lancedbVersion } from "./lancedb.mjs";
 
 // ---------------------------------------------------------------- PRNG
 
@@ -391,6 +395,47 @@ function compressionColumns() {
   ];
 }
 
+// constColumns: what format 2.2 writes as constant pages (ConstantLayout:
+// the value inline when fixed-width and at most 32 bytes, else in a value
+// buffer; raw u16 levels when nulls or lists are around it) and as all-null
+// pages with compressed levels, and 64-bit values of low cardinality, which
+// 2.2 dictionary-encodes (values LZ4-compressed). variant changes every
+// constant, so each data file (fragment) has its own.
+function constColumns(variant) {
+  const seeded = (name) => new Rng([...name].reduce((h, ch) => Math.imul(h ^ ch.charCodeAt(0), 16777619), 2166136261 + variant));
+  const cols = [{ field: F("id", new A.Int32(), false), gen: (r, i) => i }];
+  for (const [name, [mk, g]] of Object.entries(SCALARS)) {
+    const v = g(seeded(name));
+    cols.push({ field: F("c_" + name, mk(), false), gen: () => v });
+    cols.push({ field: F("cn_" + name, mk(), true), gen: nullable(0.25, () => v) });
+  }
+  const long = "x".repeat(40 + variant);
+  const I64 = [-(2n ** 63n), -7n, 0n, 1n, 42n, 2n ** 40n, 2n ** 63n - 1n];
+  const U64 = [0n, 1n, 2n ** 32n, 2n ** 63n, 2n ** 64n - 1n];
+  const F64 = Array.from({ length: 400 }, (_, k) => (k - 200) / 8 + variant);
+  const TS = [0n, 1_700_000_000_000_000n, -86_400_000_000n, 253_402_300_799_000_000n, 1n, -1n];
+  const inner = new A.Struct([F("c", new A.Utf8(), true), F("d", new A.Int32(), true)]);
+  cols.push(
+    { field: F("c_long", new A.Utf8(), false), gen: () => long },
+    { field: F("c_bool_false", new A.Bool(), true), gen: nullable(0.1, () => false) },
+    { field: F("c_list", new A.List(F("item", new A.Int32(), true)), true), gen: listOf(() => 7 + variant, { pNullItem: 0 }) },
+    { field: F("c_member", inner, true), gen: nullable(0.2, (r) => ({ c: "same", d: r.int(-100, 100) })) },
+    { field: F("null_i64", new A.Int64(), true), gen: () => null },
+    { field: F("null_utf8", new A.Utf8(), true), gen: () => null },
+    { field: F("null_list", new A.List(F("item", new A.Int32(), true)), true), gen: () => null },
+    { field: F("null_st", new A.Struct([F("a", new A.Int32(), true)]), true), gen: () => null },
+    { field: F("null_items", new A.List(F("item", new A.Int32(), true)), true), gen: (r) => (r.chance(0.5) ? [] : [null, null]) },
+    { field: F("null_member", new A.Struct([F("a", new A.Int32(), true), F("b", new A.Utf8(), true)]), true), gen: nullable(0.1, (r) => ({ a: null, b: str(r, 1) })) },
+    { field: F("lc_i64", new A.Int64(), false), gen: (r) => r.pick(I64) },
+    { field: F("lc_i64_nulls", new A.Int64(), true), gen: nullable(0.2, (r) => r.pick(I64)) },
+    { field: F("lc_u64", new A.Uint64(), false), gen: (r) => r.pick(U64) },
+    { field: F("lc_f64_runs", new A.Float64(), false), gen: (r, i) => F64[Math.floor(i / 50) % F64.length] },
+    { field: F("lc_ts", new A.TimestampMicrosecond("UTC"), true), gen: nullable(0.05, (r) => r.pick(TS)) },
+    { field: F("lc_utf8", new A.Utf8(), false), gen: (r) => r.pick(["pending", "running", "done"]) },
+  );
+  return cols;
+}
+
 // ---------------------------------------------------------------- table handle
 
 class Case {
@@ -415,6 +460,13 @@ class Case {
   }
   async del(pred) {
     await this.t.delete(pred);
+  }
+  // overwrite replaces the table's data and schema (one Overwrite commit).
+  async overwrite(table) {
+    const so = this.db.getStorageOptions({ storageOptions: { ...this.storageOptions } });
+    await this.db.inner.createTable("t", await ipc(table), "overwrite", [], so);
+    this.columns = table.schema.fields.map((f) => f.name);
+    this.t = await this.db.openTable("t");
   }
   async tag(name, version) {
     await (await this.t.tags()).create(name, version);
@@ -551,6 +603,45 @@ const CASES = {
     await c.tag("compacted", 14);
     await c.tag("latest", 15);
   },
+  // Constant and all-null pages, low-cardinality 64-bit values: two data
+  // files whose constants differ, a delete.
+  async consts(c) {
+    await c.create(makeTable(constColumns(0), 3000, 60)); // v1
+    await c.append(makeTable(constColumns(1), 2000, 61, 3000)); // v2
+    await c.del("id % 11 = 5"); // v3
+  },
+  // Every kind of commit lance 12 makes on a table: appends, updates (rows
+  // rewritten into a new fragment), deletes, a computed column, a rename, a
+  // dropped column, a column cast to another type, compaction, tags, and
+  // an overwrite with another schema, then more appends.
+  async ops(c) {
+    const cols = [
+      { field: F("id", new A.Int64(), false), gen: (r, i) => BigInt(i) },
+      { field: F("name", new A.Utf8(), true), gen: nullable(0.1, (r, i) => `name-${i}`) },
+      { field: F("score", new A.Float64(), true), gen: nullable(0.1, f64) },
+      { field: F("tags", new A.List(F("item", new A.Utf8(), true)), true), gen: listOf((r) => r.pick(["x", "y", "zz"])) },
+    ];
+    await c.create(makeTable(cols, 2000, 70)); // v1
+    await c.append(makeTable(cols, 500, 71, 2000)); // v2
+    await c.t.update({ where: "id < 100", values: { name: "updated" } }); // v3
+    await c.t.update({ where: "id % 7 = 0", valuesSql: { score: "score * 2" } }); // v4
+    await c.del("id % 13 = 0"); // v5
+    await c.t.addColumns([{ name: "twice", valueSql: "id * 2" }]); // v6
+    await c.t.alterColumns([{ path: "name", rename: "label" }]); // v7
+    await c.t.dropColumns(["tags"]); // v8
+    await c.t.alterColumns([{ path: "twice", dataType: new A.Int32() }]); // v9
+    await c.t.optimize(); // v10 ReserveFragments, v11 Rewrite
+    const compacted = Number(await c.t.version());
+    await c.tag("created", 1);
+    await c.tag("compacted", compacted);
+    const after = [
+      { field: F("key", new A.Int32(), false), gen: (r, i) => i },
+      { field: F("note", new A.Utf8(), true), gen: nullable(0.3, (r) => str(r, 3)) },
+    ];
+    await c.overwrite(makeTable(after, 300, 72)); // v12
+    await c.append(makeTable(after, 50, 73, 300)); // v13
+    await c.tag("latest", Number(await c.t.version()));
+  },
 };
 
 async function largeListCase(c) {
@@ -600,26 +691,41 @@ async function largeListCase(c) {
 
 // ---------------------------------------------------------------- expectations
 
-// RUNS: output directory, case, storage options. Every case runs with lance
-// 8's defaults (2.1, V2 names); some also as 2.0 files or with V1 names.
-const RUNS = [
-  ["types", "types", {}],
-  ["strings", "strings", {}],
-  ["largelist", "largelist", {}],
-  ["big", "big", {}],
-  ["compression", "compression", {}],
-  ["floats", "floats", {}],
-  ["deletes", "deletes", {}],
-  ["evolve", "evolve", {}],
-  ["evolve_v2_0", "evolve", { newTableDataStorageVersion: "2.0" }],
-  ["history_v1", "history", { newTableEnableV2ManifestPaths: "false" }],
-  ["types_v2_0", "types", { newTableDataStorageVersion: "2.0" }],
-  ["strings_v2_0", "strings", { newTableDataStorageVersion: "2.0" }],
-  ["largelist_v2_0", "largelist", { newTableDataStorageVersion: "2.0" }],
-  ["big_v2_0", "big", { newTableDataStorageVersion: "2.0" }],
-  ["deletes_v2_0", "deletes", { newTableDataStorageVersion: "2.0" }],
-  ["pages_v2_0", "pages", { newTableDataStorageVersion: "2.0" }],
-];
+// RUNS: per lance, the output directory, the case and the storage options.
+// lance 8 runs every case with its defaults (2.1, V2 names), some also as
+// 2.0 files or with V1 names. lance 12 runs what tests something new: its
+// own 2.1 writer, and the layouts that only it writes.
+const V2_0 = { newTableDataStorageVersion: "2.0" };
+const V2_1 = { newTableDataStorageVersion: "2.1" };
+const V1_NAMES = { newTableEnableV2ManifestPaths: "false" };
+const RUNS = {
+  8: [
+    ["types", "types", {}],
+    ["strings", "strings", {}],
+    ["largelist", "largelist", {}],
+    ["big", "big", {}],
+    ["compression", "compression", {}],
+    ["floats", "floats", {}],
+    ["deletes", "deletes", {}],
+    ["evolve", "evolve", {}],
+    ["evolve_v2_0", "evolve", V2_0],
+    ["history_v1", "history", V1_NAMES],
+    ["types_v2_0", "types", V2_0],
+    ["strings_v2_0", "strings", V2_0],
+    ["largelist_v2_0", "largelist", V2_0],
+    ["big_v2_0", "big", V2_0],
+    ["deletes_v2_0", "deletes", V2_0],
+    ["pages_v2_0", "pages", V2_0],
+  ],
+  12: [
+    // lance 12's 2.1 writer (kv0 reads 2.0 and 2.1): every type, constant
+    // and low-cardinality data, every kind of commit, V1 names.
+    ["types_v2_1", "types", V2_1],
+    ["consts_v2_1", "consts", V2_1],
+    ["ops_v2_1", "ops", V2_1],
+    ["history_v1_v2_1", "history", { ...V2_1, ...V1_NAMES }],
+  ],
+}[lanceMajor];
 
 // seen maps a content hash to the first expectation file with that content:
 // identical expectations (versions that change no data, the same case in two
@@ -682,9 +788,9 @@ async function main() {
     await CASES[fn](c);
     await dumpVersions(c, path.join(root, "expected"));
     done.push(name);
-    console.error(`gen: ${name} done in ${Date.now() - t1} ms`);
+    console.error(`gen: lance ${lanceMajor}: ${name} done in ${Date.now() - t1} ms`);
   }
-  fs.writeFileSync(path.join(out, "done.json"), JSON.stringify({ cases: done }) + "\n");
+  fs.writeFileSync(path.join(out, "done.json"), JSON.stringify({ lancedb: lancedbVersion, cases: done }) + "\n");
   console.error(`gen: all done in ${Date.now() - t0} ms`);
 }
 
