@@ -201,6 +201,14 @@ func newValueEncoder(arr arrow.Array, path string) (encoder, error) {
 		return func(dst []byte, i int) []byte { return appendBase64(dst, a.Value(i)) }, nil
 	case *array.BinaryView:
 		return func(dst []byte, i int) []byte { return appendBase64(dst, a.Value(i)) }, nil
+	case *array.FixedSizeBinary:
+		return func(dst []byte, i int) []byte { return appendBase64(dst, a.Value(i)) }, nil
+	case *array.Decimal128:
+		scale := a.DataType().(*arrow.Decimal128Type).Scale
+		return func(dst []byte, i int) []byte { return appendString(dst, a.Value(i).ToString(scale)) }, nil
+	case *array.Decimal256:
+		scale := a.DataType().(*arrow.Decimal256Type).Scale
+		return func(dst []byte, i int) []byte { return appendString(dst, a.Value(i).ToString(scale)) }, nil
 	case *array.Timestamp:
 		unit := a.DataType().(*arrow.TimestampType).Unit
 		v := a.TimestampValues()
@@ -212,6 +220,8 @@ func newValueEncoder(arr arrow.Array, path string) (encoder, error) {
 			dst = appendDate(dst, int64(v[i]))
 			return append(dst, '"')
 		}, nil
+	case *array.Map:
+		return newListEncoder(a, a.ListValues(), path)
 	case *array.List:
 		return newListEncoder(a, a.ListValues(), path)
 	case *array.LargeList:

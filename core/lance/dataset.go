@@ -240,6 +240,8 @@ func fileVersion(df *tablepb.DataFile) string {
 		return "2.0"
 	case maj == 2 && mnr == 1:
 		return "2.1"
+	case maj == 2 && mnr == 2:
+		return "2.2"
 	}
 	return fmt.Sprintf("%d.%d", maj, mnr)
 }
@@ -362,13 +364,16 @@ func (d *Dataset) checkFiles(f *Fragment) error {
 				ErrUnsupportedFeature, f.ID, key, df.GetBaseId())
 		}
 		switch v := fileVersion(df); v {
-		case "2.0", "2.1":
+		case "2.0", "2.1", "2.2":
 		case "0.1":
 			return &lancefile.FormatError{File: key, Column: -1, Page: -1, Offset: -1, Err: lancefile.ErrUnsupportedVersion,
-				Msg: fmt.Sprintf("format 0.1 (legacy, file version %d.%d; kv0 reads 2.0 and 2.1)", df.GetFileMajorVersion(), df.GetFileMinorVersion())}
+				Msg: fmt.Sprintf("format 0.1 (legacy, file version %d.%d; kv0 reads 2.0, 2.1 and 2.2)", df.GetFileMajorVersion(), df.GetFileMinorVersion())}
+		case "2.3":
+			return &lancefile.FormatError{File: key, Column: -1, Page: -1, Offset: -1, Err: lancefile.ErrUnsupportedVersion,
+				Msg: "format 2.3 (lance's unstable \"next\" format; kv0 reads 2.0, 2.1 and 2.2)"}
 		default:
 			return &lancefile.FormatError{File: key, Column: -1, Page: -1, Offset: -1, Err: lancefile.ErrUnsupportedVersion,
-				Msg: fmt.Sprintf("format %s (kv0 reads 2.0 and 2.1)", v)}
+				Msg: fmt.Sprintf("format %s (kv0 reads 2.0, 2.1 and 2.2)", v)}
 		}
 	}
 	return nil

@@ -1,12 +1,14 @@
 package lance
 
 import (
+	"encoding/binary"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/kv0/kv0/core/lancefile"
+	"github.com/kv0/kv0/core/store"
 )
 
 func TestOpenFixtures(t *testing.T) {
@@ -55,12 +57,20 @@ func TestOpenFixtures(t *testing.T) {
 }
 
 func TestUnsupportedDataFormatsNamed(t *testing.T) {
-	for _, tc := range []struct{ dir, want string }{
-		{"v2_2", "format 2.2 (kv0 reads 2.0 and 2.1)"},
-		{"legacy", "format 0.1 (legacy, file version 0.2;"},
+	for _, tc := range []struct {
+		dir, want string
+		damage    func(t *testing.T, st *store.Memory) // makes the fixture claim another version
+	}{
+		{dir: "legacy", want: "format 0.1 (legacy, file version 0.2;"},
+		// Format 2.3 is lance 12's unstable "next": a 2.2 dataset whose
+		// manifest and data file claim 2.3.
+		{dir: "v2_2", want: `format 2.3 (lance's unstable "next" format`, damage: claim23},
 	} {
 		t.Run(tc.dir, func(t *testing.T) {
 			st := loadFixture(t, tc.dir)
+			if tc.damage != nil {
+				tc.damage(t, st)
+			}
 			d, err := Open(t.Context(), st, "kv.lance", OpenOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -80,6 +90,62 @@ func TestUnsupportedDataFormatsNamed(t *testing.T) {
 				t.Fatalf("error %q does not name the file and %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// claim23 makes the latest version of the v2_2 fixture claim format 2.3 in
+// its manifest and in its data file's footer.
+func claim23(t *testing.T, st *store.Memory) {
+	ctx := t.Context()
+	const key = "kv.lance/_versions/18446744073709551609.manifest" // version 6
+	b, err := store.ReadAll(ctx, st, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf, err := decodeManifest(key, int64(len(b)), b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := mf.m.CloneVT()
+	m.TransactionSection = nil
+	m.DataFormat.Version = "2.3"
+	for _, f := range m.Fragments {
+		for _, df := range f.Files {
+			df.FileMinorVersion = 3
+			dk := "kv.lance/data/" + df.GetPath()
+			data, err := store.ReadAll(ctx, st, dk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			binary.LittleEndian.PutUint16(data[len(data)-6:], 3)
+			if err := st.Put(ctx, dk, data); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := st.Put(ctx, key, mustEncodeManifest(m, nil)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestReadV22Fixture reads the dataset lance 8 wrote in format 2.2 (then
+// unstable; lance 12 writes the same grammar): the same rows, value for
+// value, as the lance-8 2.1 fixture of the same history.
+func TestReadV22Fixture(t *testing.T) {
+	ctx := t.Context()
+	want, err := renderTable(ctx, loadFixture(t, "default"), "kv.lance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := renderTable(ctx, loadFixture(t, "v2_2"), "kv.lance")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(got.rows, "\n"); n != 189 {
+		t.Fatalf("read %d rows, want 189", n)
+	}
+	if got != want {
+		t.Fatalf("2.2 fixture reads\n%s\nwant (from the 2.1 fixture)\n%s", firstDiff(want.rows, got.rows), want.names+want.types)
 	}
 }
 

@@ -156,13 +156,13 @@ func (c *leafCol) encodePage() (*pageOut, error) {
 	}
 	if valid == 0 {
 		if rep == nil && len(c.path) == 1 {
-			return &pageOut{layout: &enc21pb.PageLayout{Layout: &enc21pb.PageLayout_AllNullLayout{
-				AllNullLayout: &enc21pb.AllNullLayout{Layers: p.layers}}}}, nil
+			return &pageOut{layout: &enc21pb.PageLayout{Layout: &enc21pb.PageLayout_ConstantLayout{
+				ConstantLayout: &enc21pb.ConstantLayout{Layers: p.layers}}}}, nil
 		}
 		return &pageOut{
 			bufs: [][]byte{levelBytes(rep), levelBytes(def)},
-			layout: &enc21pb.PageLayout{Layout: &enc21pb.PageLayout_AllNullLayout{
-				AllNullLayout: &enc21pb.AllNullLayout{Layers: p.layers}}},
+			layout: &enc21pb.PageLayout{Layout: &enc21pb.PageLayout_ConstantLayout{
+				ConstantLayout: &enc21pb.ConstantLayout{Layers: p.layers}}},
 		}, nil
 	}
 	if c.vk == valVar && c.maxLen >= fullZipMinLen {

@@ -11,7 +11,7 @@ var (
 	// ErrCorrupt means a data file is truncated, malformed or inconsistent.
 	ErrCorrupt = errors.New("lancefile: corrupt data file")
 	// ErrUnsupportedVersion means the file uses a format version kv0 does
-	// not read (legacy 0.1/0.2, or 2.2 and later).
+	// not read (legacy 0.1/0.2, or 2.3 and later).
 	ErrUnsupportedVersion = errors.New("lancefile: unsupported file format version")
 	// ErrUnsupportedEncoding means a page uses an encoding kv0 does not read.
 	ErrUnsupportedEncoding = errors.New("lancefile: unsupported encoding")

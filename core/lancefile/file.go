@@ -14,7 +14,6 @@ import (
 
 	"github.com/kv0/kv0/core/internal/lancepb"
 	"github.com/kv0/kv0/core/internal/lancepb/enc20pb"
-	"github.com/kv0/kv0/core/internal/lancepb/enc21pb"
 	"github.com/kv0/kv0/core/internal/lancepb/file2pb"
 	"github.com/kv0/kv0/core/internal/lancepb/filepb"
 	"github.com/kv0/kv0/core/store"
@@ -38,7 +37,7 @@ import (
 //	| u64 gbo_table_start       |
 //	| u32 num_global_buffers    |
 //	| u32 num_columns           |
-//	| u16 major | u16 minor     |  (2,1) = 2.1; (0,3) or (2,0) = 2.0
+//	| u16 major | u16 minor     |  (2,2) = 2.2; (2,1) = 2.1; (0,3) or (2,0) = 2.0
 //	| "LANC"                    |
 //	+---------------------------+ size
 
@@ -59,10 +58,11 @@ type Version struct{ Major, Minor int }
 
 func (v Version) String() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
 
-// Format versions kv0 reads and writes.
+// Format versions kv0 reads (2.0 to 2.2) and writes (2.0, 2.1).
 var (
 	V2_0 = Version{2, 0}
 	V2_1 = Version{2, 1}
+	V2_2 = Version{2, 2}
 )
 
 // File is an opened Lance 2.x data file: its footer and column metadata,
@@ -84,6 +84,9 @@ type File struct {
 
 	byIDOnce sync.Once
 	byID     map[int32]*Field // the fields of schema by id, built on first use
+
+	sideMu    sync.Mutex
+	sideSizes map[string]uint64 // sizes of the blob sidecar files read so far
 }
 
 type bufRange struct{ off, size uint64 }
@@ -135,15 +138,12 @@ func Open(ctx context.Context, st store.Store, key string, size int64) (*File, e
 	switch {
 	case major == 2 && minor == 1:
 		f.version = V2_1
+	case major == 2 && minor == 2:
+		f.version = V2_2
 	case (major == 2 && minor == 0) || (major == 0 && minor == 3):
 		f.version = V2_0
-	case major == 0:
-		// Lance calls every footer version before 0.3 the 0.1 ("legacy") format.
-		return nil, &FormatError{File: key, Column: -1, Page: -1, Offset: -1, Err: ErrUnsupportedVersion,
-			Msg: fmt.Sprintf("format 0.1 (legacy, file version %d.%d; kv0 reads 2.0 and 2.1)", major, minor)}
 	default:
-		return nil, &FormatError{File: key, Column: -1, Page: -1, Offset: -1, Err: ErrUnsupportedVersion,
-			Msg: fmt.Sprintf("format %d.%d (kv0 reads 2.0 and 2.1)", major, minor)}
+		return nil, versionError(key, major, minor)
 	}
 	colMetaStart := binary.LittleEndian.Uint64(foot[0:])
 	cmoStart := binary.LittleEndian.Uint64(foot[8:])
@@ -341,7 +341,7 @@ func (f *File) Key() string { return f.key }
 // Size returns the file size in bytes.
 func (f *File) Size() int64 { return f.size }
 
-// Version returns the file's format version (2.0 or 2.1).
+// Version returns the file's format version (2.0, 2.1 or 2.2).
 func (f *File) Version() Version { return f.version }
 
 // NumColumns returns the number of columns in the file.
@@ -381,22 +381,6 @@ func (f *File) SchemaField(id int32) *Field {
 		f.schema.Walk(func(x *Field) { f.byID[x.ID] = x })
 	})
 	return f.byID[id]
-}
-
-// pageLayout21 decodes the page encoding of a 2.1 page.
-func pageLayout21(enc []byte) (*enc21pb.PageLayout, error) {
-	var a wktpb.Any
-	if err := lancepb.Unmarshal(enc, &a); err != nil {
-		return nil, fmt.Errorf("page encoding: %v", err)
-	}
-	if a.GetTypeUrl() != "/lance.encodings21.PageLayout" {
-		return nil, fmt.Errorf("%w: page encoding %q in a 2.1 file", ErrUnsupportedEncoding, a.GetTypeUrl())
-	}
-	var pl enc21pb.PageLayout
-	if err := lancepb.Unmarshal(a.GetValue(), &pl); err != nil {
-		return nil, fmt.Errorf("page layout: %v", err)
-	}
-	return &pl, nil
 }
 
 // arrayEncoding20 decodes the page encoding of a 2.0 page.

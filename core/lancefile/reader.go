@@ -56,7 +56,7 @@ func (f *File) NewReader(fields []*Field, columnOf map[int32]int, opts ReadOptio
 			err error
 		)
 		switch f.version {
-		case V2_1:
+		case V2_1, V2_2:
 			d, err = newDecoder21(f, fld, columnOf, opts)
 		case V2_0:
 			d, err = newDecoder20(f, fld, columnOf, opts)

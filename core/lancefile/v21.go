@@ -39,7 +39,10 @@ func newDecoder21(f *File, fld *Field, columnOf map[int32]int, opts ReadOptions)
 		if fl.Type == nil {
 			return unsupportedf("field %q has no type", fl.Name)
 		}
-		if fl.IsLeaf() || isFSLLeaf(fl) {
+		_, own := columnOf[fl.ID]
+		if fl.IsLeaf() || isFSLLeaf(fl) || (own && isStructField(fl)) {
+			// A struct with a column of its own is stored whole in it:
+			// packed (lance-encoding:packed) or a blob v2 descriptor.
 			col := -1
 			if c, ok := columnOf[fl.ID]; ok {
 				col = c
@@ -68,7 +71,7 @@ func newDecoder21(f *File, fld *Field, columnOf map[int32]int, opts ReadOptions)
 			return nil
 		}
 		switch fl.Type.(type) {
-		case *arrow.StructType, *arrow.ListType, *arrow.LargeListType:
+		case *arrow.StructType, *arrow.ListType, *arrow.LargeListType, *arrow.MapType:
 		default:
 			return unsupportedf("field %q of type %v has children", fl.Name, fl.Type)
 		}
@@ -109,7 +112,7 @@ func (lr *leafReader) load(ctx context.Context) error {
 	if p == nil {
 		return lr.f.pageErr(lr.info.col, idx, corruptf("column ends before the file's last row"))
 	}
-	pg, err := decodePage21(lr.info, p.info.enc, p.bufs, p.info.rows)
+	pg, err := decodePage(lr.info, p.info.enc, p.bufs, p.info.rows, lr.f.version)
 	if err != nil {
 		return lr.f.pageErr(lr.info.col, idx, err)
 	}
@@ -143,14 +146,17 @@ func (lr *leafReader) next(ctx context.Context, n int) (leafBatch, error) {
 		}
 		parts = append(parts, b)
 	}
-	if parts == nil {
-		return first, nil
+	if parts != nil {
+		b, err := concatBatches(lr.info, parts)
+		if err != nil {
+			return leafBatch{}, lr.f.pageErr(lr.info.col, lr.pageNo, err)
+		}
+		first = b
 	}
-	b, err := concatBatches(lr.info, parts)
-	if err != nil {
+	if err := lr.f.resolveBlobs(ctx, lr.info, &first.vals); err != nil {
 		return leafBatch{}, lr.f.pageErr(lr.info.col, lr.pageNo, err)
 	}
-	return b, nil
+	return first, nil
 }
 
 // skip moves past n rows, dropping whole pages unread.
@@ -316,7 +322,7 @@ func (d *decoder21) build(fl *Field, p, length int, batches []*leafBatch, outs [
 			children[i] = cd
 		}
 		return array.NewData(t, length, []*memory.Buffer{validity}, children, nulls, 0), nil
-	case *arrow.ListType, *arrow.LargeListType:
+	case *arrow.ListType, *arrow.LargeListType, *arrow.MapType:
 		offs := lo.offs
 		if len(offs) != length+1 {
 			return nil, corruptf("list %q has %d offsets for %d slots", fl.Name, len(offs), length)
@@ -324,6 +330,12 @@ func (d *decoder21) build(fl *Field, p, length int, batches []*leafBatch, outs [
 		child, err := d.build(fl.Children[0], p+1, int(offs[length]), batches, outs)
 		if err != nil {
 			return nil, err
+		}
+		if _, isMap := t.(*arrow.MapType); isMap {
+			// Arrow's map arrays have entries and keys without nulls.
+			if child.NullN() != 0 || len(child.Children()) != 2 || child.Children()[0].NullN() != 0 {
+				return nil, corruptf("map %q has null entries or keys", fl.Name)
+			}
 		}
 		var ob *memory.Buffer
 		if _, large := t.(*arrow.LargeListType); large {
@@ -399,6 +411,19 @@ func popcount8(b byte) int {
 
 // leafData builds the Arrow data of a leaf from its values and validity.
 func leafData(li *leafInfo, v *vals, valid bitmap) (arrow.ArrayData, error) {
+	if v.constant {
+		e, err := v.expand()
+		if err != nil {
+			return nil, err
+		}
+		v = &e
+	}
+	if li.packed != nil && li.packed.blob {
+		return blobData(li, v, valid)
+	}
+	if li.packed != nil {
+		return packedData(li, v, valid)
+	}
 	n := v.n
 	var vbuf *memory.Buffer
 	if valid.bits != nil {

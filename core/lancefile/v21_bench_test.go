@@ -66,7 +66,7 @@ func BenchmarkV21PageInline64(b *testing.B) {
 	b.SetBytes(int64(p.info.rows) * 8)
 	c0 := cpuTime()
 	for b.Loop() {
-		if _, err := decodePage21(li, p.info.enc, p.bufs, p.info.rows); err != nil {
+		if _, err := decodePage(li, p.info.enc, p.bufs, p.info.rows, f.version); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -13,9 +13,10 @@ import (
 //
 //   - mini-block: decode the buffers of one chunk (Flat, Variable,
 //     InlineBitpacking, Fsst, Rle, General, Constant, FixedSizeList);
-//   - block: decode one whole buffer (rep/def levels of a chunk, the
-//     dictionary of a page: Flat, InlineBitpacking, OutOfLineBitpacking,
-//     Variable in its block form, Constant, General);
+//   - block: decode one whole buffer (rep/def levels of a chunk or of a
+//     constant page, the dictionary of a page: Flat, InlineBitpacking,
+//     OutOfLineBitpacking, Variable in its block form, Constant, General,
+//     and from 2.2 Rle in its block form);
 //   - per value: the values of a full-zip page (Flat, FixedSizeList,
 //     Constant for fixed width; Variable, Fsst, General for variable width).
 //
@@ -33,7 +34,8 @@ import (
 //	Variable, mini-block  (k+1) u32|u64 offsets from the buffer start, bytes
 //	Variable, block       u32|u64 width (32|64), u32|u64 start of bytes,
 //	                      (k+1) offsets relative to the bytes, bytes
-//	Rle                   buffer 0: run values (Flat); buffer 1: u8 run lengths
+//	Rle, mini-block       buffer 0: run values (Flat); buffer 1: u8 run lengths
+//	Rle, block            u64 V, V bytes of run values (Flat), u8 run lengths
 //	ByteStreamSplit{w}    n values of w bytes as w streams of n bytes: byte j
 //	                      of value i at j*n + i (chunk-local)
 //	General               the inner encoding's first buffer, compressed
@@ -110,6 +112,7 @@ const (
 	cGeneral                    // General over an inner codec
 	cConstant                   // Constant
 	cBSS                        // ByteStreamSplit over Flat values
+	cVarPacked                  // VariablePackedStruct (per value; v22_struct.go)
 )
 
 // codec is a compiled CompressiveEncoding.
@@ -128,6 +131,10 @@ type codec struct {
 	// each value then comes with dim validity bits.
 	fslDim   int
 	fslValid bool
+	// packedWidths are the member widths (bytes) of a PackedStruct, which
+	// decodes as Flat values of their total width.
+	packedWidths []int
+	vp           *varPacked // cVarPacked
 }
 
 type codecRole uint8
@@ -188,6 +195,30 @@ func compileCodecDepth(e *enc21pb.CompressiveEncoding, role codecRole, depth int
 			return nil, unsupportedf("FixedSizeList of %s with %d items", encName(fsl.GetValues()), dim)
 		}
 		return &codec{kind: cFlat, out: kindFixed, width: inner.width * int(dim), fslDim: int(dim), fslValid: fsl.GetHasValidity()}, nil
+	case *enc21pb.CompressiveEncoding_PackedStruct:
+		ps := c.PackedStruct
+		inner, err := compileCodecDepth(ps.GetValues(), role, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		total := 0
+		var widths []int
+		for _, b := range ps.GetBitsPerValue() {
+			if b == 0 || b%8 != 0 || b > 1<<12 {
+				return nil, unsupportedf("PackedStruct member of %d bits", b)
+			}
+			widths = append(widths, int(b/8))
+			total += int(b / 8)
+		}
+		if inner.kind != cFlat || inner.comp != 0 || inner.width != total || inner.fslDim != 0 || len(widths) == 0 {
+			return nil, unsupportedf("PackedStruct of %d bytes over %s", total, encName(ps.GetValues()))
+		}
+		return &codec{kind: cFlat, out: kindFixed, width: total, packedWidths: widths}, nil
+	case *enc21pb.CompressiveEncoding_VariablePackedStruct:
+		if role != rolePerValue {
+			return nil, bad()
+		}
+		return compileVarPacked(c.VariablePackedStruct)
 	case *enc21pb.CompressiveEncoding_InlineBitpacking:
 		if role == rolePerValue {
 			return nil, bad()
@@ -250,7 +281,9 @@ func compileCodecDepth(e *enc21pb.CompressiveEncoding, role codecRole, depth int
 		cd.inner = inner
 		return cd, nil
 	case *enc21pb.CompressiveEncoding_Rle:
-		if role != roleMiniBlock {
+		// Mini-block RLE has two buffers (values, run lengths); block RLE
+		// (2.2's level compression) is one buffer (v22_codec.go).
+		if role == rolePerValue {
 			return nil, bad()
 		}
 		vf := c.Rle.GetValues().GetFlat()
@@ -589,6 +622,8 @@ func (c *codec) decodeBlock(buf []byte, n int) (vals, error) {
 			return vals{}, err
 		}
 		return c.inner.decodeBlock(raw, n)
+	case cRle:
+		return decodeRleBlock(buf, n, c.width)
 	case cFlat, cBitmap, cInline, cOutOfLine, cConstant:
 		if err := c.checkBlockCount(buf, n); err != nil {
 			return vals{}, err

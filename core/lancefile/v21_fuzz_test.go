@@ -105,7 +105,7 @@ func seedPages(t testing.TB) []tPage {
 				if err != nil {
 					continue
 				}
-				pl, err := pageLayout21(p.info.enc)
+				pl, err := pageLayout(p.info.enc, f.version)
 				size := 0
 				for _, b := range p.bufs {
 					size += len(b)
@@ -181,12 +181,12 @@ func FuzzFullZip(f *testing.F) {
 }
 
 func FuzzAllNull(f *testing.F) {
-	lb, _ := (&enc21pb.AllNullLayout{Layers: []enc21pb.RepDefLayer{lNullItem, lNullEmpty}}).MarshalVT()
+	lb, _ := (&enc21pb.ConstantLayout{Layers: []enc21pb.RepDefLayer{lNullItem, lNullEmpty}}).MarshalVT()
 	f.Add(lb, u16le(1, 1, 1), u16le(2, 3, 1), []byte{}, uint16(3), uint8(4))
-	lb, _ = (&enc21pb.AllNullLayout{Layers: []enc21pb.RepDefLayer{lNullItem}}).MarshalVT()
+	lb, _ = (&enc21pb.ConstantLayout{Layers: []enc21pb.RepDefLayer{lNullItem}}).MarshalVT()
 	f.Add(lb, []byte{}, []byte{}, []byte{}, uint16(5), uint8(0))
 	f.Fuzz(func(t *testing.T, layout, b0, b1, b2 []byte, rows uint16, schema uint8) {
-		var an enc21pb.AllNullLayout
+		var an enc21pb.ConstantLayout
 		if an.UnmarshalVT(layout) != nil {
 			return
 		}

@@ -54,6 +54,9 @@ type leafInfo struct {
 	kind  valKind // value layout the leaf type needs
 	width int
 	dim   int // items per value of a fixed-size-list leaf, else 0
+	// packed describes a struct stored whole in one column (nil otherwise):
+	// a packed struct, or a blob v2 column's descriptor.
+	packed *packedLayout
 }
 
 func newLeafInfo(path []*Field, col int) (*leafInfo, error) {
@@ -67,6 +70,8 @@ func newLeafInfo(path []*Field, col int) (*leafInfo, error) {
 			li.list[p] = true
 		case *arrow.LargeListType:
 			li.list[p], li.large[p] = true, true
+		case *arrow.MapType:
+			li.list[p] = true
 		}
 		if li.list[p] {
 			li.maxRep++
@@ -105,7 +110,15 @@ func newLeafInfo(path []*Field, col int) (*leafInfo, error) {
 		}
 	}
 	li.startPos[li.maxRep] = 0
-	kind, width, err := leafLayout(li.field)
+	var kind valKind
+	var width int
+	var err error
+	if isStructField(li.field) {
+		li.packed, err = newPackedLayout(li.field)
+		kind, width = li.packed.kind, li.packed.width
+	} else {
+		kind, width, err = leafLayout(li.field)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package lancefile
 
 import (
 	"encoding/binary"
+	"unsafe"
 
 	"github.com/kv0/kv0/core/internal/lancepb/enc21pb"
 )
@@ -24,9 +25,10 @@ type leafPage struct {
 	row, lev, val int // cursor: rows, entries and values consumed
 }
 
-// decodePage21 decodes a whole page of li's column.
-func decodePage21(li *leafInfo, enc []byte, bufs [][]byte, rows uint64) (*leafPage, error) {
-	pl, err := pageLayout21(enc)
+// decodePage decodes a whole page of li's column, from a file of format
+// version v (2.1 or 2.2).
+func decodePage(li *leafInfo, enc []byte, bufs [][]byte, rows uint64, v Version) (*leafPage, error) {
+	pl, err := pageLayout(enc, v)
 	if err != nil {
 		return nil, err
 	}
@@ -39,10 +41,16 @@ func decodePage21(li *leafInfo, enc []byte, bufs [][]byte, rows uint64) (*leafPa
 		}
 	case *enc21pb.PageLayout_FullZipLayout:
 		pg, err = decodeFullZipPage(li, l.FullZipLayout, bufs, rows)
-	case *enc21pb.PageLayout_AllNullLayout:
-		pg, err = decodeAllNullPage(li, l.AllNullLayout, bufs, rows)
+	case *enc21pb.PageLayout_ConstantLayout:
+		if v == V2_1 {
+			pg, err = decodeAllNullPage(li, l.ConstantLayout, bufs, rows)
+		} else {
+			pg, err = decodeConstantPage(li, l.ConstantLayout, bufs, rows)
+		}
 	case *enc21pb.PageLayout_BlobLayout:
-		return nil, unsupportedf("blob page layout")
+		pg, err = decodeBlobPage(li, l.BlobLayout, bufs, rows)
+	case nil:
+		return nil, corruptf("page layout without a layout")
 	default:
 		return nil, unsupportedf("page layout %T", pl.GetLayout())
 	}
@@ -199,6 +207,7 @@ func concatBatches(li *leafInfo, parts []leafBatch) (leafBatch, error) {
 	vb := newValBuilder(li.kind, li.width, nv)
 	vb.dim = li.dim
 	for i := range parts {
+		out.vals.blob = max(out.vals.blob, parts[i].vals.blob)
 		p := &parts[i]
 		if needRep {
 			if p.rep != nil {
@@ -222,7 +231,9 @@ func concatBatches(li *leafInfo, parts []leafBatch) (leafBatch, error) {
 			return leafBatch{}, err
 		}
 	}
+	blob := out.vals.blob
 	out.vals = vb.finish()
+	out.vals.blob = blob
 	return out, nil
 }
 
@@ -257,11 +268,12 @@ func rpad8(n int) int { return (n + 7) &^ 7 }
 // Each chunk:
 //
 //	u16 num_levels | u16 rep_size (if rep) | u16 def_size (if def) |
-//	u16 buffer_size[num_buffers] | pad to 8 | rep | pad 8 | def | pad 8 |
+//	buffer_size[num_buffers] | pad to 8 | rep | pad 8 | def | pad 8 |
 //	buffer 0 | pad 8 | ... | buffer k-1 | pad 8
 //
 // and its metadata word is ((bytes/8 - 1) << 4) | log2(items), the last
-// chunk taking whatever items remain.
+// chunk taking whatever items remain. Metadata words and buffer sizes are
+// u16 in 2.1 and u32 with has_large_chunk (the grammar of 2.2).
 func decodeMiniBlockPage(li *leafInfo, mb *enc21pb.MiniBlockLayout, bufs [][]byte, rows uint64) (*leafPage, error) {
 	dm, err := li.defMap(mb.GetLayers())
 	if err != nil {
@@ -287,6 +299,11 @@ func decodeMiniBlockPage(li *leafInfo, mb *enc21pb.MiniBlockLayout, bufs [][]byt
 	valC, err := compileCodec(mb.GetValueCompression(), roleMiniBlock)
 	if err != nil {
 		return nil, err
+	}
+	if li.packed != nil || valC.packedWidths != nil {
+		if err := checkPackedStruct(li, valC); err != nil {
+			return nil, err
+		}
 	}
 	var dict *vals
 	if mb.GetDictionary() != nil {
@@ -316,10 +333,14 @@ func decodeMiniBlockPage(li *leafInfo, mb *enc21pb.MiniBlockLayout, bufs [][]byt
 		return nil, err
 	}
 	meta, data := bufs[0], bufs[1]
-	if len(meta)%2 != 0 {
-		return nil, corruptf("chunk metadata of odd length %d", len(meta))
+	ww := 2 // bytes of a metadata word and of a buffer size
+	if mb.GetHasLargeChunk() {
+		ww = 4
 	}
-	nChunks := len(meta) / 2
+	if len(meta)%ww != 0 {
+		return nil, corruptf("chunk metadata of %d bytes is not a whole number of %d-byte words", len(meta), ww)
+	}
+	nChunks := len(meta) / ww
 	numItems := mb.GetNumItems()
 	if numItems > uint64(nChunks)*maxChunkItems {
 		return nil, corruptf("%d items in %d chunks", numItems, nChunks)
@@ -348,7 +369,7 @@ func decodeMiniBlockPage(li *leafInfo, mb *enc21pb.MiniBlockLayout, bufs [][]byt
 	off := 0
 	items := uint64(0)
 	for c := 0; c < nChunks; c++ {
-		w := binary.LittleEndian.Uint16(meta[2*c:])
+		w := readUint(meta[ww*c:], ww)
 		size := (int(w>>4) + 1) * 8
 		var k uint64
 		if c < nChunks-1 {
@@ -376,7 +397,7 @@ func decodeMiniBlockPage(li *leafInfo, mb *enc21pb.MiniBlockLayout, bufs [][]byt
 		if defC != nil {
 			hdr += 2
 		}
-		hdr += 2 * int(nb)
+		hdr += ww * int(nb)
 		if hdr > len(chunk) {
 			return nil, corruptf("chunk %d header overruns the chunk", c)
 		}
@@ -392,8 +413,8 @@ func decodeMiniBlockPage(li *leafInfo, mb *enc21pb.MiniBlockLayout, bufs [][]byt
 			h += 2
 		}
 		for i := range sizes {
-			sizes[i] = int(binary.LittleEndian.Uint16(chunk[h:]))
-			h += 2
+			sizes[i] = int(readUint(chunk[h:], ww))
+			h += ww
 		}
 		p := rpad8(h)
 		take := func(n int) ([]byte, error) {
@@ -417,6 +438,13 @@ func decodeMiniBlockPage(li *leafInfo, mb *enc21pb.MiniBlockLayout, bufs [][]byt
 		}
 		for i := range chunkBufs {
 			if chunkBufs[i], err = take(sizes[i]); err != nil {
+				return nil, err
+			}
+		}
+		if ww == 4 && (repC != nil || defC != nil) {
+			// The u16 level count wraps in chunks of more than 65,535
+			// levels; RLE-compressed levels tell the real count.
+			if numLevels, err = wrappedLevels(numLevels, repC, repB, defC, defB); err != nil {
 				return nil, err
 			}
 		}
@@ -492,6 +520,13 @@ func gatherDict(dict *vals, idx *vals) vals {
 		w := dict.width
 		b := newValBuilder(kindFixed, w, n)
 		dst := b.grow(n)
+		if iw == 4 && (w == 4 || w == 8) {
+			// Lance's indices are u32; 32- and 64-bit values are the
+			// common dictionaries (lance 12 dictionary-encodes 64-bit
+			// columns of few distinct values).
+			gatherFixed32(dst, idx.data[:4*n], dict.data[:w*dict.n], w)
+			return b.finish()
+		}
 		for i := 0; i < n; i++ {
 			j := at(i)
 			if j < nd {
@@ -499,6 +534,63 @@ func gatherDict(dict *vals, idx *vals) vals {
 			}
 		}
 		return b.finish()
+	}
+}
+
+// aligned reports whether b starts at a multiple of a bytes.
+func aligned(b []byte, a int) bool {
+	return len(b) > 0 && uintptr(unsafe.Pointer(&b[0]))%uintptr(a) == 0
+}
+
+// gatherFixed32 writes to dst the values of width w (4 or 8 bytes) of dict
+// that the u32 indices idx name; an index out of range (null slots carry
+// arbitrary ones) gives zero.
+func gatherFixed32(dst, idx, dict []byte, w int) {
+	nd := uint32(len(dict) / w)
+	n := len(idx) / 4
+	if littleEndian && n > 0 && nd > 0 && aligned(dst, w) && aligned(idx, 4) && aligned(dict, w) {
+		ix := unsafe.Slice((*uint32)(unsafe.Pointer(&idx[0])), n)
+		if w == 8 {
+			d := unsafe.Slice((*uint64)(unsafe.Pointer(&dict[0])), nd)
+			out := unsafe.Slice((*uint64)(unsafe.Pointer(&dst[0])), n)
+			for i, j := range ix {
+				if j < nd {
+					out[i] = d[j]
+				} else {
+					out[i] = 0
+				}
+			}
+			return
+		}
+		d := unsafe.Slice((*uint32)(unsafe.Pointer(&dict[0])), nd)
+		out := unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), n)
+		for i, j := range ix {
+			if j < nd {
+				out[i] = d[j]
+			} else {
+				out[i] = 0
+			}
+		}
+		return
+	}
+	if w == 8 {
+		for i := 0; i+4 <= len(idx); i += 4 {
+			j := binary.LittleEndian.Uint32(idx[i:])
+			var v uint64
+			if j < nd {
+				v = binary.LittleEndian.Uint64(dict[8*int(j):])
+			}
+			binary.LittleEndian.PutUint64(dst[2*i:], v)
+		}
+		return
+	}
+	for i := 0; i+4 <= len(idx); i += 4 {
+		j := binary.LittleEndian.Uint32(idx[i:])
+		var v uint32
+		if j < nd {
+			v = binary.LittleEndian.Uint32(dict[4*int(j):])
+		}
+		binary.LittleEndian.PutUint32(dst[i:], v)
 	}
 }
 
@@ -552,6 +644,11 @@ func decodeFullZipPage(li *leafInfo, fz *enc21pb.FullZipLayout, bufs [][]byte, r
 		if vc.kind != cFlat || vc.comp != 0 || vc.width+itemBytes != fixedW || vc.fslDim != li.dim && vc.fslValid {
 			return nil, unsupportedf("full-zip fixed-width values encoded as %s", encName(fz.GetValueCompression()))
 		}
+		if li.packed != nil || vc.packedWidths != nil {
+			if err := checkPackedStruct(li, vc); err != nil {
+				return nil, err
+			}
+		}
 		if err := checkValueLayout(li, kindFixed, vc.width); err != nil {
 			return nil, err
 		}
@@ -565,6 +662,13 @@ func decodeFullZipPage(li *leafInfo, fz *enc21pb.FullZipLayout, bufs [][]byte, r
 		}
 		if vc.out != kindVar {
 			return nil, unsupportedf("full-zip variable-width values encoded as %s", encName(fz.GetValueCompression()))
+		}
+		if vc.kind == cVarPacked {
+			if err := vc.vp.check(li.packed, li.field.Name); err != nil {
+				return nil, err
+			}
+		} else if li.packed != nil {
+			return nil, corruptf("packed struct %q stored as %s", li.field.Name, encName(fz.GetValueCompression()))
 		}
 		if err := checkValueLayout(li, kindVar, 0); err != nil {
 			return nil, err
@@ -596,7 +700,7 @@ func decodeFullZipPage(li *leafInfo, fz *enc21pb.FullZipLayout, bufs [][]byte, r
 	// raw collects the still-compressed bytes of each value when the values
 	// need a second pass (FSST, General).
 	raw := vb
-	if vc.kind == cFsst || vc.kind == cGeneral {
+	if vc.kind == cFsst || vc.kind == cGeneral || vc.kind == cVarPacked {
 		raw = newValBuilder(kindVar, 0, capEntries)
 	}
 	maxVis := li.maxVis
@@ -663,6 +767,10 @@ func decodeFullZipPage(li *leafInfo, fz *enc21pb.FullZipLayout, bufs [][]byte, r
 		pos += int(l)
 	}
 	switch vc.kind {
+	case cVarPacked:
+		if err := vc.vp.transcode(raw, vb); err != nil {
+			return nil, err
+		}
 	case cFsst:
 		if err := fsstDecodeInto(vc.fsst, raw.data, raw.offs, vb); err != nil {
 			return nil, err
@@ -697,7 +805,7 @@ func decodeFullZipPage(li *leafInfo, fz *enc21pb.FullZipLayout, bufs [][]byte, r
 // decodeAllNullPage decodes an all-null page. The simple form (a single
 // nullable item layer) has no buffers; the complex form stores u16 rep and
 // def levels in buffers 0 and 1 (either may be empty).
-func decodeAllNullPage(li *leafInfo, an *enc21pb.AllNullLayout, bufs [][]byte, rows uint64) (*leafPage, error) {
+func decodeAllNullPage(li *leafInfo, an *enc21pb.ConstantLayout, bufs [][]byte, rows uint64) (*leafPage, error) {
 	layers := an.GetLayers()
 	dm, err := li.defMap(layers)
 	if err != nil {

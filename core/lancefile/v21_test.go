@@ -30,8 +30,14 @@ type tPage struct {
 // File whose columns hold them.
 func testFile21(t testing.TB, cols [][]tPage) *File {
 	t.Helper()
+	return testFileV(t, cols, V2_1)
+}
+
+// testFileV is testFile21 for a file of version v.
+func testFileV(t testing.TB, cols [][]tPage, v Version) *File {
+	t.Helper()
 	var blob []byte
-	f := &File{st: store.NewMemory(), key: "t.lance", version: V2_1}
+	f := &File{st: store.NewMemory(), key: "t.lance", version: v}
 	for _, pages := range cols {
 		var c column
 		var row uint64
@@ -505,7 +511,7 @@ func TestV21FullZip(t *testing.T) {
 }
 
 func allNull(layers ...enc21pb.RepDefLayer) *enc21pb.PageLayout {
-	return &enc21pb.PageLayout{Layout: &enc21pb.PageLayout_AllNullLayout{AllNullLayout: &enc21pb.AllNullLayout{Layers: layers}}}
+	return &enc21pb.PageLayout{Layout: &enc21pb.PageLayout_ConstantLayout{ConstantLayout: &enc21pb.ConstantLayout{Layers: layers}}}
 }
 
 func TestV21AllNull(t *testing.T) {

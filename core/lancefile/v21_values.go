@@ -47,6 +47,16 @@ type vals struct {
 	// zero marks n zero (or empty) values with no buffers, as all-null
 	// pages have.
 	zero bool
+	// constant marks n copies of scalar with no buffers, as 2.2's constant
+	// pages have (scalar: the value's bytes, for booleans 0 or 1); expand
+	// makes the buffers.
+	constant bool
+	scalar   []byte
+	// blob marks descriptors of blob values (blobLegacy), which a batch
+	// resolves before it becomes an array; ext is what a resolved blob v2
+	// batch has besides the bytes (v22_blob.go).
+	blob uint8
+	ext  *blobExt
 	// items, for fixed-size lists whose items may be null, holds the item
 	// validity bitmap (dim bits per value) from bit ioff; nil when every
 	// item is valid.
@@ -57,8 +67,8 @@ type vals struct {
 
 // slice returns values [i, j) without copying.
 func (v *vals) slice(i, j int) vals {
-	out := vals{kind: v.kind, width: v.width, n: j - i, zero: v.zero, dim: v.dim}
-	if v.zero {
+	out := vals{kind: v.kind, width: v.width, n: j - i, zero: v.zero, dim: v.dim, constant: v.constant, scalar: v.scalar, blob: v.blob}
+	if v.zero || v.constant {
 		return out
 	}
 	if v.items != nil {
@@ -177,6 +187,13 @@ func (b *valBuilder) appendVar(v []byte) {
 func (b *valBuilder) appendVals(v *vals) error {
 	if v.kind != b.kind || (v.kind == kindFixed && v.width != b.width) {
 		return corruptf("pages mix %s (width %d) and %s (width %d) values", b.kind, b.width, v.kind, v.width)
+	}
+	if v.constant {
+		e, err := v.expand()
+		if err != nil {
+			return err
+		}
+		v = &e
 	}
 	switch b.kind {
 	case kindFixed:

@@ -138,7 +138,7 @@ func buildServeRoot(dir, fixtures string) (*serveRoot, error) {
 		if err := os.CopyFS(filepath.Join(dir, "fixtures"), os.DirFS(fixtures)); err != nil {
 			return nil, err
 		}
-		for _, v := range []string{"default", "v2_0", "v1paths"} {
+		for _, v := range []string{"default", "v2_0", "v1paths", "v2_2"} {
 			sr.datasets = append(sr.datasets, "fixtures/"+v+"/kv.lance")
 		}
 		sr.datasets = append(sr.datasets, "fixtures/bigdel/t.lance", "fixtures/bigdel/t2.lance")
@@ -361,7 +361,7 @@ func TestServeMatchesCLI(t *testing.T) {
 		if len(sr.datasets) < 2 {
 			t.Skip("needs the lance-samples fixtures")
 		}
-		for _, ds := range []string{"fixtures/v2_2/kv.lance", "fixtures/legacy/kv.lance"} {
+		for _, ds := range []string{"fixtures/legacy/kv.lance"} {
 			var e api.ErrorBody
 			body := fetch(t, srv.URL, "/api/v1/datasets/"+ds+"/rows", http.StatusNotImplemented)
 			if err := json.Unmarshal(body, &e); err != nil || e.Error.Code != api.CodeUnsupported {

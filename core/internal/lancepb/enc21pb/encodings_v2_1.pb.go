@@ -12,7 +12,8 @@ import (
 	strconv "strconv"
 )
 
-// Page layouts and compressive encodings of Lance 2.1 files (proto package lance.encodings21).
+// Page layouts and compressive encodings of Lance 2.1 and 2.2 files (proto package lance.encodings21;
+// 2.2 keeps the package and adds fields, marked below).
 
 // RepDefLayer describes one level of nesting, innermost first in a page's layer list.
 type RepDefLayer int32
@@ -110,6 +111,8 @@ type MiniBlockLayout struct {
 	NumBuffers           uint64               `protobuf:"varint,7,opt,name=num_buffers,json=numBuffers,proto3" json:"numBuffers,omitempty"`
 	RepetitionIndexDepth uint32               `protobuf:"varint,8,opt,name=repetition_index_depth,json=repetitionIndexDepth,proto3" json:"repetitionIndexDepth,omitempty"`
 	NumItems             uint64               `protobuf:"varint,9,opt,name=num_items,json=numItems,proto3" json:"numItems,omitempty"`
+	// 2.2: chunk metadata words and chunk value-buffer sizes are u32 (2.1: u16).
+	HasLargeChunk bool `protobuf:"varint,10,opt,name=has_large_chunk,json=hasLargeChunk,proto3" json:"hasLargeChunk,omitempty"`
 }
 
 func (x *MiniBlockLayout) Reset() {
@@ -179,6 +182,13 @@ func (x *MiniBlockLayout) GetNumItems() uint64 {
 		return x.NumItems
 	}
 	return 0
+}
+
+func (x *MiniBlockLayout) GetHasLargeChunk() bool {
+	if x != nil {
+		return x.HasLargeChunk
+	}
+	return false
 }
 
 type FullZipLayout struct {
@@ -281,22 +291,64 @@ func (*FullZipLayout_BitsPerValue) isFullZipLayout_Details() {}
 
 func (*FullZipLayout_BitsPerOffset) isFullZipLayout_Details() {}
 
-type AllNullLayout struct {
-	unknownFields []byte
-	Layers        []RepDefLayer `protobuf:"varint,5,rep,packed,name=layers,proto3" json:"layers,omitempty"`
+// ConstantLayout is 2.1's AllNullLayout (same field numbers), generalised in 2.2 to pages whose
+// visible values all equal one scalar. Fields 6 to 10 are 2.2 only.
+type ConstantLayout struct {
+	unknownFields  []byte
+	Layers         []RepDefLayer        `protobuf:"varint,5,rep,packed,name=layers,proto3" json:"layers,omitempty"`
+	InlineValue    []byte               `protobuf:"bytes,6,opt,name=inline_value,json=inlineValue,proto3,oneof" json:"inlineValue,omitempty"`
+	RepCompression *CompressiveEncoding `protobuf:"bytes,7,opt,name=rep_compression,json=repCompression,proto3" json:"repCompression,omitempty"`
+	DefCompression *CompressiveEncoding `protobuf:"bytes,8,opt,name=def_compression,json=defCompression,proto3" json:"defCompression,omitempty"`
+	NumRepValues   uint64               `protobuf:"varint,9,opt,name=num_rep_values,json=numRepValues,proto3" json:"numRepValues,omitempty"`
+	NumDefValues   uint64               `protobuf:"varint,10,opt,name=num_def_values,json=numDefValues,proto3" json:"numDefValues,omitempty"`
 }
 
-func (x *AllNullLayout) Reset() {
-	*x = AllNullLayout{}
+func (x *ConstantLayout) Reset() {
+	*x = ConstantLayout{}
 }
 
-func (*AllNullLayout) ProtoMessage() {}
+func (*ConstantLayout) ProtoMessage() {}
 
-func (x *AllNullLayout) GetLayers() []RepDefLayer {
+func (x *ConstantLayout) GetLayers() []RepDefLayer {
 	if x != nil {
 		return x.Layers
 	}
 	return nil
+}
+
+func (x *ConstantLayout) GetInlineValue() []byte {
+	if x != nil {
+		return x.InlineValue
+	}
+	return nil
+}
+
+func (x *ConstantLayout) GetRepCompression() *CompressiveEncoding {
+	if x != nil {
+		return x.RepCompression
+	}
+	return nil
+}
+
+func (x *ConstantLayout) GetDefCompression() *CompressiveEncoding {
+	if x != nil {
+		return x.DefCompression
+	}
+	return nil
+}
+
+func (x *ConstantLayout) GetNumRepValues() uint64 {
+	if x != nil {
+		return x.NumRepValues
+	}
+	return 0
+}
+
+func (x *ConstantLayout) GetNumDefValues() uint64 {
+	if x != nil {
+		return x.NumDefValues
+	}
+	return 0
 }
 
 type BlobLayout struct {
@@ -330,7 +382,7 @@ type PageLayout struct {
 	// Types that are assignable to Layout:
 	//
 	//	*PageLayout_MiniBlockLayout
-	//	*PageLayout_AllNullLayout
+	//	*PageLayout_ConstantLayout
 	//	*PageLayout_FullZipLayout
 	//	*PageLayout_BlobLayout
 	Layout isPageLayout_Layout `protobuf_oneof:"layout"`
@@ -356,9 +408,9 @@ func (x *PageLayout) GetMiniBlockLayout() *MiniBlockLayout {
 	return nil
 }
 
-func (x *PageLayout) GetAllNullLayout() *AllNullLayout {
-	if x, ok := x.GetLayout().(*PageLayout_AllNullLayout); ok {
-		return x.AllNullLayout
+func (x *PageLayout) GetConstantLayout() *ConstantLayout {
+	if x, ok := x.GetLayout().(*PageLayout_ConstantLayout); ok {
+		return x.ConstantLayout
 	}
 	return nil
 }
@@ -385,8 +437,8 @@ type PageLayout_MiniBlockLayout struct {
 	MiniBlockLayout *MiniBlockLayout `protobuf:"bytes,1,opt,name=mini_block_layout,json=miniBlockLayout,proto3,oneof"`
 }
 
-type PageLayout_AllNullLayout struct {
-	AllNullLayout *AllNullLayout `protobuf:"bytes,2,opt,name=all_null_layout,json=allNullLayout,proto3,oneof"`
+type PageLayout_ConstantLayout struct {
+	ConstantLayout *ConstantLayout `protobuf:"bytes,2,opt,name=constant_layout,json=constantLayout,proto3,oneof"`
 }
 
 type PageLayout_FullZipLayout struct {
@@ -399,7 +451,7 @@ type PageLayout_BlobLayout struct {
 
 func (*PageLayout_MiniBlockLayout) isPageLayout_Layout() {}
 
-func (*PageLayout_AllNullLayout) isPageLayout_Layout() {}
+func (*PageLayout_ConstantLayout) isPageLayout_Layout() {}
 
 func (*PageLayout_FullZipLayout) isPageLayout_Layout() {}
 
@@ -1042,6 +1094,7 @@ func (m *MiniBlockLayout) CloneVT() *MiniBlockLayout {
 	r.NumBuffers = m.NumBuffers
 	r.RepetitionIndexDepth = m.RepetitionIndexDepth
 	r.NumItems = m.NumItems
+	r.HasLargeChunk = m.HasLargeChunk
 	if rhs := m.Layers; rhs != nil {
 		r.Layers = slices.Clone(rhs)
 	}
@@ -1109,13 +1162,20 @@ func (m *FullZipLayout_BitsPerOffset) CloneOneofVT() isFullZipLayout_Details {
 	return m.CloneVT()
 }
 
-func (m *AllNullLayout) CloneVT() *AllNullLayout {
+func (m *ConstantLayout) CloneVT() *ConstantLayout {
 	if m == nil {
-		return (*AllNullLayout)(nil)
+		return (*ConstantLayout)(nil)
 	}
-	r := new(AllNullLayout)
+	r := new(ConstantLayout)
+	r.RepCompression = m.RepCompression.CloneVT()
+	r.DefCompression = m.DefCompression.CloneVT()
+	r.NumRepValues = m.NumRepValues
+	r.NumDefValues = m.NumDefValues
 	if rhs := m.Layers; rhs != nil {
 		r.Layers = slices.Clone(rhs)
+	}
+	if rhs := m.InlineValue; rhs != nil {
+		r.InlineValue = slices.Clone(rhs)
 	}
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = slices.Clone(m.unknownFields)
@@ -1123,7 +1183,7 @@ func (m *AllNullLayout) CloneVT() *AllNullLayout {
 	return r
 }
 
-func (m *AllNullLayout) CloneMessageVT() protobuf_go_lite.CloneMessage {
+func (m *ConstantLayout) CloneMessageVT() protobuf_go_lite.CloneMessage {
 	return m.CloneVT()
 }
 
@@ -1177,16 +1237,16 @@ func (m *PageLayout_MiniBlockLayout) CloneOneofVT() isPageLayout_Layout {
 	return m.CloneVT()
 }
 
-func (m *PageLayout_AllNullLayout) CloneVT() *PageLayout_AllNullLayout {
+func (m *PageLayout_ConstantLayout) CloneVT() *PageLayout_ConstantLayout {
 	if m == nil {
-		return (*PageLayout_AllNullLayout)(nil)
+		return (*PageLayout_ConstantLayout)(nil)
 	}
-	r := new(PageLayout_AllNullLayout)
-	r.AllNullLayout = m.AllNullLayout.CloneVT()
+	r := new(PageLayout_ConstantLayout)
+	r.ConstantLayout = m.ConstantLayout.CloneVT()
 	return r
 }
 
-func (m *PageLayout_AllNullLayout) CloneOneofVT() isPageLayout_Layout {
+func (m *PageLayout_ConstantLayout) CloneOneofVT() isPageLayout_Layout {
 	return m.CloneVT()
 }
 
@@ -1742,6 +1802,9 @@ func (this *MiniBlockLayout) EqualVT(that *MiniBlockLayout) bool {
 	if this.NumItems != that.NumItems {
 		return false
 	}
+	if this.HasLargeChunk != that.HasLargeChunk {
+		return false
+	}
 	return string(this.unknownFields) == string(that.unknownFields)
 }
 
@@ -1838,7 +1901,7 @@ func (this *FullZipLayout_BitsPerOffset) EqualVT(thatIface isFullZipLayout_Detai
 	return true
 }
 
-func (this *AllNullLayout) EqualVT(that *AllNullLayout) bool {
+func (this *ConstantLayout) EqualVT(that *ConstantLayout) bool {
 	if this == that {
 		return true
 	} else if this == nil || that == nil {
@@ -1853,11 +1916,26 @@ func (this *AllNullLayout) EqualVT(that *AllNullLayout) bool {
 			return false
 		}
 	}
+	if p, q := this.InlineValue, that.InlineValue; (p == nil && q != nil) || (p != nil && q == nil) || string(p) != string(q) {
+		return false
+	}
+	if !this.RepCompression.EqualVT(that.RepCompression) {
+		return false
+	}
+	if !this.DefCompression.EqualVT(that.DefCompression) {
+		return false
+	}
+	if this.NumRepValues != that.NumRepValues {
+		return false
+	}
+	if this.NumDefValues != that.NumDefValues {
+		return false
+	}
 	return string(this.unknownFields) == string(that.unknownFields)
 }
 
-func (this *AllNullLayout) EqualMessageVT(thatMsg any) bool {
-	that, ok := thatMsg.(*AllNullLayout)
+func (this *ConstantLayout) EqualMessageVT(thatMsg any) bool {
+	that, ok := thatMsg.(*ConstantLayout)
 	if !ok {
 		return false
 	}
@@ -1944,8 +2022,8 @@ func (this *PageLayout_MiniBlockLayout) EqualVT(thatIface isPageLayout_Layout) b
 	return true
 }
 
-func (this *PageLayout_AllNullLayout) EqualVT(thatIface isPageLayout_Layout) bool {
-	that, ok := thatIface.(*PageLayout_AllNullLayout)
+func (this *PageLayout_ConstantLayout) EqualVT(thatIface isPageLayout_Layout) bool {
+	that, ok := thatIface.(*PageLayout_ConstantLayout)
 	if !ok {
 		return false
 	}
@@ -1955,12 +2033,12 @@ func (this *PageLayout_AllNullLayout) EqualVT(thatIface isPageLayout_Layout) boo
 	if this == nil && that != nil || this != nil && that == nil {
 		return false
 	}
-	if p, q := this.AllNullLayout, that.AllNullLayout; p != q {
+	if p, q := this.ConstantLayout, that.ConstantLayout; p != q {
 		if p == nil {
-			p = &AllNullLayout{}
+			p = &ConstantLayout{}
 		}
 		if q == nil {
-			q = &AllNullLayout{}
+			q = &ConstantLayout{}
 		}
 		if !p.EqualVT(q) {
 			return false
@@ -2792,6 +2870,16 @@ func (m *MiniBlockLayout) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.HasLargeChunk {
+		i--
+		if m.HasLargeChunk {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x50
+	}
 	if m.NumItems != 0 {
 		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(m.NumItems))
 		i--
@@ -2993,7 +3081,7 @@ func (m *FullZipLayout_BitsPerOffset) MarshalToSizedBufferVT(dAtA []byte) (int, 
 	dAtA[i] = 0x20
 	return len(dAtA) - i, nil
 }
-func (m *AllNullLayout) MarshalVT() (dAtA []byte, err error) {
+func (m *ConstantLayout) MarshalVT() (dAtA []byte, err error) {
 	if m == nil {
 		return nil, nil
 	}
@@ -3006,12 +3094,12 @@ func (m *AllNullLayout) MarshalVT() (dAtA []byte, err error) {
 	return dAtA[:n], nil
 }
 
-func (m *AllNullLayout) MarshalToVT(dAtA []byte) (int, error) {
+func (m *ConstantLayout) MarshalToVT(dAtA []byte) (int, error) {
 	size := m.SizeVT()
 	return m.MarshalToSizedBufferVT(dAtA[:size])
 }
 
-func (m *AllNullLayout) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+func (m *ConstantLayout) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m == nil {
 		return 0, nil
 	}
@@ -3022,6 +3110,43 @@ func (m *AllNullLayout) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.NumDefValues != 0 {
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(m.NumDefValues))
+		i--
+		dAtA[i] = 0x50
+	}
+	if m.NumRepValues != 0 {
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(m.NumRepValues))
+		i--
+		dAtA[i] = 0x48
+	}
+	if m.DefCompression != nil {
+		size, err := m.DefCompression.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0x42
+	}
+	if m.RepCompression != nil {
+		size, err := m.RepCompression.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0x3a
+	}
+	if m.InlineValue != nil {
+		i -= len(m.InlineValue)
+		copy(dAtA[i:], m.InlineValue)
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(len(m.InlineValue)))
+		i--
+		dAtA[i] = 0x32
 	}
 	if len(m.Layers) > 0 {
 		var pksize2 int
@@ -3176,15 +3301,15 @@ func (m *PageLayout_MiniBlockLayout) MarshalToSizedBufferVT(dAtA []byte) (int, e
 	}
 	return len(dAtA) - i, nil
 }
-func (m *PageLayout_AllNullLayout) MarshalToVT(dAtA []byte) (int, error) {
+func (m *PageLayout_ConstantLayout) MarshalToVT(dAtA []byte) (int, error) {
 	size := m.SizeVT()
 	return m.MarshalToSizedBufferVT(dAtA[:size])
 }
 
-func (m *PageLayout_AllNullLayout) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+func (m *PageLayout_ConstantLayout) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	i := len(dAtA)
-	if m.AllNullLayout != nil {
-		size, err := m.AllNullLayout.MarshalToSizedBufferVT(dAtA[:i])
+	if m.ConstantLayout != nil {
+		size, err := m.ConstantLayout.MarshalToSizedBufferVT(dAtA[:i])
 		if err != nil {
 			return 0, err
 		}
@@ -4406,6 +4531,9 @@ func (m *MiniBlockLayout) SizeVT() (n int) {
 	if m.NumItems != 0 {
 		n += 1 + protobuf_go_lite.SizeOfVarint(uint64(m.NumItems))
 	}
+	if m.HasLargeChunk {
+		n += 2
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -4464,7 +4592,7 @@ func (m *FullZipLayout_BitsPerOffset) SizeVT() (n int) {
 	n += 1 + protobuf_go_lite.SizeOfVarint(uint64(m.BitsPerOffset))
 	return n
 }
-func (m *AllNullLayout) SizeVT() (n int) {
+func (m *ConstantLayout) SizeVT() (n int) {
 	if m == nil {
 		return 0
 	}
@@ -4476,6 +4604,24 @@ func (m *AllNullLayout) SizeVT() (n int) {
 			l += protobuf_go_lite.SizeOfVarint(uint64(e))
 		}
 		n += 1 + protobuf_go_lite.SizeOfVarint(uint64(l)) + l
+	}
+	if m.InlineValue != nil {
+		l = len(m.InlineValue)
+		n += 1 + l + protobuf_go_lite.SizeOfVarint(uint64(l))
+	}
+	if m.RepCompression != nil {
+		l = m.RepCompression.SizeVT()
+		n += 1 + l + protobuf_go_lite.SizeOfVarint(uint64(l))
+	}
+	if m.DefCompression != nil {
+		l = m.DefCompression.SizeVT()
+		n += 1 + l + protobuf_go_lite.SizeOfVarint(uint64(l))
+	}
+	if m.NumRepValues != 0 {
+		n += 1 + protobuf_go_lite.SizeOfVarint(uint64(m.NumRepValues))
+	}
+	if m.NumDefValues != 0 {
+		n += 1 + protobuf_go_lite.SizeOfVarint(uint64(m.NumDefValues))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -4529,14 +4675,14 @@ func (m *PageLayout_MiniBlockLayout) SizeVT() (n int) {
 	}
 	return n
 }
-func (m *PageLayout_AllNullLayout) SizeVT() (n int) {
+func (m *PageLayout_ConstantLayout) SizeVT() (n int) {
 	if m == nil {
 		return 0
 	}
 	var l int
 	_ = l
-	if m.AllNullLayout != nil {
-		l = m.AllNullLayout.SizeVT()
+	if m.ConstantLayout != nil {
+		l = m.ConstantLayout.SizeVT()
 		n += 1 + l + protobuf_go_lite.SizeOfVarint(uint64(l))
 	} else {
 		n += 2
@@ -5259,6 +5405,18 @@ func (m *MiniBlockLayout) UnmarshalVT(dAtA []byte) error {
 			if err != nil {
 				return err
 			}
+		case 10:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field HasLargeChunk", wireType)
+			}
+			var v int
+			var _v uint64
+			_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			v = int(_v)
+			if err != nil {
+				return err
+			}
+			m.HasLargeChunk = bool(v != 0)
 		default:
 			iNdEx = preIndex
 			skippy, err := protobuf_go_lite.Skip(dAtA[iNdEx:])
@@ -5452,7 +5610,7 @@ func (m *FullZipLayout) UnmarshalVT(dAtA []byte) error {
 	}
 	return nil
 }
-func (m *AllNullLayout) UnmarshalVT(dAtA []byte) error {
+func (m *ConstantLayout) UnmarshalVT(dAtA []byte) error {
 	l := len(dAtA)
 	iNdEx := 0
 	var err error
@@ -5466,10 +5624,10 @@ func (m *AllNullLayout) UnmarshalVT(dAtA []byte) error {
 		fieldNum := int32(wire >> 3)
 		wireType := int(wire & 0x7)
 		if wireType == 4 {
-			return fmt.Errorf("proto: AllNullLayout: wiretype end group for non-group")
+			return fmt.Errorf("proto: ConstantLayout: wiretype end group for non-group")
 		}
 		if fieldNum <= 0 {
-			return fmt.Errorf("proto: AllNullLayout: illegal tag %d (wire type %d)", fieldNum, wire)
+			return fmt.Errorf("proto: ConstantLayout: illegal tag %d (wire type %d)", fieldNum, wire)
 		}
 		switch fieldNum {
 		case 5:
@@ -5516,6 +5674,106 @@ func (m *AllNullLayout) UnmarshalVT(dAtA []byte) error {
 				}
 			} else {
 				return fmt.Errorf("proto: wrong wireType = %d for field Layers", wireType)
+			}
+		case 6:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field InlineValue", wireType)
+			}
+			var byteLen int
+			var _v uint64
+			_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			byteLen = int(_v)
+			if err != nil {
+				return err
+			}
+			if byteLen < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			postIndex := iNdEx + byteLen
+			if postIndex < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.InlineValue = append(m.InlineValue[:0], dAtA[iNdEx:postIndex]...)
+			if m.InlineValue == nil {
+				m.InlineValue = []byte{}
+			}
+			iNdEx = postIndex
+		case 7:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field RepCompression", wireType)
+			}
+			var msglen int
+			var _v uint64
+			_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			msglen = int(_v)
+			if err != nil {
+				return err
+			}
+			if msglen < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.RepCompression == nil {
+				m.RepCompression = &CompressiveEncoding{}
+			}
+			if err := m.RepCompression.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 8:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field DefCompression", wireType)
+			}
+			var msglen int
+			var _v uint64
+			_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			msglen = int(_v)
+			if err != nil {
+				return err
+			}
+			if msglen < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.DefCompression == nil {
+				m.DefCompression = &CompressiveEncoding{}
+			}
+			if err := m.DefCompression.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 9:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NumRepValues", wireType)
+			}
+			m.NumRepValues = 0
+			m.NumRepValues, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			if err != nil {
+				return err
+			}
+		case 10:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NumDefValues", wireType)
+			}
+			m.NumDefValues = 0
+			m.NumDefValues, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			if err != nil {
+				return err
 			}
 		default:
 			iNdEx = preIndex
@@ -5709,7 +5967,7 @@ func (m *PageLayout) UnmarshalVT(dAtA []byte) error {
 			iNdEx = postIndex
 		case 2:
 			if wireType != 2 {
-				return fmt.Errorf("proto: wrong wireType = %d for field AllNullLayout", wireType)
+				return fmt.Errorf("proto: wrong wireType = %d for field ConstantLayout", wireType)
 			}
 			var msglen int
 			var _v uint64
@@ -5728,16 +5986,16 @@ func (m *PageLayout) UnmarshalVT(dAtA []byte) error {
 			if postIndex > l {
 				return io.ErrUnexpectedEOF
 			}
-			if oneof, ok := m.Layout.(*PageLayout_AllNullLayout); ok {
-				if err := oneof.AllNullLayout.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+			if oneof, ok := m.Layout.(*PageLayout_ConstantLayout); ok {
+				if err := oneof.ConstantLayout.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
 					return err
 				}
 			} else {
-				v := &AllNullLayout{}
+				v := &ConstantLayout{}
 				if err := v.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
 					return err
 				}
-				m.Layout = &PageLayout_AllNullLayout{AllNullLayout: v}
+				m.Layout = &PageLayout_ConstantLayout{ConstantLayout: v}
 			}
 			iNdEx = postIndex
 		case 3:

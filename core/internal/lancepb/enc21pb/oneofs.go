@@ -9,7 +9,7 @@ var OneofWrappers = []any{
 	(*FullZipLayout_BitsPerValue)(nil),
 	(*FullZipLayout_BitsPerOffset)(nil),
 	(*PageLayout_MiniBlockLayout)(nil),
-	(*PageLayout_AllNullLayout)(nil),
+	(*PageLayout_ConstantLayout)(nil),
 	(*PageLayout_FullZipLayout)(nil),
 	(*PageLayout_BlobLayout)(nil),
 	(*CompressiveEncoding_Flat)(nil),
