@@ -134,6 +134,7 @@ function makeColumn(t, vals) {
       });
       return A.makeData({ ...base, data, valueOffsets: offs });
     }
+    case A.Type.Map: // a list of {key, value} entries, given as [key, value] pairs
     case A.Type.List: {
       const offs = new Int32Array(n + 1);
       const items = [];
@@ -141,7 +142,8 @@ function makeColumn(t, vals) {
         if (v !== null) items.push(...v);
         offs[i + 1] = items.length;
       });
-      return A.makeData({ ...base, valueOffsets: offs, child: makeColumn(t.children[0].type, items) });
+      const entries = t.typeId === A.Type.Map ? items.map(([key, value]) => ({ key, value })) : items;
+      return A.makeData({ ...base, valueOffsets: offs, child: makeColumn(t.children[0].type, entries) });
     }
     case A.Type.FixedSizeList: {
       const items = [];
@@ -436,6 +438,41 @@ function constColumns(variant) {
   return cols;
 }
 
+// packedColumns: structs marked lance-encoding:packed. A fixed-width one is
+// one mini-block column (PackedStruct); one with a string or binary member
+// is a full-zip column of whole rows (VariablePackedStruct, 2.2 only).
+// lance 12 writes no packed struct with a null in it, nor a null member
+// ("Per-value compression not yet supported for block type Nullable" in
+// 2.2, "Variable packed struct encoding is not enabled" in 2.1).
+function packedColumns() {
+  const packed = { "lance-encoding:packed": "true" };
+  return [
+    { field: F("id", new A.Int32(), false), gen: (r, i) => i },
+    { field: F("pf", new A.Struct([F("a", new A.Int32(), true), F("b", new A.Float64(), true), F("c", new A.Uint16(), true)]), true, packed),
+      gen: (r) => ({ a: r.int(-1e6, 1e6), b: f64(r), c: r.int(0, 65535) }) },
+    { field: F("pv", new A.Struct([F("a", new A.Int32(), false), F("s", new A.Utf8(), false), F("u", new A.Uint8(), false)]), false, packed),
+      gen: (r, i) => ({ a: i * 3 - 1000, s: str(r, 3), u: r.int(0, 255) }) },
+    { field: F("pvb", new A.Struct([F("x", new A.Int64(), false), F("t", new A.Binary(), false)]), false, packed),
+      gen: (r) => ({ x: r.i64(), t: r.bytes(r.int(0, 40)) }) },
+  ];
+}
+
+// mapColumns: maps (2.2 only), written as lists of key/value structs.
+function mapColumns() {
+  const entries = (k, v) => new A.Map_(F("entries", new A.Struct([F("key", k, false), F("value", v, true)]), false));
+  const mapOf = (gk, gv) => (r) => {
+    if (r.chance(0.1)) return null;
+    const n = r.int(0, 4);
+    return Array.from({ length: n }, () => [gk(r), r.chance(0.15) ? null : gv(r)]);
+  };
+  return [
+    { field: F("id", new A.Int32(), false), gen: (r, i) => i },
+    { field: F("m", entries(new A.Utf8(), new A.Int32()), true), gen: mapOf((r) => r.pick(["a", "b", "c", "d", "é"]), (r) => r.int(-9, 9)) },
+    { field: F("m_i64", entries(new A.Int64(), new A.Utf8()), true), gen: mapOf((r) => r.i64(), (r) => str(r, 2)) },
+    { field: F("m_list", entries(new A.Utf8(), new A.List(F("item", new A.Float64(), true))), true), gen: mapOf((r) => str(r, 1), listOf(f64)) },
+  ];
+}
+
 // ---------------------------------------------------------------- table handle
 
 class Case {
@@ -446,6 +483,7 @@ class Case {
     this.castBack = {}; // column → SQL type to cast back to for arrow-js
     this.columns = []; // top-level column names of the latest version
     this.addedAt = {}; // column → version that added it (default: 1)
+    this.blobs = []; // blob v2 columns, which queries return as descriptors
   }
   async create(table) {
     this.db = await lancedb.connect(this.root);
@@ -610,6 +648,34 @@ const CASES = {
     await c.append(makeTable(constColumns(1), 2000, 61, 3000)); // v2
     await c.del("id % 11 = 5"); // v3
   },
+  async packed(c) {
+    const cols = packedColumns();
+    await c.create(makeTable(cols, 2000, 62)); // v1
+    await c.append(makeTable(cols, 500, 63, 2000)); // v2
+    await c.del("id % 9 = 2"); // v3
+  },
+  // Blob v2 (lancedb's blob()): bytes up to 64 inline in the data file,
+  // up to 4 KiB packed into a shared sidecar .blob file, larger ones in a
+  // .blob file each; null and empty blobs. Queries return descriptors, so
+  // the expectations take the bytes from fetchBlobs.
+  async blob(c) {
+    const cols = [
+      { field: F("id", new A.Int32(), false), gen: (r, i) => i },
+      { field: lancedb.blob("b", { inlineSizeThreshold: 64, dedicatedSizeThreshold: 4096 }),
+        gen: (r, i) => (i % 7 === 3 ? null : { data: i % 7 === 5 ? new Uint8Array(0) : r.bytes(r.pick([1, 60, 65, 900, 4096, 4097, 20000])), uri: null }) },
+      { field: F("note", new A.Utf8(), true), gen: nullable(0.2, (r) => str(r, 2)) },
+    ];
+    c.blobs = ["b"];
+    await c.create(makeTable(cols, 40, 64)); // v1
+    await c.append(makeTable(cols, 25, 65, 40)); // v2
+    await c.del("id % 10 = 1"); // v3
+  },
+  async map(c) {
+    const cols = mapColumns();
+    await c.create(makeTable(cols, 1500, 66)); // v1
+    await c.append(makeTable(cols, 300, 67, 1500)); // v2
+    await c.del("id % 8 = 6"); // v3
+  },
   // Every kind of commit lance 12 makes on a table: appends, updates (rows
   // rewritten into a new fragment), deletes, a computed column, a rename, a
   // dropped column, a column cast to another type, compaction, tags, and
@@ -694,7 +760,7 @@ async function largeListCase(c) {
 // RUNS: per lance, the output directory, the case and the storage options.
 // lance 8 runs every case with its defaults (2.1, V2 names), some also as
 // 2.0 files or with V1 names. lance 12 runs what tests something new: its
-// own 2.1 writer, and the layouts that only it writes.
+// default format 2.2, the layouts only it writes, and some of its 2.1.
 const V2_0 = { newTableDataStorageVersion: "2.0" };
 const V2_1 = { newTableDataStorageVersion: "2.1" };
 const V1_NAMES = { newTableEnableV2ManifestPaths: "false" };
@@ -718,12 +784,26 @@ const RUNS = {
     ["pages_v2_0", "pages", V2_0],
   ],
   12: [
-    // lance 12's 2.1 writer (kv0 reads 2.0 and 2.1): every type, constant
-    // and low-cardinality data, every kind of commit, V1 names.
-    ["types_v2_1", "types", V2_1],
+    // lance 12's default, data files 2.2: every type and layout lance 8
+    // covers, and what only 2.2 has (constant pages, packed structs, blob
+    // v2, maps), every kind of commit.
+    ["types", "types", {}],
+    ["strings", "strings", {}],
+    ["largelist", "largelist", {}],
+    ["big", "big", {}],
+    ["compression", "compression", {}],
+    ["deletes", "deletes", {}],
+    ["evolve", "evolve", {}],
+    ["history_v1", "history", V1_NAMES],
+    ["consts", "consts", {}],
+    ["packed", "packed", {}],
+    ["blob", "blob", {}],
+    ["map", "map", {}],
+    ["ops", "ops", {}],
+    // lance 12's 2.1 writer, where it differs from lance 8's (constants
+    // become runs and one-entry dictionaries) or its commits are new.
     ["consts_v2_1", "consts", V2_1],
     ["ops_v2_1", "ops", V2_1],
-    ["history_v1_v2_1", "history", { ...V2_1, ...V1_NAMES }],
   ],
 }[lanceMajor];
 
@@ -731,6 +811,31 @@ const RUNS = {
 // identical expectations (versions that change no data, the same case in two
 // formats) are hard-linked to keep the output small.
 const seen = new Map();
+
+// withBlobBytes replaces, in a query result with row ids, the descriptors
+// of the blob columns by the blobs' bytes, as struct<data, uri> (the type
+// the manifest gives a blob v2 column, and kv0 reads), and drops the row ids.
+async function withBlobBytes(c, table) {
+  const rowids = table.getChild("_rowid").toArray();
+  const bytes = {};
+  for (const name of c.blobs) bytes[name] = await c.t.fetchBlobs(name, [...rowids]);
+  const blobType = new A.Struct([F("data", new A.LargeBinary(), true), F("uri", new A.Utf8(), true)]);
+  const kept = table.schema.fields.map((f, k) => [f, k]).filter(([f]) => f.name !== "_rowid");
+  const fields = kept.map(([f]) => (c.blobs.includes(f.name) ? F(f.name, blobType, f.nullable) : f));
+  const schema = new A.Schema(fields);
+  const batches = [];
+  let at = 0;
+  for (const b of table.batches) {
+    const children = kept.map(([f, k], j) => {
+      if (!c.blobs.includes(f.name)) return b.data.children[k];
+      const vals = bytes[f.name].slice(at, at + b.numRows).map((x) => (x === null ? null : { data: new Uint8Array(x), uri: null }));
+      return makeColumn(fields[j].type, vals);
+    });
+    batches.push(new A.RecordBatch(schema, A.makeData({ type: new A.Struct(fields), length: b.numRows, nullCount: 0, children })));
+    at += b.numRows;
+  }
+  return new A.Table(schema, batches);
+}
 
 async function dumpVersions(c, outDir) {
   fs.mkdirSync(outDir, { recursive: true });
@@ -744,7 +849,9 @@ async function dumpVersions(c, outDir) {
       const names = c.columns.filter((n) => (c.addedAt[n] ?? 0) <= v);
       q = q.select(Object.fromEntries(names.map((n) => [n, c.castBack[n] ? `arrow_cast(${n}, '${c.castBack[n]}')` : n])));
     }
-    const table = await q.toArrow();
+    if (c.blobs.length) q = q.withRowId();
+    let table = await q.toArrow();
+    if (c.blobs.length) table = await withBlobBytes(c, table);
     const chunks = [];
     let rows = 0;
     for (const line of encodeTableLines(table)) {

@@ -172,6 +172,7 @@ function valueEncoder(data, path) {
     case T.Date:
       if (t.unit === arrow.DateUnit.DAY) return (i) => '"' + dateString(vals[i]) + '"';
       break;
+    case T.Map: // a list of its entries, each a {"key", "value"} struct
     case T.List: {
       const offs = data.valueOffsets;
       const item = encoderFor(data.children[0], path + ".item");
