@@ -117,6 +117,22 @@ function makeColumn(t, vals) {
       vals.forEach((v, i) => (data[i] = v === null ? zero : v));
       return A.makeData({ ...base, data });
     }
+    case A.Type.Decimal: {
+      // BigInt unscaled values, stored as two's complement little-endian
+      // 32-bit words.
+      const words = t.bitWidth / 32;
+      const data = new Uint32Array(n * words);
+      vals.forEach((v, i) => {
+        let x = BigInt.asUintN(t.bitWidth, v ?? 0n);
+        for (let w = 0; w < words; w++, x >>= 32n) data[i * words + w] = Number(x & 0xffffffffn);
+      });
+      return A.makeData({ ...base, data });
+    }
+    case A.Type.FixedSizeBinary: {
+      const data = new Uint8Array(n * t.byteWidth);
+      vals.forEach((v, i) => v && data.set(v, i * t.byteWidth));
+      return A.makeData({ ...base, data });
+    }
     case A.Type.Utf8:
     case A.Type.LargeUtf8:
     case A.Type.Binary:
@@ -435,6 +451,26 @@ function constColumns(variant) {
     { field: F("lc_ts", new A.TimestampMicrosecond("UTC"), true), gen: nullable(0.05, (r) => r.pick(TS)) },
     { field: F("lc_utf8", new A.Utf8(), false), gen: (r) => r.pick(["pending", "running", "done"]) },
   );
+  // Types that SCALARS lacks, whose constants 2.2 also keeps inline
+  // (decimal128, decimal256, 16-byte fixed-size binary: at most 32 bytes)
+  // or in a value buffer (40-byte fixed-size binary), each also with
+  // varying values.
+  const dec = (digits) => (r) =>
+    r.chance(0.15) ? r.pick([0n, 1n, -1n, 5n, -125n, 10n ** BigInt(digits) - 1n]) : (r.chance(0.5) ? -1n : 1n) * (r.u64() % 10n ** BigInt(digits));
+  const fsb = (w) => (r) => r.bytes(w);
+  for (const [name, mk, g] of [
+    ["dec128", () => new A.Decimal(2, 20, 128), dec(18)],
+    ["dec256", () => new A.Decimal(5, 60, 256), dec(19)],
+    ["fsb16", () => new A.FixedSizeBinary(16), fsb(16)],
+    ["fsb40", () => new A.FixedSizeBinary(40), fsb(40)],
+  ]) {
+    const v = g(seeded(name));
+    cols.push(
+      { field: F("c_" + name, mk(), false), gen: () => v },
+      { field: F("cn_" + name, mk(), true), gen: nullable(0.25, () => v) },
+      { field: F(name, mk(), true), gen: nullable(0.1, g) },
+    );
+  }
   return cols;
 }
 
