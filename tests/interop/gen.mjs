@@ -680,8 +680,8 @@ const CASES = {
   // Constant and all-null pages, low-cardinality 64-bit values: two data
   // files whose constants differ, a delete.
   async consts(c) {
-    await c.create(makeTable(constColumns(0), 3000, 60)); // v1
-    await c.append(makeTable(constColumns(1), 2000, 61, 3000)); // v2
+    await c.create(makeTable(constColumns(0), 1500, 60)); // v1
+    await c.append(makeTable(constColumns(1), 1000, 61, 1500)); // v2
     await c.del("id % 11 = 5"); // v3
   },
   async packed(c) {
