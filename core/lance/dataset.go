@@ -179,6 +179,13 @@ func newDatasetFrom(st store.Store, k keys, mf *manifestFile, prev *Dataset, txn
 				continue
 			}
 		}
+		if n := len(pf.GetOverlays()); n > 0 {
+			// Lance writes overlays only under reader feature flag 64,
+			// which checkReaderFlags refuses; without the flag they still
+			// hold newer values than the data files.
+			return nil, fmt.Errorf("%w: %s: fragment %d has %d data overlay files, which kv0 does not read",
+				ErrUnsupportedFeature, mf.key, pf.GetId(), n)
+		}
 		f := Fragment{ID: pf.GetId(), PhysicalRows: pf.GetPhysicalRows(), pb: pf}
 		for _, df := range pf.GetFiles() {
 			if err := checkDataFileEntry(mf.key, mf.pos, pf.GetId(), df); err != nil {
@@ -337,6 +344,9 @@ func (d *Dataset) physicalRows(ctx context.Context, f *Fragment) (uint64, error)
 	df := f.pb.GetFiles()[0]
 	lf, err := d.openDataFile(ctx, df)
 	if err != nil {
+		return 0, err
+	}
+	if err := d.checkUnrecordedRows(f, df, lf.NumRows()); err != nil {
 		return 0, err
 	}
 	return lf.NumRows(), nil

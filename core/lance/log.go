@@ -16,7 +16,8 @@ import (
 // Operation is the transaction's operation name as Lance spells it
 // ("Append", "Delete", "Overwrite", "CreateIndex", "Rewrite", "Merge",
 // "Restore", "ReserveFragments", "Update", "Project", "UpdateConfig",
-// "DataReplacement", "Clone", "UpdateBases"), except
+// "DataReplacement", "UpdateMemWalState", "Clone", "UpdateBases",
+// "DataOverlay"), except
 // that an Overwrite that read no earlier version (read_version 0: the
 // commit that created the table) is reported as "Create". A version whose
 // transaction is missing or of a kind kv0 does not know is "Unknown".
@@ -263,6 +264,10 @@ func operationName(t *tablepb.Transaction) string {
 		return "Clone"
 	case *tablepb.Transaction_UpdateBases_:
 		return "UpdateBases"
+	case *tablepb.Transaction_UpdateMemWalState_:
+		return "UpdateMemWalState"
+	case *tablepb.Transaction_DataOverlay_:
+		return "DataOverlay"
 	}
 	return "Unknown"
 }

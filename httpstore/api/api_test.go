@@ -199,6 +199,7 @@ func TestBadParameters(t *testing.T) {
 		{"/api/v1/series/points?ids=" + id + "&max_points=-1", "max_points"},
 		{"/api/v1/series/points?ids=" + id + "&max_points=x", "max_points"},
 		{"/api/v1/series/points?ids=" + id + "&max_points=2", "max_points"},
+		{"/api/v1/series/points?ids=" + id + "&fields=steps,steps", "fields"},
 		{"/api/v1/series/points?ids=" + id + "&max_points=3", "max_points"},
 		{"/api/v1/series/points?ids=" + id + "&max_points=100000000000", "max_points"},
 		{"/api/v1/series/points?ids=" + id + "&from_step=x", "from_step"},
@@ -239,6 +240,22 @@ func TestNotFound(t *testing.T) {
 		if w.Code != http.StatusNotFound || errorOf(t, w).Error.Code != CodeNotFound {
 			t.Errorf("%s: %d %s, want 404", target, w.Code, w.Body)
 		}
+	}
+	// The static folders' 404 says how to get them; a long path is not
+	// echoed whole.
+	for target, want := range map[string]string{
+		"/":                                    "this server serves no dashboard at /: build it (make web) or give kv0 serve --web DIR",
+		"/wasm/kv0.wasm":                       "this server serves no WebAssembly module at /wasm/: build it (make wasm) or give kv0 serve --wasm DIR",
+		"/api/v1/" + strings.Repeat("x", 5000): "no such route /api/v1/" + strings.Repeat("x", maxEcho-len("/api/v1/")) + "… (5008 bytes)",
+		"/api/v1/datasets/" + strings.Repeat("y", 3000) + ".lance/info": `no dataset at "` + strings.Repeat("y", maxEcho) + `… (3006 bytes)"`,
+	} {
+		if msg := errorOf(t, get(t, h, target)).Error.Message; msg != want {
+			t.Errorf("%.40s: message %q, want %q", target, msg, want)
+		}
+	}
+	// Cut at a rune boundary.
+	if got := clipped([]any{"a" + strings.Repeat("é", 3000), 7})[0]; got != "a"+strings.Repeat("é", maxEcho/2-1)+"… (6001 bytes)" {
+		t.Errorf("clipped: %q", got)
 	}
 	// A root without a repository answers the tracking routes 404.
 	h = New(f.st, "nested", Options{})
@@ -671,7 +688,7 @@ func TestStatic(t *testing.T) {
 	h = New(f.st, "", Options{})
 	for _, target := range []string{"/", "/wasm/kv0.wasm"} {
 		w := get(t, h, target)
-		if w.Code != 404 || !strings.Contains(errorOf(t, w).Error.Message, "build it first") {
+		if w.Code != 404 || !strings.Contains(errorOf(t, w).Error.Message, "build it (make w") {
 			t.Errorf("%s without the folder: %d %s", target, w.Code, w.Body)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/kv0/kv0/core/inspect"
 	"github.com/kv0/kv0/core/jsonl"
@@ -53,11 +54,32 @@ type apiError struct {
 func (e *apiError) Error() string { return e.msg }
 
 func argErr(arg, format string, args ...any) error {
-	return &apiError{status: http.StatusBadRequest, code: CodeInvalid, msg: arg + ": " + fmt.Sprintf(format, args...)}
+	return &apiError{status: http.StatusBadRequest, code: CodeInvalid, msg: arg + ": " + fmt.Sprintf(format, clipped(args)...)}
 }
 
 func notFound(format string, args ...any) error {
-	return &apiError{status: http.StatusNotFound, code: CodeNotFound, msg: fmt.Sprintf(format, args...)}
+	return &apiError{status: http.StatusNotFound, code: CodeNotFound, msg: fmt.Sprintf(format, clipped(args)...)}
+}
+
+// maxEcho is how many bytes of a string from the request (a path, a
+// value) an error message repeats.
+const maxEcho = 200
+
+// clipped cuts each string of args longer than maxEcho there (at a rune
+// boundary) and marks it with its full length, so a long URL is not echoed
+// whole in its error. It changes args in place (the variadic arguments of
+// argErr and notFound).
+func clipped(args []any) []any {
+	for i, a := range args {
+		if s, ok := a.(string); ok && len(s) > maxEcho {
+			cut := maxEcho
+			for cut > 0 && !utf8.RuneStart(s[cut]) {
+				cut--
+			}
+			args[i] = fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
+		}
+	}
+	return args
 }
 
 // classify decides the status and code of an error.

@@ -211,7 +211,7 @@ const staticImmutable = 365 * 24 * 3600
 // is one), no listing. scope is Cache-Control's public or private.
 func serveStatic(w http.ResponseWriter, r *http.Request, fsys fs.FS, raw, what, scope string) error {
 	if fsys == nil {
-		return notFound("this server has no %s: build it first (see docs/http-api.md)", what)
+		return notFound("this server serves no %s", what)
 	}
 	name := "index.html"
 	if raw != "" && !strings.HasSuffix(raw, "/") {

@@ -1009,6 +1009,9 @@ func (q query) pointFields() (pointFields, error) {
 		if !slices.Contains(pointArrays, name) {
 			return nil, argErr("fields", "%q is not an array of the answer (want some of %s)", name, strings.Join(pointArrays, ","))
 		}
+		if f[name] {
+			return nil, argErr("fields", "%q is named twice", name)
+		}
 		f[name] = true
 	}
 	return f, nil
