@@ -28,7 +28,7 @@ function get(url, headers = {}) {
   });
 }
 
-describe('the dashboard inside kv0', { skip: SERVE_WEB && 'SERVE_WEB serves a folder instead' }, () => {
+describe('the dashboard inside kv0', { skip: SERVE_WEB ? 'SERVE_WEB serves a folder instead' : false }, () => {
   let tmp, srv;
   before(async () => {
     tmp = await tempDir();
