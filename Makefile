@@ -325,7 +325,11 @@ python:
 # skips.
 PY_APT := python3-pytest python3-pip python3-numpy python3-venv
 python-deps:
-	@if ! $(PYTHON) -c 'import pytest, numpy, ensurepip' >/dev/null 2>&1 || ! $(PYTHON) -m pip --version >/dev/null 2>&1; then \
+	@missing=; \
+	$(PYTHON) -c 'import pytest, numpy' >/dev/null 2>&1 || missing=1; \
+	$(PYTHON) -m pip --version >/dev/null 2>&1 || missing=1; \
+	v=$$(mktemp -d) && { $(PYTHON) -m venv "$$v/venv" >/dev/null 2>&1 || missing=1; rm -rf "$$v"; }; \
+	if [ -n "$$missing" ]; then \
 		if [ "$$CI" = "true" ]; then \
 			apt-get update -qq && apt-get install -y -qq $(PY_APT) || exit 1; \
 			$(PYTHON) -c 'import pytest' || { echo "pytest is required for the Python tests (CI=true)"; exit 1; }; \
