@@ -390,7 +390,7 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
       const polls = [], responses = [];
       const onReq = (r) => polls.push(new URL(r.url()).pathname);
       page.on('request', onReq);
-      for (let i = 0; i < 4; i++) responses.push(await page.waitForResponse((r) => r.url().endsWith('/api/v1/versions'), { timeout: 5000 }));
+      for (let i = 0; i < 4; i++) responses.push(await page.waitForResponse((r) => r.url().endsWith('/api/v1/versions'), { timeout: T }));
       page.off('request', onReq);
       const answers = await Promise.all(responses.map((r) => r.text()));
       const quiet = answers.every((a) => a === answers[0]);
@@ -407,13 +407,13 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     const onDirect = (r) => times.push(Date.now());
     direct.on('request', onDirect);
     const bursts = () => times.reduce((b, t, i) => { if (i === 0 || t - times[i - 1] > 150) b.push(0); b[b.length - 1]++; return b; }, []);
-    while (bursts().length < 4) await direct.waitForRequest(() => true, { timeout: 5000 });
+    while (bursts().length < 4) await direct.waitForRequest(() => true, { timeout: T });
     direct.off('request', onDirect);
     assert.ok(bursts()[1] <= 3 && bursts()[2] <= 3, `quiet polls in direct mode: ${bursts()} requests`);
     // Mark the other panel's chart: appending must not redraw it.
     await page.evaluate(() => { for (const m of ['train/loss', 'live/loss']) document.querySelector(`.panel[data-metric="${m}"]`).kv0plot.kv0mark = 1; });
     await liveWriter.write(Array.from({ length: 50 }, (_, i) => ({ name: 'live/loss', step: 100 + i, value: 1 / (101 + i) })));
-    for (const pg of [page, direct]) await pg.waitForFunction(() => window.kv0dash.charts().find((c) => c.metric === 'live/loss')?.runs[0].steps.at(-1) === 149, null, { timeout: 15000 });
+    for (const pg of [page, direct]) await pg.waitForFunction(() => window.kv0dash.charts().find((c) => c.metric === 'live/loss')?.runs[0].steps.at(-1) === 149, null, { timeout: T });
     const after = (await hook(page, 'charts')).find((c) => c.metric === 'live/loss');
     assert.deepEqual(after.runs[0].steps, Array.from({ length: 150 }, (_, i) => i));
     assert.equal(await page.evaluate(() => document.querySelector('.panel[data-metric="train/loss"]').kv0plot.kv0mark), 1, 'the unchanged panel was not redrawn');
@@ -421,7 +421,7 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     const late = tracker(repo, ['--run', 'late', '--experiment', 'probe']);
     await late.write([{ name: 'live/loss', step: 0, value: 0.5 }]);
     await late.end();
-    for (const pg of [page, direct]) await pg.waitForFunction(() => window.kv0dash.runs().some((r) => r.name === 'late'), null, { timeout: 15000 });
+    for (const pg of [page, direct]) await pg.waitForFunction(() => window.kv0dash.runs().some((r) => r.name === 'late'), null, { timeout: T });
     await page.screenshot({ path: join(SCREENS, 'live.png') });
     // A hidden tab pauses polling.
     await page.evaluate(() => { Object.defineProperty(document, 'hidden', { configurable: true, get: () => true }); document.dispatchEvent(new Event('visibilitychange')); });
