@@ -152,10 +152,11 @@ wasm-deps: build node-deps
 		echo "chromium is required for the browser suite (CI=true)"; exit 1; fi
 	cd tests/wasm && { [ -d node_modules/apache-arrow ] && [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund; }
 
+# browser.test.mjs reads a signed repository from versitygw (make s3-deps).
 # npm.test.mjs installs the npm package as a user does (make dist-npm's
 # kv0-wasm-VERSION.tgz into a fresh folder) and reads a repository with it
 # in Node, directly and bundled by esbuild (web/package-lock.json's).
-test-wasm: wasm wasm-deps dist-npm web-deps
+test-wasm: wasm wasm-deps dist-npm web-deps s3-deps
 	PATH="$$($(GO) env GOROOT)/lib/wasm:$$PATH" GOOS=js GOARCH=wasm $(GO) test -count=1 -run TestFetchTransport ./httpstore
 	cd tests/wasm && KV0=$(CURDIR)/$(KV0) WASM_DIR=$(CURDIR)/$(WASM_OUT) NPM_TGZ=$(CURDIR)/$(DIST_OUT)/kv0-wasm-$(VERSION).tgz \
 		ESBUILD=$(CURDIR)/web/node_modules/.bin/esbuild node --test --test-concurrency=1 *.test.mjs
@@ -339,10 +340,11 @@ python-deps:
 	fi
 
 # The Python tests use bin/kv0 and lancedb (tests/interop) for interop,
+# versitygw (make s3-deps) for S3,
 # and install the wheel of make dist-python into a fresh venv
 # (test_wheel.py). pytest's exit code 5 (no tests collected) fails the
 # target like any other failure.
-python-test: build python python-deps interop-deps dist-python
+python-test: build python python-deps interop-deps s3-deps dist-python
 	@if $(PYTHON) -c 'import pytest' >/dev/null 2>&1; then \
 		KV0_CLI=$(CURDIR)/$(KV0) KV0_WHEEL_DIR=$(CURDIR)/$(DIST_OUT) PYTHONPATH=$(CURDIR)/$(PYOUT) $(PYTHON) -m pytest -q -p no:cacheprovider tests/python; \
 	elif [ "$$CI" = "true" ]; then exit 1; fi
@@ -356,12 +358,16 @@ bench-python: build python
 #                                                  tag from the glibc versions the library needs)
 #   kv0-wasm-VERSION.tgz                           npm pack of out/wasm (@kv0/wasm)
 #   SHA256SUMS
-# The binaries embed the committed dashboard (web/assets), so make dist
-# first checks that it is current (test-assets).
+# make dist starts from an empty out/dist (no file of an earlier version
+# is left to be summed or installed) and, since the binaries embed the
+# committed dashboard (web/assets), first checks that it is current
+# (test-assets).
 DIST_OUT       := out/dist
 DIST_BUILD     := out/dist-build
 DIST_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
-dist: test-assets dist-bin dist-python dist-npm
+dist:
+	rm -rf $(DIST_OUT)
+	$(MAKE) --no-print-directory test-assets dist-bin dist-python dist-npm
 	$(PYTHON) native/dist/dist.py sums $(DIST_OUT)
 
 dist-bin:
@@ -376,11 +382,11 @@ dist-bin:
 	$(PYTHON) native/dist/dist.py archives $(DIST_BUILD) $(DIST_OUT)
 
 dist-python: python
-	mkdir -p $(DIST_OUT)
+	mkdir -p $(DIST_OUT) && rm -f $(DIST_OUT)/kv0-*.whl
 	$(PYTHON) native/dist/dist.py wheel $(PYOUT) $(DIST_OUT)
 
 dist-npm: wasm node-deps
-	mkdir -p $(DIST_OUT)
+	mkdir -p $(DIST_OUT) && rm -f $(DIST_OUT)/kv0-wasm-*.tgz
 	cd $(DIST_OUT) && npm pack --silent $(CURDIR)/$(WASM_OUT)
 
 bench-wasm: wasm wasm-deps
