@@ -20,7 +20,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _wheel():
-    d = os.environ.get("KV0_WHEEL_DIR") or os.path.join(REPO_ROOT, "out", "dist")
+    d = os.path.abspath(os.environ.get("KV0_WHEEL_DIR") or os.path.join(REPO_ROOT, "out", "dist"))
     found = sorted(glob.glob(os.path.join(d, "kv0-*-py3-none-*.whl")))
     if len(found) != 1:
         why = f"want one kv0 wheel in {d} (make dist-python), found {len(found)}"
