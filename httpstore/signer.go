@@ -291,3 +291,14 @@ func (g *ServerSigner) Sign(ctx context.Context, op Op, key string, list ListPar
 	}
 	return sr.URL, nil
 }
+
+// BearerToken returns the token of an Authorization header value of the
+// Bearer scheme, whose name is matched without regard to case (RFC 9110,
+// section 11.1), and whether it is one.
+func BearerToken(authorization string) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(authorization), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(tok), true
+}

@@ -144,7 +144,10 @@ export interface SeriesInfo {
 }
 
 export interface ReadOptions {
-  /** Downsample each series to at most this many points (first, last, each bucket's extremes). */
+  /**
+   * Downsample each series to at most this many points (first, last, each bucket's extremes): 0 reads every
+   * point, 1 only the last; 2 and 3 reject `Invalid` (no room for a bucket's extremes).
+   */
   maxPoints?: number;
   /** Steps in [from, to). */
   steps?: [number, number];

@@ -48,6 +48,10 @@ func TestSmoke(t *testing.T) {
 	if err != nil || len(runs) != 1 || runs[0].Status != StatusFinished || runs[0].Name != "a" {
 		t.Fatalf("runs %+v %v", runs, err)
 	}
+	// A status filter no run can match is refused, not an empty answer.
+	if runs, err := r.Runs(ctx, RunFilter{Status: "done"}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("status done: %v %v", runs, err)
+	}
 	ps, err := r.AllParams(ctx, run.ID())
 	if err != nil || len(ps) != 3 || *ps["optimizer.lr"].Num != 0.1 {
 		t.Fatalf("params %v %v", ps, err)

@@ -446,8 +446,18 @@ type ReadOptions struct {
 	// MaxPoints, when positive, downsamples each series to at most this
 	// many points, keeping the first and last and each bucket's finite
 	// minimum and maximum (see Downsample); MetricData.Buckets then tells
-	// which buckets held NaN or ±Inf points. Zero reads every point.
+	// which buckets held NaN or ±Inf points. Zero reads every point, 1
+	// only the last. 2 and 3 are ErrInvalid: they leave no room for a
+	// bucket, so a spike between the first and last point would vanish.
 	MaxPoints int
+}
+
+// check refuses options no read can honour.
+func (o ReadOptions) check() error {
+	if o.MaxPoints == 2 || o.MaxPoints == 3 {
+		return fmt.Errorf("%w: max points %d: want 0 (every point), 1 (the last) or at least 4 (the first, the last and each bucket's min and max)", ErrInvalid, o.MaxPoints)
+	}
+	return nil
 }
 
 type rawPoints struct {
@@ -556,6 +566,9 @@ func (p *rawPoints) dedupe() {
 // the order given (empty for unknown series), ordered by step with one
 // point per step (the latest written).
 func (r *Repo) ReadMany(ctx context.Context, ids []SeriesID, opts ReadOptions) ([]MetricData, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
 	if err := r.prepareRead(ctx); err != nil {
 		return nil, err
 	}

@@ -228,7 +228,8 @@ func (r *Repo) prepareRead(ctx context.Context) error {
 type RunFilter struct {
 	Experiment string
 	// Status matches the reported status: StatusCrashed selects running
-	// runs with an old heartbeat, StatusRunning only the others.
+	// runs with an old heartbeat, StatusRunning only the others. Any
+	// other word than the five statuses is ErrInvalid.
 	Status string
 	// Tags lists tags every selected run carries.
 	Tags []string
@@ -247,8 +248,22 @@ type ParamFilter struct {
 	Value any
 }
 
+// CheckStatusFilter returns an error matching ErrInvalid unless s is a
+// status a run can be reported with (the four stored ones and
+// StatusCrashed), or "" for any.
+func CheckStatusFilter(s string) error {
+	switch s {
+	case "", StatusRunning, StatusFinished, StatusFailed, StatusAborted, StatusCrashed:
+		return nil
+	}
+	return fmt.Errorf("%w: status %q is none of running, finished, failed, aborted, crashed", ErrInvalid, s)
+}
+
 // Runs returns the live runs matching f, oldest first.
 func (r *Repo) Runs(ctx context.Context, f RunFilter) ([]RunInfo, error) {
+	if err := CheckStatusFilter(f.Status); err != nil {
+		return nil, err
+	}
 	for _, pf := range f.Params {
 		if err := pf.check(); err != nil {
 			return nil, err

@@ -43,6 +43,7 @@ import (
 	"github.com/kv0/kv0/core/lance"
 	"github.com/kv0/kv0/core/store"
 	"github.com/kv0/kv0/core/tracking"
+	"github.com/kv0/kv0/httpstore"
 )
 
 // Options configure a Handler. The zero value serves the API with CORS
@@ -245,8 +246,8 @@ func (h *Handler) authorized(r *http.Request) bool {
 	if h.opts.Token == "" {
 		return true
 	}
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(h.opts.Token)) == 1
+	got, ok := httpstore.BearerToken(r.Header.Get("Authorization"))
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(h.opts.Token)) == 1
 }
 
 // route dispatches on the escaped path, so that encoded slashes and dots

@@ -119,10 +119,12 @@ func TestToken(t *testing.T) {
 	if n := cs.calls.Load(); n != 0 {
 		t.Errorf("unauthorized requests made %d store calls", n)
 	}
-	for _, target := range routes(f) {
-		w := get(t, h, target, "Authorization", "Bearer s3cret")
+	for i, target := range routes(f) {
+		// The scheme's name is case-insensitive (RFC 9110, 11.1).
+		auth := []string{"Bearer s3cret", "bearer s3cret", "BEARER  s3cret"}[i%3]
+		w := get(t, h, target, "Authorization", auth)
 		if w.Code != http.StatusOK {
-			t.Errorf("%s with the token: %d %s", target, w.Code, w.Body)
+			t.Errorf("%s with %q: %d %s", target, auth, w.Code, w.Body)
 		}
 		if cc := w.Header().Get("Cache-Control"); strings.Contains(cc, "public") {
 			t.Errorf("%s: Cache-Control %q with a token, want private", target, cc)
@@ -173,6 +175,7 @@ func TestBadParameters(t *testing.T) {
 		{"/api/v1/runs?experiment=", "experiment"},
 		{"/api/v1/runs?experiment=a&experiment=b", "experiment"},
 		{"/api/v1/runs?status=", "status"},
+		{"/api/v1/runs?status=finshed", "status"},
 		{"/api/v1/runs?archived=yes", "archived"},
 		{"/api/v1/runs?archived=", "archived"},
 		{"/api/v1/runs?tag=", "tag"},
@@ -195,6 +198,8 @@ func TestBadParameters(t *testing.T) {
 		{"/api/v1/series/points?ids=" + strings.Repeat("1,", 1000) + "1", "ids"},
 		{"/api/v1/series/points?ids=" + id + "&max_points=-1", "max_points"},
 		{"/api/v1/series/points?ids=" + id + "&max_points=x", "max_points"},
+		{"/api/v1/series/points?ids=" + id + "&max_points=2", "max_points"},
+		{"/api/v1/series/points?ids=" + id + "&max_points=3", "max_points"},
 		{"/api/v1/series/points?ids=" + id + "&max_points=100000000000", "max_points"},
 		{"/api/v1/series/points?ids=" + id + "&from_step=x", "from_step"},
 		{"/api/v1/series/points?ids=" + id + "&to_step=1e3", "to_step"},

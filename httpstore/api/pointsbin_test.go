@@ -104,7 +104,7 @@ func TestPointsF64(t *testing.T) {
 		"ids=" + ids[0],
 		"ids=" + strings.Join(ids, ",") + "&max_points=0",
 		"ids=" + strings.Join(ids, ",") + "&max_points=7",
-		"ids=" + ids[1] + "," + ids[0] + "&max_points=3&fields=steps,values,mins,maxs",
+		"ids=" + ids[1] + "," + ids[0] + "&max_points=4&fields=steps,values,mins,maxs",
 		"ids=" + ids[2] + "&max_points=5&fields=maxs,epochs",
 		"ids=" + ids[0] + "&max_points=0&from_step=10&to_step=20&fields=timestamps",
 		"ids=" + ids[0] + "&max_points=1",

@@ -288,6 +288,9 @@ func (h *Handler) getRuns(w http.ResponseWriter, r *http.Request) error {
 	if f.Status, err = q.nonEmpty("status"); err != nil {
 		return err
 	}
+	if tracking.CheckStatusFilter(f.Status) != nil {
+		return argErr("status", "%q is none of running, finished, failed, aborted, crashed", f.Status)
+	}
 	for _, t := range q.v["tag"] {
 		if t == "" {
 			return argErr("tag", "empty value")
@@ -389,6 +392,9 @@ func (h *Handler) getPoints(w http.ResponseWriter, r *http.Request) error {
 	mp, err := q.int64In("max_points", 1000, 0, maxPointsLimit)
 	if err != nil {
 		return err
+	}
+	if mp == 2 || mp == 3 {
+		return argErr("max_points", "%d leaves no room for a bucket's min and max: want 0 (every point), 1 (the last) or at least 4", mp)
 	}
 	opts := inspect.PointsOptions{MaxPoints: int(mp)}
 	if q.has("from_step") || q.has("to_step") {

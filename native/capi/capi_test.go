@@ -11,6 +11,7 @@ import (
 	"github.com/kv0/kv0/core/kv"
 	"github.com/kv0/kv0/core/tracking"
 	"github.com/kv0/kv0/native/kvdb"
+	"github.com/kv0/kv0/native/wal"
 )
 
 // appendOp serializes one batch operation as the Python side does.
@@ -116,6 +117,7 @@ func TestErrCode(t *testing.T) {
 		{fmt.Errorf("x: %w", kv.ErrNotSupported), codeNotSupported},
 		{fmt.Errorf("x: %w", tracking.ErrReadOnly), codeNotSupported},
 		{&kv.CorruptionError{File: "f", Offset: -1}, codeCorruption},
+		{fmt.Errorf("kv0: WAL of x: %w", &wal.CorruptError{Segment: "s", Location: "x"}), codeWALCorruption},
 		{fmt.Errorf("x: %w", kv.ErrConflict), codeConflict},
 		{fmt.Errorf("x: %w", tracking.ErrInvalid), codeInvalidArgument},
 		{fmt.Errorf("x: %w", kv.ErrClosed), codeClosed},

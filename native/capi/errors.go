@@ -26,6 +26,7 @@ var errorClasses = []struct {
 	errs []error
 }{
 	{codeClosed, []error{errClosedHandle, kv.ErrClosed, tracking.ErrClosed}},
+	{codeWALCorruption, []error{wal.ErrCorrupt}},
 	{codeCorruption, []error{kv.ErrCorruption, tracking.ErrCorrupt, lance.ErrCorrupt, lancefile.ErrCorrupt}},
 	{codeNotSupported, []error{kv.ErrNotSupported, tracking.ErrReadOnly, store.ErrNotSupported,
 		lance.ErrUnsupportedFeature, lancefile.ErrUnsupportedVersion, lancefile.ErrUnsupportedEncoding, lancefile.ErrUnsupportedType}},

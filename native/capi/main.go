@@ -52,6 +52,11 @@ const (
 	codeConflict        = 6
 	codeClosed          = 7
 	codeOther           = 8
+	// codeWALCorruption is a damaged segment of the local write-ahead log
+	// (wal.ErrCorrupt), kv0.errors.WALCorruption: a Corruption whose
+	// message names `kv0 wal salvage LOCATION`. A Python side older than
+	// it raises the base class kv0.errors.Error.
+	codeWALCorruption = 9
 )
 
 // abiVersion changes whenever a call's signature or a buffer layout does;

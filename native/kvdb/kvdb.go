@@ -13,7 +13,11 @@
 //	kv0+signer://...      read-only, signed   none (read-only handle)
 //
 // Read-only handles (Options.ReadOnly, a Version to travel to, or an HTTP
-// location) never create or replay a WAL.
+// location) never create or replay a WAL. A writable Open of a database
+// whose WAL holds a damaged segment fails with a *wal.CorruptError
+// (matching wal.ErrCorrupt and kv.ErrCorruption) naming the segment and
+// `kv0 wal salvage LOCATION`; wal.Salvage with the key URI returns keeps
+// the records before the damage for the next writable Open to replay.
 package kvdb
 
 import (

@@ -3,6 +3,7 @@ package kvdb_test
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -37,6 +38,9 @@ func TestMain(m *testing.M) {
 		return
 	case "put":
 		childPut()
+		return
+	case "walputs":
+		childWALPuts()
 		return
 	}
 	os.Exit(m.Run())
@@ -599,6 +603,98 @@ func TestConcurrentOpens(t *testing.T) {
 		ro.Close()
 		if len(got) != procs {
 			t.Fatalf("round %d: %d keys stored, want %d: %v", round, len(got), procs, got)
+		}
+	}
+}
+
+// childWALPuts opens the database, puts $KVDB_N keys without committing
+// any (they are only in the write-ahead log), prints "done" and waits to
+// be killed.
+func childWALPuts() {
+	ctx := context.Background()
+	n, _ := strconv.Atoi(os.Getenv("KVDB_N"))
+	db, err := kvdb.Open(ctx, os.Getenv("KVDB_DIR"), kvdb.Options{WALDir: os.Getenv("KVDB_WAL"),
+		DB: kv.Options{FlushInterval: -1, RefreshInterval: -1, WriteBufferSize: 1 << 30}})
+	for i := 0; err == nil && i < n; i++ {
+		err = db.Put(ctx, []byte(fmt.Sprintf("k%04d", i)), []byte(fmt.Sprint(i)), nil)
+	}
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	fmt.Println("done")
+	for {
+		time.Sleep(time.Hour)
+	}
+}
+
+// TestDamagedWAL: a killed writer leaves 300 acknowledged puts in its
+// write-ahead log, and a byte of the log is changed (the checksum of the
+// 200th record). A writable Open fails with an error matching
+// wal.ErrCorrupt and kv.ErrCorruption that names the segment and the
+// salvage command, a read-only Open still works, and after wal.Salvage a
+// writable Open replays exactly the 199 puts before the damage.
+func TestDamagedWAL(t *testing.T) {
+	ctx := context.Background()
+	dir, walDir := filepath.Join(t.TempDir(), "db.lance"), t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "KVDB_CHILD=walputs", "KVDB_DIR="+dir, "KVDB_WAL="+walDir, "KVDB_N=300")
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	done := sc.Scan() && sc.Text() == "done"
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	if !done {
+		t.Fatalf("writer: %q", sc.Text())
+	}
+	segs, _ := filepath.Glob(filepath.Join(walDir, "*", "*", "*.seg"))
+	if len(segs) != 1 {
+		t.Fatalf("segments %q", segs)
+	}
+	data, _ := os.ReadFile(segs[0])
+	off := 0
+	for range 199 {
+		off += 12 + int(binary.LittleEndian.Uint32(data[off:]))
+	}
+	data[off+5] ^= 0x04 // the checksum of the 200th record
+	os.WriteFile(segs[0], data, 0o644)
+
+	_, err := kvdb.Open(ctx, dir, quiet(walDir))
+	var ce *wal.CorruptError
+	if !errors.Is(err, wal.ErrCorrupt) || !errors.Is(err, kv.ErrCorruption) || !errors.As(err, &ce) ||
+		ce.Segment != segs[0] || ce.Offset != int64(off) || ce.Intact != 199 {
+		t.Fatalf("writable open: %v", err)
+	}
+	if want := "kv0 wal salvage " + dir + " --wal-dir " + walDir; !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %q does not name %q", err, want)
+	}
+	ro, err := kvdb.Open(ctx, dir, kvdb.Options{WALDir: walDir, DB: kv.Options{ReadOnly: true}})
+	if err != nil {
+		t.Fatalf("read-only open: %v", err)
+	}
+	ro.Close()
+	uri, _ := kvdb.URI(dir)
+	if rep, err := wal.Salvage(uri, wal.Options{Dir: walDir}); err != nil || len(rep.Damaged) != 1 {
+		t.Fatalf("salvage: %+v, %v", rep, err)
+	}
+	db, err := kvdb.Open(ctx, dir, quiet(walDir))
+	if err != nil {
+		t.Fatalf("open after the salvage: %v", err)
+	}
+	got := dump(t, db)
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 199 {
+		t.Fatalf("%d keys after the salvage, want the 199 before the damage", len(got))
+	}
+	for i := range 199 {
+		if k := fmt.Sprintf("k%04d", i); got[k] != fmt.Sprint(i) {
+			t.Fatalf("%s = %q", k, got[k])
 		}
 	}
 }

@@ -11,6 +11,9 @@
 //	        LOCK                   flock(2)-ed while the writer runs
 //	        00000000000000000001.seg
 //	        00000000000000000002.seg ...
+//	    damaged/<writer id>/       segments set aside by Salvage (kv0 wal salvage)
+//	        00000000000000000002.seg.damaged
+//	        00000000000000000003.seg.after-damage ...
 //
 // Each open handle is one writer with its own directory. Open adopts an idle
 // directory (left empty by a clean close) and claims the directories of
@@ -22,6 +25,14 @@
 // segment.go (len u32 | xxh3-64 u64 | payload). A flush seals the current
 // segment (Rotate) and deletes the sealed ones once the commit covering them
 // succeeded (Release).
+//
+// A record that fails its checksum or framing is damage unless it has the
+// shape of an append cut short by a crash at the end of the last segment
+// (see tornAt in segment.go), which Open drops. Damage fails Open with a
+// *CorruptError (ErrCorrupt) naming the segment and `kv0 wal salvage
+// LOCATION`; Check reports the damage of a log and Salvage keeps the
+// records before it for replay and sets the damaged segment (and the
+// writer's later ones) aside under damaged/, deleting nothing.
 //
 // Durability follows SyncMode: none, batch (the default; the owner calls
 // Sync about every 100 ms) and always. In every mode a record is in the

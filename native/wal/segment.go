@@ -62,9 +62,8 @@ type parsed struct {
 	records []record
 	// badAt is the offset of the first record that failed, -1 if none.
 	badAt int64
-	// torn reports that the failure looks like an interrupted write: the
-	// record runs past the end of the file, or fails its checksum and is
-	// the last thing in the file, or everything from it on is zero.
+	// torn reports that the failure looks like an append cut short (see
+	// tornAt), not like damage to records that were written whole.
 	torn bool
 	why  string
 	// zeroAt is where a tail of zeros (unused reserved space) starts, -1
@@ -90,26 +89,151 @@ func parseSegment(data []byte) parsed {
 		}
 		n := binary.LittleEndian.Uint32(rest)
 		sum := binary.LittleEndian.Uint64(rest[4:])
+		if n > MaxRecord {
+			p.badAt, p.why = int64(off), fmt.Sprintf("bad record length %d", n)
+			return p
+		}
 		if uint64(n) > uint64(len(rest)-headerSize) {
-			p.badAt, p.torn, p.why = int64(off), true, fmt.Sprintf("record of %d bytes cut off", n)
-			if n > MaxRecord {
-				p.torn = allZero(rest)
-				p.why = fmt.Sprintf("bad record length %d", n)
-			}
+			p.badAt, p.why = int64(off), fmt.Sprintf("record of %d bytes cut off after %d", n, len(rest)-headerSize)
+			p.torn = tornAt(data, off)
 			return p
 		}
 		payload := rest[headerSize : headerSize+int(n)]
 		if xxh3.Hash(payload) != sum {
 			p.badAt, p.why = int64(off), "checksum mismatch"
-			// Torn: nothing but zeros follows (the last record written
-			// when the process or machine stopped).
-			p.torn = allZero(rest[headerSize+int(n):])
+			p.torn = tornAt(data, off)
 			return p
 		}
 		off += headerSize + int(n)
 		p.records = append(p.records, record{payload: payload, end: int64(off)})
 	}
 	return p
+}
+
+// An append is cut short by a crash in one of these ways, which tornAt
+// tells from damage to records written whole (a flipped bit, an
+// overwritten block):
+//
+//   - write(2) stopped part-way: the segment ends inside the record's
+//     header or payload;
+//   - a mapped append stopped before its last store: the checksum, stored
+//     last, is still zero, and only zeros follow;
+//   - the machine stopped before a page of the record reached the disk:
+//     the record ends in zeros from a page boundary on, and only zeros
+//     follow.
+//
+// A damaged record can look like one of these: a length made larger runs
+// past the end of the file or over the zeros of a mapped segment, and a
+// record holding a page of zeros of its own can have a byte flipped before
+// it. So a failure only counts as torn when, besides its shape, nothing
+// after its header is a whole record (a length made larger hides the
+// records it runs over) and the stored checksum does not match the bytes
+// under any other length near the last non-zero byte (a length changed in
+// the last record). What remains is a failure that a single damaged byte
+// cannot cause, except in a last record ending in a page of zeros.
+const (
+	pageSize = 4096
+	// lengthSlack is how many zeros past the last non-zero byte of a
+	// failed record tornAt tries as the end of its payload.
+	lengthSlack = 64 << 10
+	// scanBudget bounds the payload bytes tornAt hashes while looking for
+	// whole records after a failed one; past it, the failure counts as
+	// damage.
+	scanBudget = 64 << 20
+)
+
+// tornAt reports whether the record at off, which failed its length or
+// checksum check, looks like an append cut short (see above) rather than
+// damage.
+func tornAt(data []byte, off int) bool {
+	rest := data[off:]
+	n := int(binary.LittleEndian.Uint32(rest))
+	sum := binary.LittleEndian.Uint64(rest[4:])
+	if end := headerSize + n; end <= len(rest) {
+		// The whole record is there and its checksum fails.
+		if !allZero(rest[end:]) {
+			return false
+		}
+		if sum != 0 && !zeroPageTail(data, off, off+end) {
+			return false
+		}
+	}
+	last := lastNonZero(rest)
+	if sum != 0 && matchesOtherLength(rest, last, sum) {
+		return false
+	}
+	return !wholeRecordIn(rest[1:], last)
+}
+
+// lastNonZero returns the index of the last non-zero byte of b, -1 if
+// none.
+func lastNonZero(b []byte) int {
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] != 0 {
+			return i
+		}
+	}
+	return -1
+}
+
+// zeroPageTail reports whether data[start:end] ends in zeros from a page
+// boundary on: a page of the record that never reached the disk.
+func zeroPageTail(data []byte, start, end int) bool {
+	z := start + lastNonZero(data[start:end]) + 1
+	q := (z + pageSize - 1) &^ (pageSize - 1)
+	return q > start && q < end
+}
+
+// matchesOtherLength reports whether the payload of the record rest
+// starts, ended anywhere from its last non-zero byte (rest[last]) to
+// lengthSlack zeros later, hashes to sum: a whole record whose length was
+// damaged.
+func matchesOtherLength(rest []byte, last int, sum uint64) bool {
+	if last < headerSize {
+		return false
+	}
+	h := xxh3.New()
+	_, _ = h.Write(rest[headerSize : last+1])
+	var zero [1]byte
+	for end := last + 1; ; end++ {
+		if h.Sum64() == sum {
+			return true
+		}
+		if end >= len(rest) || end > last+lengthSlack {
+			return false
+		}
+		_, _ = h.Write(zero[:])
+	}
+}
+
+// wholeRecordIn reports whether a record that passes its checksum starts
+// in b before offset limit, or whether looking for one costs more than
+// scanBudget (then it answers true: the caller treats the failure as
+// damage). Past the last non-zero byte no record can start, so that is
+// the limit callers pass.
+func wholeRecordIn(b []byte, limit int) bool {
+	budget := scanBudget
+	for p := 0; p < limit && p+headerSize < len(b); p++ {
+		n := int(binary.LittleEndian.Uint32(b[p:]))
+		if n < 9 || n > len(b)-p-headerSize {
+			continue
+		}
+		payload := b[p+headerSize : p+headerSize+n]
+		if payload[0] == kindTrim && n != trimSize {
+			continue
+		}
+		sum := binary.LittleEndian.Uint64(b[p+4:])
+		if sum == 0 {
+			continue
+		}
+		if budget -= n; budget < 0 {
+			return true
+		}
+		if xxh3.Hash(payload) == sum {
+			return true
+		}
+	}
+	return false
 }
 
 func allZero(b []byte) bool {

@@ -67,10 +67,89 @@ type Options struct {
 // accepts writes again after a successful Rotate. Match with errors.Is.
 var ErrBroken = errors.New("wal: log refuses writes until the next rotation")
 
+// ErrCorrupt means a segment of the log holds damaged records: bytes that
+// fail their checksum or framing and that are not an append cut short by
+// a crash (which Open drops on its own). Open fails with a *CorruptError,
+// which matches ErrCorrupt and also kv.ErrCorruption (through the
+// *kv.CorruptionError it wraps), until Salvage (`kv0 wal salvage
+// LOCATION`) has set the damaged segment aside. Match with errors.Is.
+var ErrCorrupt = errors.New("wal: damaged segment")
+
+// CorruptError is the error of Open when a writer's log is damaged. It
+// names the segment, where the damage starts and the command that
+// recovers the records before it.
+type CorruptError struct {
+	// Segment is the path of the damaged segment file.
+	Segment string
+	// Offset is where the first damaged record starts in it.
+	Offset int64
+	// Reason says what failed (checksum mismatch, bad length, ...).
+	Reason string
+	// Intact is how many records of the writer's log come before the
+	// damage: the ones Salvage keeps.
+	Intact int
+	// Location is the database or repository the log belongs to, as
+	// `kv0 wal` takes it (derived from the key Open was given).
+	Location string
+	// WALDir is the WAL root Open was given (Options.Dir), "" for the
+	// default one.
+	WALDir string
+}
+
+// Error implements error.
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("wal: damaged segment %s at offset %d (%s); the %d records before it are intact: run \"%s\" to keep them, "+
+		"move the segment aside and let writers open again (\"kv0 wal check\" reports without changing anything)",
+		e.Segment, e.Offset, e.Reason, e.Intact, e.Command())
+}
+
+// Command returns the command line that recovers: kv0 wal salvage with the
+// location (quoted for a POSIX shell where needed) and --wal-dir when the
+// log is not under the default root.
+func (e *CorruptError) Command() string {
+	c := "kv0 wal salvage " + shellQuote(e.Location)
+	if e.WALDir != "" {
+		c += " --wal-dir " + shellQuote(e.WALDir)
+	}
+	return c
+}
+
+// Is reports whether target is ErrCorrupt.
+func (e *CorruptError) Is(target error) bool { return target == ErrCorrupt }
+
+// Unwrap returns the damage as a *kv.CorruptionError naming the segment,
+// so the error also matches kv.ErrCorruption.
+func (e *CorruptError) Unwrap() error {
+	return &kv.CorruptionError{File: e.Segment, Offset: e.Offset, Reason: e.Reason}
+}
+
+// LocationOf returns the location whose log is keyed by uri, as `kv0 wal`
+// takes it: key-value databases are keyed by location.Canonical (a folder
+// as file:///path), tracking repositories by "repo:" and the same (a
+// folder as its bare path).
+func LocationOf(uri string) string {
+	s := strings.TrimPrefix(uri, "repo:")
+	if rest, ok := strings.CutPrefix(s, "file://"); ok {
+		s = filepath.FromSlash(rest)
+	}
+	return s
+}
+
+// shellQuote quotes s for a POSIX shell unless it needs no quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-+=./:,@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 const (
 	lockName = "LOCK"
 	segExt   = ".seg"
 	snapName = "view.snap"
+	// damagedDir is the folder of a dataset directory where Salvage sets
+	// damaged segments aside; Open never treats it as a writer's.
+	damagedDir = "damaged"
 )
 
 // Root returns the WAL root Options select.
@@ -140,9 +219,10 @@ var _ kv.WAL = (*Log)(nil)
 // every writer directory it can: an idle one (no records) becomes this
 // writer's directory, reusing its id; the ones holding records belong to
 // writers that stopped without committing and are claimed (see Claimed).
-// A record cut off at the end of a claimed log's last segment is dropped
-// and cut from the file; any other damage fails Open with an error
-// matching kv.ErrCorruption that names the segment file.
+// An append cut short at the end of a claimed log's last segment (see
+// tornAt) is dropped and cut from the file; any other damage fails Open
+// with a *CorruptError (matching ErrCorrupt and kv.ErrCorruption) that
+// names the segment file and the command that recovers (Salvage).
 func Open(uri string, o Options) (*Log, error) {
 	base, err := DatasetDir(uri, o)
 	if err != nil {
@@ -177,6 +257,9 @@ func Open(uri string, o Options) (*Log, error) {
 			removeStaleNew(l.fs, dir)
 			continue
 		}
+		if e.Name() == damagedDir {
+			continue
+		}
 		lk, err := l.fs.Lock(filepath.Join(dir, lockName))
 		if err != nil {
 			if errors.Is(err, ErrLocked) || errors.Is(err, fs.ErrNotExist) {
@@ -184,11 +267,19 @@ func Open(uri string, o Options) (*Log, error) {
 			}
 			return fail(fmt.Errorf("wal: lock %s: %w", dir, err))
 		}
-		segs, recs, err := readWriter(l.fs, dir)
+		w, err := readWriter(l.fs, dir)
+		if err == nil && w.damage != nil {
+			err = &CorruptError{Segment: w.damage.path, Offset: w.damage.offset, Reason: w.damage.reason,
+				Intact: len(w.recs), Location: LocationOf(uri), WALDir: o.Dir}
+		}
+		if err == nil {
+			err = w.cutTail(l.fs)
+		}
 		if err != nil {
 			lk.Close()
 			return fail(err)
 		}
+		segs, recs := w.segs, w.recs
 		if len(recs) == 0 {
 			if l.dir == "" {
 				for _, s := range segs {
@@ -315,20 +406,54 @@ func segments(fsys FS, dir string) ([]string, error) {
 	return segs, nil
 }
 
-// readWriter reads every record of a writer directory, trimming a torn
-// tail of the last segment, and returns the segment names and payloads.
-func readWriter(fsys FS, dir string) ([]string, [][]byte, error) {
+// writerLog is what readWriter found in a writer directory.
+type writerLog struct {
+	segs []string // segment file names, in order
+	// recs are the caller records in log order: all of them, or those
+	// before the damage.
+	recs [][]byte
+	// damage is the first damaged record, nil if none.
+	damage *segDamage
+	// tail is a torn or unused tail of the last segment, to cut off before
+	// the log is replayed and appended to (tail.at < 0: none).
+	tail segTail
+}
+
+// segDamage is the first damaged record of a writer's log.
+type segDamage struct {
+	index  int    // of the segment in writerLog.segs
+	path   string // of the segment
+	offset int64  // where the damaged record starts
+	reason string
+	data   []byte // the whole segment
+}
+
+// segTail is the end of a last segment that holds no record.
+type segTail struct {
+	path string
+	at   int64 // where it starts, -1 for none
+	size int64 // the segment's size
+	torn bool  // an append cut short (else unused reserved space)
+}
+
+// readWriter reads every record of a writer directory up to the first
+// damage, without changing anything: a torn tail of the last segment is
+// reported in tail (cutTail cuts it), other damage in damage.
+func readWriter(fsys FS, dir string) (*writerLog, error) {
 	segs, err := segments(fsys, dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	w := &writerLog{segs: segs, tail: segTail{at: -1}}
+	datas := make([][]byte, len(segs))
 	parsedSegs := make([]parsed, len(segs))
 	trims := map[uint64]int64{}
 	for i, s := range segs {
 		data, err := fsys.ReadFile(filepath.Join(dir, s))
 		if err != nil {
-			return nil, nil, fmt.Errorf("wal: %w", err)
+			return nil, fmt.Errorf("wal: %w", err)
 		}
+		datas[i] = data
 		parsedSegs[i] = parseSegment(data)
 		for _, r := range parsedSegs[i].records {
 			if len(r.payload) == trimSize && r.payload[0] == kindTrim {
@@ -336,34 +461,21 @@ func readWriter(fsys FS, dir string) ([]string, [][]byte, error) {
 			}
 		}
 	}
-	var recs [][]byte
 	for i, s := range segs {
 		p := parsedSegs[i]
 		path := filepath.Join(dir, s)
 		num, _ := strconv.ParseUint(strings.TrimSuffix(s, segExt), 10, 64)
+		damaged := func(off int64, why string) *writerLog {
+			w.damage = &segDamage{index: i, path: path, offset: off, reason: why, data: datas[i]}
+			return w
+		}
 		keep := p.records
 		if limit, ok := trims[num]; ok {
-			if p.badAt >= 0 && p.badAt < limit {
-				return nil, nil, &kv.CorruptionError{File: path, Offset: p.badAt, Reason: p.why}
-			}
 			keep = keep[:0:0]
 			for _, r := range p.records {
 				if r.end <= limit {
 					keep = append(keep, r)
 				}
-			}
-		} else if p.badAt >= 0 {
-			if i != len(segs)-1 || !p.torn {
-				return nil, nil, &kv.CorruptionError{File: path, Offset: p.badAt, Reason: p.why}
-			}
-			// A torn write at the very end: drop it from the file too, so
-			// later appends never sit behind it.
-			if err := fsys.Truncate(path, p.badAt); err != nil {
-				return nil, nil, fmt.Errorf("wal: cut torn tail of %s: %w", path, err)
-			}
-		} else if p.zeroAt >= 0 && i == len(segs)-1 {
-			if err := fsys.Truncate(path, p.zeroAt); err != nil {
-				return nil, nil, fmt.Errorf("wal: cut unused tail of %s: %w", path, err)
 			}
 		}
 		for _, r := range keep {
@@ -371,12 +483,41 @@ func readWriter(fsys FS, dir string) ([]string, [][]byte, error) {
 				continue
 			}
 			if _, ok := recordSeq(r.payload); !ok {
-				return nil, nil, &kv.CorruptionError{File: path, Offset: r.end - int64(len(r.payload)) - headerSize, Reason: "record without kind and sequence number"}
+				return damaged(r.end-int64(len(r.payload))-headerSize, "record without kind and sequence number"), nil
 			}
-			recs = append(recs, r.payload)
+			w.recs = append(w.recs, r.payload)
+		}
+		if limit, ok := trims[num]; ok {
+			if p.badAt >= 0 && p.badAt < limit {
+				return damaged(p.badAt, p.why), nil
+			}
+		} else if p.badAt >= 0 {
+			if i != len(segs)-1 || !p.torn {
+				return damaged(p.badAt, p.why), nil
+			}
+			// A torn write at the very end: it is cut from the file too, so
+			// later appends never sit behind it.
+			w.tail = segTail{path: path, at: p.badAt, size: int64(len(datas[i])), torn: true}
+		} else if p.zeroAt >= 0 && i == len(segs)-1 {
+			w.tail = segTail{path: path, at: p.zeroAt, size: int64(len(datas[i]))}
 		}
 	}
-	return segs, recs, nil
+	return w, nil
+}
+
+// cutTail cuts the torn or unused tail of the last segment off.
+func (w *writerLog) cutTail(fsys FS) error {
+	if w.tail.at < 0 {
+		return nil
+	}
+	if err := fsys.Truncate(w.tail.path, w.tail.at); err != nil {
+		what := "unused"
+		if w.tail.torn {
+			what = "torn"
+		}
+		return fmt.Errorf("wal: cut %s tail of %s: %w", what, w.tail.path, err)
+	}
+	return nil
 }
 
 // segMapSize is the size of a mapped segment; a flush seals it long

@@ -1,7 +1,6 @@
 package wal
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -238,52 +237,6 @@ func lastSegment(t *testing.T, dir string) string {
 		t.Fatalf("segments: %v %v", segs, err)
 	}
 	return filepath.Join(dir, segs[len(segs)-1])
-}
-
-func TestTornTail(t *testing.T) {
-	cases := map[string]func(full []byte) []byte{
-		"header cut":     func(full []byte) []byte { return full[:5] },
-		"payload cut":    func(full []byte) []byte { return full[:len(full)-3] },
-		"bad last sum":   func(full []byte) []byte { c := slices.Clone(full); c[len(c)-1] ^= 0xff; return c },
-		"zeroed tail":    func(full []byte) []byte { return make([]byte, 40) },
-		"length garbage": func(full []byte) []byte { return []byte{0xff, 0xff, 0xff, 0x7f, 1, 2} },
-		// A mapped segment: length and payload stored, checksum not yet,
-		// then the zeros of the reserved space.
-		"unfinished mapped": func(full []byte) []byte {
-			c := slices.Clone(full)
-			clear(c[4:headerSize])
-			return append(c, make([]byte, 4096)...)
-		},
-		"partial payload mapped": func(full []byte) []byte {
-			c := slices.Clone(full)
-			clear(c[4:headerSize])
-			clear(c[headerSize+3:])
-			return append(c, make([]byte, 4096)...)
-		},
-	}
-	for name, tail := range cases {
-		t.Run(name, func(t *testing.T) {
-			o := Options{Dir: t.TempDir()}
-			l := mustOpen(t, o)
-			appendAll(t, l, 1, "a", "b")
-			l.Close(false)
-			seg := lastSegment(t, l.Dir())
-			before, _ := os.ReadFile(seg)
-			full := appendRecord(nil, rec(3, "torn"))
-			f, _ := os.OpenFile(seg, os.O_APPEND|os.O_WRONLY, 0)
-			f.Write(tail(full))
-			f.Close()
-			l2 := mustOpen(t, o)
-			defer l2.Close(true)
-			if got := claimedBodies(l2); !slices.Equal(got, []string{"a", "b"}) {
-				t.Fatalf("replayed %q", got)
-			}
-			after, _ := os.ReadFile(seg)
-			if !bytes.Equal(after, before) {
-				t.Fatalf("torn tail not cut: %d bytes, want %d", len(after), len(before))
-			}
-		})
-	}
 }
 
 func TestCorruptionNamesFile(t *testing.T) {

@@ -166,17 +166,11 @@ func TestArrowMatchesJSONLinesInNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	paths := []string{"typed.lance", "runs.lance", "params.lance", "series.lance", "metrics.lance"}
-	// The lance-samples datasets, when they are beside the checkout.
-	for d, _ := filepath.Abs("."); d != filepath.Dir(d); d = filepath.Dir(d) {
-		fx := filepath.Join(d, "shared", "fixtures", "lance-samples")
-		if _, err := os.Stat(fx); err == nil {
-			if err := os.CopyFS(filepath.Join(dir, "fixtures"), os.DirFS(fx)); err != nil {
-				t.Fatal(err)
-			}
-			paths = append(paths, "fixtures/default/kv.lance", "fixtures/v2_0/kv.lance", "fixtures/bigdel/t.lance")
-			break
-		}
+	// The lance-written sample datasets of the repository.
+	if err := os.CopyFS(filepath.Join(dir, "fixtures"), os.DirFS(filepath.Join("..", "testdata", "lance-samples"))); err != nil {
+		t.Fatal(err)
 	}
+	paths = append(paths, "fixtures/default/kv.lance", "fixtures/v2_0/kv.lance", "fixtures/bigdel/t.lance")
 	srv := httptest.NewServer(api.New(st, "", api.Options{}))
 	defer srv.Close()
 	for _, query := range []string{"", "limit=333", "where=i8%20%3C%2010", "columns=st,s,ts&limit=5"} {

@@ -202,6 +202,35 @@ def test_iterator_sees_writes_and_survives_close(tmp_path):
         it2.next()
 
 
+def test_iterator_yields_nothing_after_close(tmp_path):
+    """Entries an iterator fetched ahead are not handed out once its
+    database, or the iterator itself, is closed."""
+    db = kv0.DB(str(tmp_path / "db"))
+    for i in range(100):
+        db.put(b"k%03d" % i, b"v")
+    it = db.iterkeys()
+    it.seek_to_first()
+    assert next(it) == b"k000"  # the iterator now holds entries it fetched ahead
+    it2 = db.iteritems()
+    it2.seek_to_first()
+    assert it2.next() == (b"k000", b"v")
+    db.close()
+    with pytest.raises(errors.Closed):
+        next(it)
+    with pytest.raises(errors.Closed):
+        it2.next()
+    with pytest.raises(errors.Closed):
+        it2.get()
+    db = kv0.DB(str(tmp_path / "db"))
+    it = db.iterkeys()
+    it.seek_to_first()
+    assert next(it) == b"k000"
+    it.close()
+    with pytest.raises(errors.Closed):
+        next(it)
+    db.close()
+
+
 def test_flush_versions_time_travel(tmp_path):
     path = str(tmp_path / "db")
     db = kv0.DB(path)

@@ -141,7 +141,7 @@ def test_threads_share_handles(tmp_path):
     for t, rid in enumerate(ids):
         series = {s["name"]: s for s in repo.all_series(rid)}
         assert series["loss"]["stats"]["count"] == 3000 and series["batched"]["stats"]["count"] == 300
-        assert series["loss"]["context"] == '{"thread":%d}' % t
+        assert series["loss"]["context"] == {"thread": t}
     assert len(repo.runs(status="finished")) == 8
     it = db.iterkeys()
     it.seek_to_first()

@@ -2,6 +2,7 @@
 
 import array
 import datetime
+import json
 import math
 import os
 
@@ -43,8 +44,8 @@ def test_start_track_read(repo):
     assert repo.all_params(run.id) == {"optimizer.lr": 0.001, "optimizer.name": "adam", "bs": 32}
     series = repo.all_series(run.id)
     names = [(s["name"], s["context"]) for s in series]
-    assert names == [("acc", "{}"), ("loss", '{"subset":"val"}'), ("loss", "{}"), ("lr", "{}")]
-    by = {(s["name"], s["context"]): s for s in series}
+    assert names == [("acc", {}), ("loss", {"subset": "val"}), ("loss", {}), ("lr", {})]
+    by = {(s["name"], json.dumps(s["context"], separators=(",", ":"))): s for s in series}
     assert all(isinstance(s["series_id"], int) for s in series)
     loss = by[("loss", "{}")]
     assert loss["stats"]["count"] == 10 and loss["stats"]["last_value"] == 4.5 and loss["stats"]["max_step"] == 9
@@ -223,8 +224,10 @@ def test_nested_context(repo):
     run.track(2.0, "loss", context={"a": {"b": 1}})
     run.track(3.0, "loss", context={"tags": ["x", "y"]})
     run.track_many("loss", [4.0, 5.0], context={"a": {"b": 2}})
-    got = sorted((s["context"], s["stats"]["count"]) for s in repo.all_series(run.id))
+    got = sorted((json.dumps(s["context"], separators=(",", ":")), s["stats"]["count"])
+                 for s in repo.all_series(run.id))
     assert got == [('{"a":{"b":1}}', 2), ('{"a":{"b":2}}', 2), ('{"tags":["x","y"]}', 1)], got
+    assert all(isinstance(s["context"], dict) for s in repo.all_series(run.id))
 
 
 def test_status_checked(repo):
@@ -265,6 +268,71 @@ def test_numpy_arrays(repo):
     assert isinstance(a["steps"], np.ndarray) and a["steps"].dtype == np.int64
     assert a["steps"].tolist() == [10, 11, 12, 13, 14] and a["values"].tolist() == [0, 1, 2, 3, 4]
     assert b["values"].tolist() == [0, 1, 2] and c["steps"].tolist() == [7] and c["values"].tolist() == [2.5]
+
+
+def test_track_many_refuses_bools_and_complex(repo):
+    """track_many takes what track takes: booleans and complex numbers are
+    TypeErrors (they were stored as 1.0/0.0 and as the real part), and
+    nothing of the call is tracked."""
+    run = repo.start_run()
+    for values in ([1.0, True], [0.5, 1 + 2j], (False,)):
+        with pytest.raises(TypeError):
+            run.track_many("x", values)
+    with pytest.raises(TypeError):
+        run.track_many("x", [1.0, 2.0], steps=[0, True])
+    with pytest.raises(TypeError):
+        run.track_many("x", [1.0], steps=[0.5])
+    with pytest.raises(TypeError):
+        run.track_many("x", ["1.0"])
+    try:
+        import numpy as np
+    except ImportError:
+        np = None
+        if os.environ.get("CI") == "true":
+            pytest.fail("CI=true but numpy is missing (apt-get install python3-numpy)")
+    if np is not None:
+        for values in (np.array([True, False]), np.array([1 + 2j, 3j]), np.array([1, 2], dtype=np.complex64)):
+            with pytest.raises(TypeError):
+                run.track_many("x", values)
+        with pytest.raises(TypeError):
+            run.track_many("x", np.ones(2), steps=np.array([True, False]))
+        run.track_many("y", np.array([1, 2], dtype=np.int32))  # integers are numbers
+    run.track_many("z", (x for x in [1.0, 2]))  # any iterable of numbers
+    got = {s["name"]: s["stats"]["count"] for s in repo.all_series(run.id)}
+    assert got == ({"y": 2, "z": 2} if np is not None else {"z": 2}), got
+
+
+def test_track_many_handles_signals_between_chunks(repo, monkeypatch):
+    """A signal arriving during a long track_many is handled after the
+    chunk in flight, not after the whole call: the chunks before it stay
+    tracked, none after."""
+    import signal
+    run = repo.start_run()
+    real = tracking.lib
+    calls = []
+
+    class Lib:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def kv0_run_track_many(self, *args):
+            code = real.kv0_run_track_many(*args)
+            calls.append(args[4])
+            if len(calls) == 1:
+                signal.raise_signal(signal.SIGINT)  # as Ctrl-C during the first chunk
+            return code
+
+    monkeypatch.setattr(tracking, "lib", Lib())
+    n = 5 * tracking._TRACK_MANY_CHUNK + 3
+    with pytest.raises(KeyboardInterrupt):
+        run.track_many("x", array.array("d", range(n)))
+    monkeypatch.setattr(tracking, "lib", real)
+    (s,) = repo.all_series(run.id)
+    assert calls == [tracking._TRACK_MANY_CHUNK], calls
+    assert s["stats"]["count"] == tracking._TRACK_MANY_CHUNK and s["stats"]["max_step"] == tracking._TRACK_MANY_CHUNK - 1
+    run.track_many("x", [1.0, 2.0])  # steps go on after the tracked chunk
+    (d,) = repo.read_many([s["series_id"]])
+    assert list(d["steps"])[-2:] == [tracking._TRACK_MANY_CHUNK, tracking._TRACK_MANY_CHUNK + 1]
 
 
 def test_without_numpy():

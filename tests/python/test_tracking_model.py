@@ -3,6 +3,7 @@ with explicit and default steps, contexts, flushes, reopens that resume
 the run, and reads compared with a model (the latest point of each step
 wins). KV0_PY_SEED picks the seed."""
 
+import json
 import math
 import os
 import random
@@ -69,7 +70,8 @@ def test_tracking_model(tmp_path, seed):
 
 
 def _check(repo, run_id, points, ctx):
-    series = {(s["name"], s["context"]): s for s in repo.all_series(run_id)}
+    series = {(s["name"], json.dumps(s["context"], sort_keys=True, separators=(",", ":"))): s
+              for s in repo.all_series(run_id)}
     want = {}
     for (name, ci), pts in points.items():
         c = CONTEXTS[ci]

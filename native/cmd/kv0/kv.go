@@ -159,10 +159,10 @@ func runKV(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(pos) == 0 {
-		return usagef("missing PATH")
+		return argsError(0)
 	}
 	if len(pos) != nargs {
-		return usagef("kv %s takes %d arguments, got %d: %s", sub, nargs, len(pos), strings.Join(pos, " "))
+		return argsError(len(pos))
 	}
 	path := pos[0]
 	var key, value []byte

@@ -53,6 +53,7 @@ type group struct {
 var groups = []group{
 	{"lance", "Lance datasets", ""},
 	{"kv", "Key-value databases", kvDetails},
+	{"wal", "Write-ahead logs (recovery from damage)", walGroupDetails},
 	{"", "Experiment tracking and serving", ""},
 }
 
@@ -87,6 +88,9 @@ func init() {
 		{"kv cleanup", "PATH [--older-than DURATION]", "remove versions older than DURATION (default 7d; Go durations, plus d and w)", "", kvSub("cleanup")},
 		{"kv purge", "PATH [--force]", "remove deleted data from every version", "", kvSub("purge")},
 		{"kv tag", "PATH NAME [--version N]", "name a version so cleanup keeps it", "", kvSub("tag")},
+
+		{"wal check", "LOCATION [--wal-dir DIR] [--json]", "report the damage of the write-ahead logs of a database or repository", walCheckDetails, cmdWALCheck},
+		{"wal salvage", "LOCATION [--wal-dir DIR] [--json]", "keep the records before a damaged segment and move it aside", walSalvageDetails, cmdWALSalvage},
 
 		{"runs", "REPO [--experiment E] [--status S] [--tag T]... [--archived true|false] [--param 'KEY<V']... [--json]", "list runs", "", cmdRuns},
 		{"run", "REPO RUN [--json]", "show one run (RUN is an id or a unique name)", "", cmdRun},
@@ -286,12 +290,25 @@ func wantsHelp(args []string) bool {
 }
 
 // usageError is a mistake in the command line; it exits with status 2.
-type usageError struct{ msg string }
+// badArgs marks positional arguments that do not fit the command's
+// synopsis (gotArgs of them), which run words with the synopsis itself:
+// "missing REPO RUN", "want REPO RUN, got 3 arguments".
+type usageError struct {
+	msg     string
+	badArgs bool
+	gotArgs int
+}
+
+// argsError is the usage error of a command given n positional arguments
+// that its synopsis does not take.
+func argsError(n int) error {
+	return &usageError{msg: fmt.Sprintf("wrong number of arguments (%d)", n), badArgs: true, gotArgs: n}
+}
 
 func (e *usageError) Error() string { return e.msg }
 
 func usagef(format string, args ...any) error {
-	return &usageError{fmt.Sprintf(format, args...)}
+	return &usageError{msg: fmt.Sprintf(format, args...)}
 }
 
 func main() {
@@ -316,10 +333,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil || errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
-	fmt.Fprintf(stderr, "kv0: %v\n", err)
 	var ue *usageError
 	if !errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "kv0: %v\n", err)
 		return 1
+	}
+	switch want := ""; {
+	case ue.badArgs && c != nil:
+		want = c.positional()
+		if ue.gotArgs == 0 {
+			fmt.Fprintf(stderr, "kv0: missing %s\n", want)
+		} else {
+			fmt.Fprintf(stderr, "kv0: want %s, got %s\n", want, plural(ue.gotArgs, "argument"))
+		}
+	default:
+		fmt.Fprintf(stderr, "kv0: %v\n", err)
 	}
 	if c != nil {
 		fmt.Fprintf(stderr, "%s\nRun \"kv0 %s --help\" for its flags.\n", c.usageLine(), c.name)
@@ -411,7 +439,7 @@ func parseArgs(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, err
 				writeHelp(stderr, fs)
 				return nil, err
 			}
-			return nil, &usageError{err.Error()}
+			return nil, &usageError{msg: err.Error()}
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -439,11 +467,11 @@ func newFlagSet(name string) *flag.FlagSet {
 func onePath(pos []string) (string, error) {
 	switch len(pos) {
 	case 0:
-		return "", usagef("missing PATH")
+		return "", argsError(0)
 	case 1:
 		return pos[0], nil
 	}
-	return "", usagef("expected one PATH, got %d arguments: %s", len(pos), strings.Join(pos, " "))
+	return "", argsError(len(pos))
 }
 
 // versionFlags are --version and --tag, shared by info and cat.

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,16 +67,9 @@ func TestOpenLocation(t *testing.T) {
 	}
 }
 
-// TestRunOnFixture runs the commands in-process on the shared smoke fixture
-// when it is present beside the repository.
+// TestRunOnFixture runs the commands in-process on a lance-written sample.
 func TestRunOnFixture(t *testing.T) {
-	ds := filepath.Join("..", "..", "..", "..", "shared", "fixtures", "lance-samples", "default", "kv.lance")
-	if _, err := os.Stat(ds); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true but the shared fixtures are missing: %v", err)
-		}
-		t.Skip("shared fixtures not found")
-	}
+	ds := fixture(t, "default")
 	var out, errOut bytes.Buffer
 	if code := run(context.Background(), []string{"lance", "cat", ds, "--version", "1", "--limit", "2", "--columns", "seq,op"}, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut.String())
@@ -166,5 +158,43 @@ func TestHelp(t *testing.T) {
 	code, _, errOut = runCLI("kv", "nope")
 	if code != 2 || !strings.Contains(errOut, "kv0 kv get") || strings.Contains(errOut, "kv0 lance") {
 		t.Errorf("unknown kv subcommand: exit %d, stderr %q", code, errOut)
+	}
+}
+
+// TestMissingArgumentsNamed: a command given no arguments names what its
+// synopsis wants (runs: REPO, not PATH), and no message repeats the
+// "kv0 NAME:" prefix that the usage line after it gives.
+func TestMissingArgumentsNamed(t *testing.T) {
+	for _, c := range commands {
+		want := c.positional()
+		if want == "" || c.name == "lance tag" {
+			continue
+		}
+		t.Run(c.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(context.Background(), strings.Fields(c.name), &out, &errOut)
+			first, _, _ := strings.Cut(errOut.String(), "\n")
+			if code != 2 || first != "kv0: missing "+want {
+				t.Errorf("exit %d, first line %q, want %q", code, first, "kv0: missing "+want)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"metrics", "r"}, "kv0: want REPO RUN NAME..., got 1 argument"},
+		{[]string{"run", "r", "a", "b"}, "kv0: want REPO RUN, got 3 arguments"},
+		{[]string{"runs", "r", "s"}, "kv0: want REPO, got 2 arguments"},
+		{[]string{"kv", "get", "p"}, "kv0: want PATH KEY, got 1 argument"},
+		{[]string{"delete-runs", "r"}, "kv0: want REPO RUN..., got 1 argument"},
+		{[]string{"track", "r"}, "kv0: --run NAME or --resume RUN is required"},
+	} {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), tc.args, &out, &errOut)
+		first, _, _ := strings.Cut(errOut.String(), "\n")
+		if code != 2 || first != tc.want {
+			t.Errorf("%v: exit %d, first line %q, want %q", tc.args, code, first, tc.want)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -11,18 +10,10 @@ import (
 	"github.com/kv0/kv0/core/inspect"
 )
 
-// fixture returns a dataset of the shared lance samples, skipping (failing
-// with CI=true) when they are absent.
+// fixture returns the kv.lance dataset of a lance-samples variant.
 func fixture(t *testing.T, variant string) string {
 	t.Helper()
-	ds := filepath.Join("..", "..", "..", "..", "shared", "fixtures", "lance-samples", variant, "kv.lance")
-	if _, err := os.Stat(ds); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true but the shared fixtures are missing: %v", err)
-		}
-		t.Skip("shared fixtures not found")
-	}
-	return ds
+	return filepath.Join(fixturesDir(t), variant, "kv.lance")
 }
 
 // TestErrorsNameTheLocation: a missing version or tag of a dataset at the

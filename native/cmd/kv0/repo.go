@@ -96,7 +96,7 @@ func openRepoWith(ctx context.Context, loc string, o repoOpen) (*tracking.Repo, 
 		if key != "" {
 			l, err := wal.Open(key, wal.Options{})
 			if err != nil {
-				return nil, fmt.Errorf("wal: %w", err)
+				return nil, err // "wal: ...", naming the segment and the recovery when damaged
 			}
 			opts.WAL = l
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kv0/kv0/core/tracking"
@@ -79,6 +80,17 @@ func TestRunsFilters(t *testing.T) {
 	for _, bad := range [][]string{{"--archived", "maybe"}, {"--param", "lr"}} {
 		if _, code := kv0(append([]string{"runs", repo}, bad...)...); code != 2 {
 			t.Errorf("%v: exit %d, want 2 (usage)", bad, code)
+		}
+	}
+	// A status that no run can have is an error, not an empty list.
+	var out, errOut bytes.Buffer
+	if code := run(ctx, []string{"runs", repo, "--status", "finshed"}, &out, &errOut); code != 2 || out.Len() != 0 ||
+		!strings.Contains(errOut.String(), `--status: "finshed"`) {
+		t.Errorf("--status finshed: exit %d, %q %q", code, out.String(), errOut.String())
+	}
+	for _, s := range []string{"running", "finished", "failed", "aborted", "crashed"} {
+		if _, code := kv0("runs", repo, "--status", s); code != 0 {
+			t.Errorf("--status %s: exit %d", s, code)
 		}
 	}
 }

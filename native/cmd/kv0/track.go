@@ -109,13 +109,13 @@ func cmdTrack(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	switch {
 	case tf.run == "" && tf.resume == "":
-		return usagef("kv0 track: --run NAME or --resume RUN is required")
+		return usagef("--run NAME or --resume RUN is required")
 	case tf.run != "" && tf.resume != "":
-		return usagef("kv0 track: --run and --resume exclude each other")
+		return usagef("--run and --resume exclude each other")
 	case tf.experiment != "" && tf.resume != "":
-		return usagef("kv0 track: --experiment names the experiment of a new run; it does not go with --resume")
+		return usagef("--experiment names the experiment of a new run; it does not go with --resume")
 	case tf.finish && tf.resume == "":
-		return usagef("kv0 track: --finish goes with --resume (a new run is always finished at end of input)")
+		return usagef("--finish goes with --resume (a new run is always finished at end of input)")
 	case tf.flushInterval <= 0:
 		return usagef("--flush-interval: want a positive duration, got %v", tf.flushInterval)
 	case tf.flushRows <= 0:
@@ -452,7 +452,7 @@ read:
 	}
 	msg := fmt.Sprintf("tracked %d points", points)
 	if skipped > 0 {
-		msg += fmt.Sprintf(", skipped %d bad lines", skipped)
+		msg += ", skipped " + plural(int(skipped), "bad line")
 	}
 	fmt.Fprintln(t.stderr, msg)
 	switch {

@@ -72,6 +72,9 @@ func cmdRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	f := tracking.RunFilter{Experiment: *exp, Status: *status, Tags: tags}
+	if tracking.CheckStatusFilter(*status) != nil {
+		return usagef("--status: %q is none of running, finished, failed, aborted, crashed", *status)
+	}
 	switch *archived {
 	case "":
 	case "true", "false":
@@ -153,7 +156,7 @@ func runArgs(name string, args []string, stderr io.Writer) (*flag.FlagSet, *bool
 		return nil, nil, nil, err
 	}
 	if len(pos) != 2 {
-		return nil, nil, nil, usagef("kv0 %s: want REPO ID", name)
+		return nil, nil, nil, argsError(len(pos))
 	}
 	return fs, asJSON, pos, nil
 }
@@ -311,7 +314,7 @@ func cmdMetrics(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	if len(pos) < 3 {
-		return usagef("kv0 metrics: want REPO RUN NAME...")
+		return argsError(len(pos))
 	}
 	if *asCSV && *asJSON {
 		return usagef("give --csv or --json, not both")
@@ -510,7 +513,7 @@ func cmdDeleteRuns(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	if len(pos) < 2 {
-		return usagef("kv0 delete-runs: want REPO RUN...")
+		return argsError(len(pos))
 	}
 	r, err := openRepoWith(ctx, pos[0], repoOpen{writable: true, create: *create})
 	if err != nil {

@@ -170,6 +170,7 @@ _CLASSES = {
     5: errors.InvalidArgument,
     6: errors.Conflict,
     7: errors.Closed,
+    9: errors.WALCorruption,
 }
 
 

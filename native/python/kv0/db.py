@@ -602,6 +602,9 @@ class BaseIterator:
 
     def _current(self, direction):
         """The current entry for moving in direction, or None."""
+        if not self._ih or not self._db._h:
+            # Entries fetched before a close are not handed out after it.
+            raise errors.Closed("kv0 iterator used after its database or itself was closed")
         if self._pending is not None:
             op, key = self._pending
             self._pending = None
@@ -683,7 +686,7 @@ class BaseIterator:
 
     def __next__(self):
         i = self._i
-        if self._dir == 1 and i < len(self._buf) and self._pending is None:
+        if self._dir == 1 and i < len(self._buf) and self._pending is None and self._db._h and self._ih:
             self._i = i + 1  # the common case: the next fetched entry
             return self._ob(self._buf[i])
         e = self._current(1)

@@ -8,6 +8,10 @@ Go side with ``errors.Is`` against the engine's sentinel errors:
 - :class:`StoreIOError` (also an :class:`OSError`): the store or the local
   write-ahead log failed;
 - :class:`Corruption`: stored bytes failed validation;
+- :class:`WALCorruption` (also a :class:`Corruption`): a segment of the local
+  write-ahead log is damaged; every writable open of the database or
+  repository fails until ``kv0 wal salvage LOCATION`` (the message names it)
+  keeps the records before the damage and moves the segment aside;
 - :class:`NotSupported`: the handle cannot do it (a write on a read-only
   handle, a column family other than the default one, merge);
 - :class:`InvalidArgument` (also a :class:`ValueError`): a bad argument;
@@ -41,6 +45,20 @@ class Corruption(Error):
     """Stored bytes failed validation; the message names the file."""
 
 
+class WALCorruption(Corruption):
+    """A segment of the local write-ahead log is damaged (a record fails its
+    checksum; an append cut short by a crash is not damage and is dropped
+    on its own).
+
+    Every writable open of the database or repository fails with it until
+    the command the message names, ``kv0 wal salvage LOCATION``, has kept
+    the records before the damage (the next writable open replays them,
+    each once) and moved the damaged segment into the log's ``damaged/``
+    folder. ``kv0 wal check LOCATION`` reports the damage without changing
+    anything. The message also names the segment file and the offset.
+    """
+
+
 class NotSupported(Error):
     """The handle cannot perform the operation (e.g. a write on a read-only
     handle)."""
@@ -68,5 +86,5 @@ class ForkedProcess(Error, RuntimeError):
     """
 
 
-__all__ = ["Error", "NotFound", "StoreIOError", "RocksIOError", "Corruption", "NotSupported",
+__all__ = ["Error", "NotFound", "StoreIOError", "RocksIOError", "Corruption", "WALCorruption", "NotSupported",
            "InvalidArgument", "Conflict", "Closed", "ForkedProcess"]

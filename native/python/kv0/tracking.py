@@ -18,6 +18,7 @@ import array
 import ctypes
 import datetime
 import json
+import numbers
 import struct
 
 from . import _native, errors
@@ -32,6 +33,7 @@ NO_EPOCH = -(1 << 63)
 """The epoch read_many reports for points tracked without one."""
 
 _TRACK_STEP, _TRACK_EPOCH = 1, 2
+_TRACK_MANY_CHUNK = 1 << 16  # points per native call of track_many (see there)
 _HDR = struct.Struct("<QQ")
 
 _REPO_OPTIONS = {"flush_rows", "flush_interval", "max_fragments", "wal", "wal_dir", "wal_sync",
@@ -75,8 +77,10 @@ def _ctx_key(context):
 
 
 def _buffer(values, fmt, what):
-    """values as a C-contiguous buffer of 8-byte fmt items, with a pointer
-    to it; (keeper, pointer, count)."""
+    """values as a C-contiguous buffer of 8-byte fmt items ("d": float64,
+    "q": int64), with its address; (keeper, address, count). Booleans, and
+    complex numbers where floats are wanted, are TypeErrors, as track() has
+    them: converting would drop their meaning silently."""
     try:
         mv = memoryview(values)
     except TypeError:
@@ -90,14 +94,28 @@ def _buffer(values, fmt, what):
             keeper = (ctypes.c_char * (n * 8)).from_buffer(mv)
             return keeper, ctypes.addressof(keeper), n
         keeper = mv.tobytes()  # a read-only buffer: one copy at C speed
-        return keeper, keeper, n
+        return keeper, ctypes.cast(ctypes.c_char_p(keeper), ctypes.c_void_p).value, n
+    if mv is not None:
+        # Another item type (numpy bool, complex, int32, ...): its items
+        # go through the checks below as Python numbers.
+        if "?" in mv.format or "Z" in mv.format:
+            kind = "booleans" if "?" in mv.format else "complex numbers"
+            raise TypeError(f"{what} must be {'floats' if fmt == 'd' else 'integers'}, not {kind}")
+        values = mv.tolist()
+    elif not isinstance(values, (list, tuple)):
+        try:
+            values = list(values)
+        except TypeError:
+            raise TypeError(f"{what} must be a sequence of numbers or a 1-d buffer of them") from None
+    for t in set(map(type, values)):
+        if issubclass(t, bool) or not issubclass(t, numbers.Real if fmt == "d" else numbers.Integral):
+            raise TypeError(f"{what} must be {'numbers' if fmt == 'd' else 'integers'}, not {t.__name__}")
     try:
         arr = array.array(fmt, values)
-    except TypeError:
-        if mv is not None:
-            arr = array.array(fmt, mv.tolist())
-        else:
-            raise TypeError(f"{what} must be a sequence of numbers or a 1-d buffer of them") from None
+    except (TypeError, OverflowError) as e:
+        if isinstance(e, OverflowError):
+            raise OverflowError(f"{what}: a value is outside int64") from None
+        raise TypeError(f"{what} must be a sequence of numbers or a 1-d buffer of them") from None
     n = len(arr)
     if n == 0:
         return None, None, 0
@@ -215,9 +233,12 @@ class Repo:
     def all_series(self, run_id):
         """A run's metric series with their statistics, as ``kv0 series
         --json`` prints them: dicts with series_id, run_id, name, context
-        (JSON text), created_at and, once it has points, stats."""
+        (a dict, as track() takes it: {} for none), created_at and, once it
+        has points, stats."""
         series = self._call("all_series", run_id=_str(run_id, "run_id"))[0]
         for s in series:
+            ctx = s.get("context")
+            s["context"] = json.loads(ctx) if isinstance(ctx, str) and ctx else (ctx or {})
             if "stats" in s:
                 _fix_stats(s["stats"])
         return series
@@ -448,10 +469,13 @@ class Run:
         sequence of numbers, an ``array.array('d')`` or any 1-d float64
         buffer (a numpy array), passed without per-point Python work; steps
         (the same length, int64) default to consecutive steps after the
-        series' last one. epoch applies to every point, and so does the
-        timestamp (one reading of the clock per 4,096 points). The points
-        are logged in the WAL before the call returns; on an error, those
-        before it are tracked (the message says how many) and none after."""
+        series' last one. Booleans and complex numbers are TypeErrors, as in
+        track(). epoch applies to every point, and so does the timestamp
+        (one reading of the clock per 4,096 points). The points are logged
+        in the WAL before the call returns; on an error, those before it
+        are tracked (the message says how many) and none after. A signal
+        (Ctrl-C) is handled between chunks of 65,536 points: the
+        KeyboardInterrupt leaves the chunks before it tracked."""
         key = (name, _ctx_key(context)) if context else name
         packed = self._slots.get(key)
         if packed is None:
@@ -468,16 +492,21 @@ class Run:
             epoch = 0
         else:
             flags = _TRACK_EPOCH
-        if n == 0:
-            return
-        o = out()
-        code = lib.kv0_run_track_many(self._h, slot, vp, sp, n, _int(epoch, "epoch"), flags, o)
+            epoch = _int(epoch, "epoch")
+        # One native call per chunk, so that a signal (Ctrl-C) is handled
+        # between chunks instead of after the whole call.
+        done = 0
+        while done < n:
+            k = min(n - done, _TRACK_MANY_CHUNK)
+            o = out()
+            code = lib.kv0_run_track_many(self._h, slot, vp + 8 * done, None if sp is None else sp + 8 * done,
+                                          k, epoch, flags, o)
+            if code:
+                e = _native.error(code, o)
+                e.args = (f"{e.args[0]} (after {done + o.num} of {n} points)",)
+                raise e
+            done += k
         del vk, sk
-        if code:
-            done = o.num
-            e = _native.error(code, o)
-            e.args = (f"{e.args[0]} (after {done} of {n} points)",)
-            raise e
 
     def set_params(self, params):
         """Merge parameters into the run: nested dicts flatten to dotted
