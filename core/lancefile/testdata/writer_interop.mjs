@@ -3,8 +3,10 @@
 //
 //   node writer_interop.mjs INTEROP_DIR DBDIR TABLE[:col=cast,...] ...
 //
-// INTEROP_DIR is tests/interop (for node_modules and jsonl.mjs). For each
-// table it prints "## TABLE ROWS" and then the rows. When the table name is
+// INTEROP_DIR is tests/interop (for node_modules and jsonl.mjs);
+// KV0_LANCEDB_DIR, when set, names another folder whose node_modules holds
+// the lancedb to read with (lancedb 0.39 for 2.2 files). For each table it
+// prints "## TABLE ROWS" and then the rows. When the table name is
 // followed by ":col,col=Type,...", exactly those columns are read, the ones
 // with a type through arrow_cast (arrow-js cannot decode LargeList).
 import { createRequire } from "node:module";
@@ -12,7 +14,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 
 const [interop, dbdir, ...tables] = process.argv.slice(2);
-const require = createRequire(path.join(interop, "package.json"));
+const require = createRequire(path.join(process.env.KV0_LANCEDB_DIR || interop, "package.json"));
 const lancedb = require("@lancedb/lancedb");
 const { encodeTableLines } = await import(pathToFileURL(path.join(interop, "jsonl.mjs")).href);
 

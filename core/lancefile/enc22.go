@@ -1,0 +1,552 @@
+package lancefile
+
+import (
+	"bytes"
+	"encoding/binary"
+	"math/bits"
+
+	"github.com/kv0/kv0/core/encoding/bitpack"
+	"github.com/kv0/kv0/core/encoding/compress"
+	"github.com/kv0/kv0/core/internal/lancepb/enc21pb"
+)
+
+// Encodings the writer uses only in format 2.2 files (spec 2.2, §3):
+//
+//   - constant pages: every valid value of the page is the same, stored once
+//     (inline in the layout up to 32 bytes, else in a value buffer) with the
+//     page's levels as raw u16s;
+//   - all-null pages of nested fields with RLE-compressed levels;
+//   - RLE-compressed repetition and definition levels in mini-block chunks;
+//   - run-length encoded values (two buffers per chunk: run values, u8 run
+//     lengths);
+//   - dictionaries of 64-bit values, whose u32 indices are bit-packed or
+//     run-length encoded.
+//
+// Lance 12 writes all of these; 2.1 readers refuse some (constant scalars,
+// 64-bit dictionaries are legal there but lance's 2.1 writer never emits
+// them), so 2.1 files keep the 2.1 writer's choices.
+
+// rleMaxRun is the longest run one u8 run length holds.
+const rleMaxRun = 255
+
+// rleChunkValues is the number of values a run-length encoded chunk takes.
+const rleChunkValues = chunkMaxValues
+
+// rleRuns16 counts the runs of l as RLE stores them (runs longer than 255
+// are split).
+func rleRuns16(l []uint16) int {
+	if len(l) == 0 {
+		return 0
+	}
+	runs, k, prev := 1, 1, l[0]
+	for _, v := range l[1:] {
+		if v == prev && k < rleMaxRun {
+			k++
+			continue
+		}
+		runs++
+		k, prev = 1, v
+	}
+	return runs
+}
+
+// rleBlock16Size is the size of the block form of RLE for levels l.
+func rleBlock16Size(l []uint16) int { return 8 + 3*rleRuns16(l) }
+
+// appendRleBlock16 appends levels l in the block form of RLE: a u64 byte
+// count of the run values, the u16 run values, a u8 length per run.
+func appendRleBlock16(dst []byte, l []uint16) []byte {
+	runs := rleRuns16(l)
+	dst = binary.LittleEndian.AppendUint64(dst, uint64(2*runs))
+	start := len(dst)
+	dst = growLen(dst, start+3*runs)
+	vals, lens := dst[start:start+2*runs], dst[start+2*runs:]
+	r := 0
+	for i := 0; i < len(l); {
+		j := i + 1
+		for j < len(l) && l[j] == l[i] && j-i < rleMaxRun {
+			j++
+		}
+		binary.LittleEndian.PutUint16(vals[2*r:], l[i])
+		lens[r] = byte(j - i)
+		r++
+		i = j
+	}
+	return dst
+}
+
+// rleLevels returns the block-compressed form of levels l when RLE makes
+// them smaller than raw u16s, and nil otherwise.
+func rleLevels(l []uint16) []byte {
+	if len(l) == 0 || rleBlock16Size(l) >= 2*len(l) {
+		return nil
+	}
+	return appendRleBlock16(make([]byte, 0, rleBlock16Size(l)), l)
+}
+
+// rleLevelsEncoding describes RLE-compressed u16 levels.
+func rleLevelsEncoding() *enc21pb.CompressiveEncoding { return rleEncoding(16) }
+
+// rleEncoding describes run-length encoded values of the given width.
+func rleEncoding(bitsPerValue uint64) *enc21pb.CompressiveEncoding {
+	return &enc21pb.CompressiveEncoding{Compression: &enc21pb.CompressiveEncoding_Rle{Rle: &enc21pb.Rle{
+		Values: flat(bitsPerValue), RunLengths: flat(8)}}}
+}
+
+// fixedRuns counts the runs of the n values of w bytes in vals as
+// mini-block RLE stores them: split at 255 and at every multiple of
+// rleChunkValues (chunk boundaries when the page has no levels).
+func fixedRuns(vals []byte, w, n int) int {
+	if n == 0 {
+		return 0
+	}
+	runs := 0
+	switch w {
+	case 8:
+		for lo := 0; lo < n; lo += rleChunkValues {
+			hi := min(lo+rleChunkValues, n)
+			prev := binary.LittleEndian.Uint64(vals[8*lo:])
+			k := 1
+			runs++
+			for i := lo + 1; i < hi; i++ {
+				v := binary.LittleEndian.Uint64(vals[8*i:])
+				if v == prev && k < rleMaxRun {
+					k++
+					continue
+				}
+				runs++
+				k, prev = 1, v
+			}
+		}
+	case 4:
+		for lo := 0; lo < n; lo += rleChunkValues {
+			hi := min(lo+rleChunkValues, n)
+			prev := binary.LittleEndian.Uint32(vals[4*lo:])
+			k := 1
+			runs++
+			for i := lo + 1; i < hi; i++ {
+				v := binary.LittleEndian.Uint32(vals[4*i:])
+				if v == prev && k < rleMaxRun {
+					k++
+					continue
+				}
+				runs++
+				k, prev = 1, v
+			}
+		}
+	default:
+		for lo := 0; lo < n; lo += rleChunkValues {
+			hi := min(lo+rleChunkValues, n)
+			runs += rangeRuns(vals, w, lo, hi)
+		}
+	}
+	return runs
+}
+
+// rangeRuns counts the runs of values [lo, hi) (split at 255).
+func rangeRuns(vals []byte, w, lo, hi int) int {
+	if lo >= hi {
+		return 0
+	}
+	runs, k := 1, 1
+	prev := vals[w*lo : w*lo+w]
+	for i := lo + 1; i < hi; i++ {
+		v := vals[w*i : w*i+w]
+		if k < rleMaxRun && bytes.Equal(v, prev) {
+			k++
+			continue
+		}
+		runs++
+		k, prev = 1, v
+	}
+	return runs
+}
+
+// appendRuns appends the run values (part 0) or the u8 run lengths (part
+// 1) of values [lo, hi).
+func appendRuns(dst, vals []byte, w, lo, hi, part int) []byte {
+	for i := lo; i < hi; {
+		j := i + 1
+		for j < hi && j-i < rleMaxRun && bytes.Equal(vals[w*j:w*j+w], vals[w*i:w*i+w]) {
+			j++
+		}
+		if part == 0 {
+			dst = append(dst, vals[w*i:w*i+w]...)
+		} else {
+			dst = append(dst, byte(j-i))
+		}
+		i = j
+	}
+	return dst
+}
+
+// blockWidths returns the bit width of each 1024-value block of the n
+// values of w bytes in vals, and the bytes InlineBitpacking takes for them
+// (a w-byte width word and the packed block each).
+func blockWidths(vals []byte, w, n int, widths []uint8) ([]uint8, int) {
+	nb := (n + bitpack.BlockLen - 1) / bitpack.BlockLen
+	widths = growLen(widths[:0], nb)
+	size := 0
+	for b := 0; b < nb; b++ {
+		lo, hi := b*bitpack.BlockLen, min((b+1)*bitpack.BlockLen, n)
+		bw := bits.Len64(orBits(vals[lo*w:hi*w], w))
+		widths[b] = uint8(bw)
+		size += w + bitpack.PackedBytes(bw)
+	}
+	return widths, size
+}
+
+// orBits returns the bitwise or of the little-endian values of w bytes in
+// src.
+func orBits(src []byte, w int) uint64 {
+	var or uint64
+	switch w {
+	case 8:
+		var o1, o2, o3 uint64
+		for len(src) >= 32 {
+			or |= binary.LittleEndian.Uint64(src)
+			o1 |= binary.LittleEndian.Uint64(src[8:])
+			o2 |= binary.LittleEndian.Uint64(src[16:])
+			o3 |= binary.LittleEndian.Uint64(src[24:])
+			src = src[32:]
+		}
+		for len(src) >= 8 {
+			or |= binary.LittleEndian.Uint64(src)
+			src = src[8:]
+		}
+		or |= o1 | o2 | o3
+	case 4:
+		var o1 uint32
+		var o uint32
+		for len(src) >= 8 {
+			o |= binary.LittleEndian.Uint32(src)
+			o1 |= binary.LittleEndian.Uint32(src[4:])
+			src = src[8:]
+		}
+		for len(src) >= 4 {
+			o |= binary.LittleEndian.Uint32(src)
+			src = src[4:]
+		}
+		or = uint64(o | o1)
+	case 2:
+		for i := 0; i+2 <= len(src); i += 2 {
+			or |= uint64(binary.LittleEndian.Uint16(src[i:]))
+		}
+	default:
+		for _, v := range src {
+			or |= uint64(v)
+		}
+	}
+	return or
+}
+
+// dict64 maps 64-bit values to dense indices in order of first appearance
+// (an open-addressing hash table with linear probing).
+type dict64 struct {
+	keys   []uint64
+	slots  []uint32 // index + 1; 0 is an empty slot
+	shift  uint
+	values []uint64
+}
+
+func (d *dict64) reset(capacity int) {
+	size := 64
+	for size < 2*capacity {
+		size *= 2
+	}
+	if cap(d.keys) >= size {
+		d.keys, d.slots = d.keys[:size], d.slots[:size]
+		clear(d.slots)
+	} else {
+		d.keys, d.slots = make([]uint64, size), make([]uint32, size)
+	}
+	d.shift = uint(64 - bits.TrailingZeros(uint(size)))
+	d.values = d.values[:0]
+}
+
+// index returns the index of v, adding it when new.
+func (d *dict64) index(v uint64) uint32 {
+	mask := uint64(len(d.slots) - 1)
+	h := (v * 0x9E3779B97F4A7C15) >> d.shift
+	for {
+		s := d.slots[h]
+		if s == 0 {
+			if 2*(len(d.values)+1) > len(d.slots) {
+				d.grow()
+				return d.index(v)
+			}
+			d.values = append(d.values, v)
+			d.keys[h], d.slots[h] = v, uint32(len(d.values))
+			return uint32(len(d.values) - 1)
+		}
+		if d.keys[h] == v {
+			return s - 1
+		}
+		h = (h + 1) & mask
+	}
+}
+
+func (d *dict64) grow() {
+	vals := d.values
+	size := 2 * len(d.slots)
+	d.keys, d.slots = make([]uint64, size), make([]uint32, size)
+	d.shift--
+	mask := uint64(size - 1)
+	for i, v := range vals {
+		h := (v * 0x9E3779B97F4A7C15) >> d.shift
+		for d.slots[h] != 0 {
+			h = (h + 1) & mask
+		}
+		d.keys[h], d.slots[h] = v, uint32(i+1)
+	}
+}
+
+// Dictionary bounds: a page's dictionary holds at most dictMaxItems values,
+// and at most one value in dictMinShare of the page's; the sample of
+// dictSample leading values decides whether building one is worth trying.
+const (
+	dictMaxItems = 1 << 16
+	dictMinShare = 4
+	dictSample   = 1024
+)
+
+// dictPage is a page's dictionary: the u32 indices of its values and the
+// encoded dictionary buffer.
+type dictPage struct {
+	idx   []byte // n little-endian u32 indices
+	n     int    // dictionary entries
+	buf   []byte // the dictionary buffer
+	enc   *enc21pb.CompressiveEncoding
+	bytes int // len(buf)
+}
+
+// buildDict64 builds the dictionary of the n 64-bit values of vals, or
+// returns false when the page has too many distinct values. runs is the
+// number of runs of equal values (fixedRuns): with few runs the dictionary
+// is built from the runs alone.
+func (c *leafCol) buildDict64(vals []byte, n, runs int) bool {
+	limit := min(n/dictMinShare, dictMaxItems)
+	if limit < 2 {
+		return false
+	}
+	d := &c.dict
+	if runs > n/dictMinShare {
+		// Many runs: look at a sample first.
+		k := min(n, dictSample)
+		d.reset(k / dictMinShare)
+		for i := 0; i < k; i++ {
+			d.index(binary.LittleEndian.Uint64(vals[8*i:]))
+			if len(d.values) > k/dictMinShare {
+				return false
+			}
+		}
+	}
+	d.reset(min(limit, 1024))
+	c.idx = growLen(c.idx[:0], 4*n)
+	idx := c.idx
+	for i := 0; i < n; {
+		v := binary.LittleEndian.Uint64(vals[8*i:])
+		x := d.index(v)
+		if len(d.values) > limit {
+			return false
+		}
+		binary.LittleEndian.PutUint32(idx[4*i:], x)
+		i++
+		for i < n && binary.LittleEndian.Uint64(vals[8*i:]) == v {
+			binary.LittleEndian.PutUint32(idx[4*i:], x)
+			i++
+		}
+	}
+	return true
+}
+
+// dictBuffer encodes the dictionary values (c.dict.values) in the smallest
+// of three forms lance 12 reads: Flat 64-bit values, OutOfLineBitpacking,
+// or Flat values compressed with LZ4 (General, block form: u32 length, then
+// one LZ4 block).
+func (c *leafCol) dictBuffer() *dictPage {
+	vals := c.dict.values
+	n := len(vals)
+	raw := make([]byte, 8*n)
+	var or uint64
+	for i, v := range vals {
+		binary.LittleEndian.PutUint64(raw[8*i:], v)
+		or |= v
+	}
+	best := &dictPage{n: n, buf: raw, enc: flat(64), bytes: len(raw)}
+	// Out-of-line bit packing: whole blocks of 1024 values, then the tail
+	// raw or as one more padded block, whichever is smaller.
+	if bw := bits.Len64(or); bw < 64 {
+		whole, tail := n/bitpack.BlockLen, n%bitpack.BlockLen
+		pb := bitpack.PackedBytes(bw)
+		size := whole * pb
+		padTail := tail > 0 && pb < 8*tail
+		switch {
+		case padTail:
+			size += pb
+		case tail > 0:
+			size += 8 * tail
+		}
+		if size < best.bytes {
+			buf := make([]byte, size)
+			for b := 0; b < whole; b++ {
+				_ = bitpack.PackBlock(64, bw, buf[b*pb:(b+1)*pb], raw[8*b*bitpack.BlockLen:8*(b+1)*bitpack.BlockLen])
+			}
+			if tail > 0 {
+				rest := raw[8*whole*bitpack.BlockLen:]
+				if padTail {
+					block := make([]byte, 8*bitpack.BlockLen)
+					copy(block, rest)
+					_ = bitpack.PackBlock(64, bw, buf[whole*pb:], block)
+				} else {
+					copy(buf[whole*pb:], rest)
+				}
+			}
+			best = &dictPage{n: n, buf: buf, bytes: size, enc: &enc21pb.CompressiveEncoding{
+				Compression: &enc21pb.CompressiveEncoding_OutOfLineBitpacking{OutOfLineBitpacking: &enc21pb.OutOfLineBitpacking{
+					UncompressedBitsPerValue: 64, Values: flat(uint64(bw))}}}}
+		}
+	}
+	// LZ4: worth a try for larger values with repeated bytes.
+	if n >= 8 {
+		if b, err := compress.Compress(compress.SchemeLZ4, 0, nil, raw); err == nil && len(b) < best.bytes {
+			best = &dictPage{n: n, buf: b, bytes: len(b), enc: &enc21pb.CompressiveEncoding{
+				Compression: &enc21pb.CompressiveEncoding_General{General: &enc21pb.General{
+					Compression: &enc21pb.BufferCompression{Scheme: enc21pb.CompressionScheme_COMPRESSION_ALGORITHM_LZ4},
+					Values:      flat(64)}}}}
+		}
+	}
+	return best
+}
+
+// constantSlot reports whether every valid value of the page equals the
+// first valid one, and returns that value's slot. def holds the page's
+// definition levels (nil: every slot is valid); levels above maxVisible
+// have no slot.
+func (c *leafCol) constantSlot(def []uint16, maxVisible uint16) (int, bool) {
+	first := -1
+	if def == nil {
+		if c.items == 0 {
+			return 0, false
+		}
+		first = 0
+	} else {
+		slot := 0
+		for _, d := range def {
+			if d > maxVisible {
+				continue
+			}
+			if d == 0 {
+				first = slot
+				break
+			}
+			slot++
+		}
+		if first < 0 {
+			return 0, false
+		}
+	}
+	same := func(i int) bool { return c.sameValue(first, i) }
+	if def == nil {
+		// Fast paths for fixed-width values without levels.
+		if c.vk == valFixed && c.width == 8 {
+			v := binary.LittleEndian.Uint64(c.vals)
+			for i := 8; i < 8*c.items; i += 8 {
+				if binary.LittleEndian.Uint64(c.vals[i:]) != v {
+					return 0, false
+				}
+			}
+			return 0, true
+		}
+		for i := 1; i < c.items; i++ {
+			if !same(i) {
+				return 0, false
+			}
+		}
+		return 0, true
+	}
+	slot := 0
+	for _, d := range def {
+		if d > maxVisible {
+			continue
+		}
+		if d == 0 && slot != first && !same(slot) {
+			return 0, false
+		}
+		slot++
+	}
+	return first, true
+}
+
+// sameValue reports whether the values in slots i and j are equal.
+func (c *leafCol) sameValue(i, j int) bool {
+	switch c.vk {
+	case valFixed:
+		w := c.width
+		return bytes.Equal(c.vals[i*w:(i+1)*w], c.vals[j*w:(j+1)*w])
+	case valBool:
+		return (c.vals[i>>3]>>(i&7))&1 == (c.vals[j>>3]>>(j&7))&1
+	}
+	return bytes.Equal(c.vals[c.voff[i]:c.voff[i+1]], c.vals[c.voff[j]:c.voff[j+1]])
+}
+
+// encodeConstant writes the page as a 2.2 constant page holding the value
+// of slot, with the levels as raw u16s.
+func (c *leafCol) encodeConstant(p *layerPlan, rep, def []uint16, slot int) *pageOut {
+	cl := &enc21pb.ConstantLayout{Layers: p.layers}
+	var bufs [][]byte
+	switch c.vk {
+	case valFixed:
+		cl.InlineValue = bytes.Clone(c.vals[slot*c.width : (slot+1)*c.width])
+	case valBool:
+		cl.InlineValue = []byte{(c.vals[slot>>3] >> (slot & 7)) & 1}
+	default:
+		// A one-value Arrow array's buffers: offsets [0, L], then the bytes.
+		v := c.vals[c.voff[slot]:c.voff[slot+1]]
+		ow := 4
+		if c.large {
+			ow = 8
+		}
+		b := make([]byte, 0, 12+2*ow+len(v))
+		b = binary.LittleEndian.AppendUint32(b, 2)
+		b = binary.LittleEndian.AppendUint32(b, uint32(2*ow))
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(v)))
+		if ow == 4 {
+			b = binary.LittleEndian.AppendUint32(b, 0)
+			b = binary.LittleEndian.AppendUint32(b, uint32(len(v)))
+		} else {
+			b = binary.LittleEndian.AppendUint64(b, 0)
+			b = binary.LittleEndian.AppendUint64(b, uint64(len(v)))
+		}
+		bufs = append(bufs, append(b, v...))
+	}
+	if rep != nil || def != nil {
+		bufs = append(bufs, levelBytes(rep), levelBytes(def))
+	}
+	return &pageOut{bufs: bufs, layout: &enc21pb.PageLayout{Layout: &enc21pb.PageLayout_ConstantLayout{ConstantLayout: cl}}}
+}
+
+// encodeAllNull22 writes a page of a nested field without a valid value:
+// its levels, each RLE-compressed when that makes it smaller.
+func encodeAllNull22(p *layerPlan, rep, def []uint16) *pageOut {
+	cl := &enc21pb.ConstantLayout{Layers: p.layers}
+	bufs := [][]byte{levelBytes(rep), levelBytes(def)}
+	if b := rleLevels(rep); b != nil {
+		bufs[0] = b
+		cl.RepCompression, cl.NumRepValues = rleLevelsEncoding(), uint64(len(rep))
+	}
+	if b := rleLevels(def); b != nil {
+		bufs[1] = b
+		cl.DefCompression, cl.NumDefValues = rleLevelsEncoding(), uint64(len(def))
+	}
+	return &pageOut{bufs: bufs, layout: &enc21pb.PageLayout{Layout: &enc21pb.PageLayout_ConstantLayout{ConstantLayout: cl}}}
+}
+
+// pageSize is the number of bytes of a page's buffers.
+func (po *pageOut) size() int {
+	n := 0
+	for _, b := range po.bufs {
+		n += len(b)
+	}
+	return n
+}
