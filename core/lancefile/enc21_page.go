@@ -307,6 +307,7 @@ type miniEnc struct {
 	vals    []byte  // the values: mFlat, mPacked, mRle
 	widths  []uint8 // mPacked: the bit width of each block
 	sizes   [2]int  // the chunk's buffer sizes (measure)
+	runs    []byte  // mRle: the run lengths of the chunk measured last
 	scratch [bitpack.BlockLen * 8]byte
 }
 
@@ -344,8 +345,10 @@ func (m *miniEnc) target(at int) int {
 	switch m.kind {
 	case mPacked:
 		return bitpack.BlockLen
-	case mBool, mRle:
+	case mBool:
 		return chunkMaxValues
+	case mRle:
+		return rleChunkValues
 	case mFlat:
 		n := chunkMaxValues
 		for n > 1 && n*m.width > chunkValueTarget {
@@ -388,8 +391,13 @@ func (m *miniEnc) measure(at, n int) int {
 	case mFlat:
 		m.sizes[0] = n * m.width
 	case mRle:
-		runs := rangeRuns(m.vals, m.width, at, at+n)
-		m.sizes[0], m.sizes[1] = runs*m.width, runs
+		m.runs = m.runs[:0]
+		for i := at; i < at+n; {
+			j := runEnd(m.vals, m.width, i, at+n)
+			m.runs = append(m.runs, byte(j-i))
+			i = j
+		}
+		m.sizes[0], m.sizes[1] = len(m.runs)*m.width, len(m.runs)
 		return pad8(m.sizes[0]) + pad8(m.sizes[1])
 	default:
 		w := 4
@@ -402,12 +410,21 @@ func (m *miniEnc) measure(at, n int) int {
 	return pad8(m.sizes[0])
 }
 
-// appendBuffer appends value buffer i of values [at, at+n) to dst.
+// appendBuffer appends value buffer i of values [at, at+n) to dst, the
+// values measure saw last.
 func (m *miniEnc) appendBuffer(dst []byte, i, at, n int) []byte {
 	c := m.c
 	switch m.kind {
 	case mRle:
-		return appendRuns(dst, m.vals, m.width, at, at+n, i)
+		if i == 1 {
+			return append(dst, m.runs...)
+		}
+		w := m.width
+		for _, l := range m.runs {
+			dst = append(dst, m.vals[w*at:w*at+w]...)
+			at += int(l)
+		}
+		return dst
 	case mPacked:
 		w := m.width
 		bw := int(m.widths[at/bitpack.BlockLen])

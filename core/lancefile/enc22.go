@@ -29,8 +29,11 @@ import (
 // rleMaxRun is the longest run one u8 run length holds.
 const rleMaxRun = 255
 
-// rleChunkValues is the number of values a run-length encoded chunk takes.
-const rleChunkValues = chunkMaxValues
+// rleChunkValues is the number of values a run-length encoded chunk takes
+// (fewer when they do not fit in chunkMaxBytes): the most the u32 chunk
+// grammar counts (2^15), since a chunk's header and padding cost as much
+// as a few runs.
+const rleChunkValues = 1 << 15
 
 // rleRuns16 counts the runs of l as RLE stores them (runs longer than 255
 // are split).
@@ -95,89 +98,60 @@ func rleEncoding(bitsPerValue uint64) *enc21pb.CompressiveEncoding {
 
 // fixedRuns counts the runs of the n values of w bytes in vals as
 // mini-block RLE stores them: split at 255 and at every multiple of
-// rleChunkValues (chunk boundaries when the page has no levels).
+// rleChunkValues (chunk boundaries when the page has no levels). When the
+// first 1024 values hardly repeat it does not count and returns n: RLE
+// would not pay for them, and counting costs a pass over the page.
 func fixedRuns(vals []byte, w, n int) int {
 	if n == 0 {
 		return 0
 	}
+	if k := min(n, bitpack.BlockLen); rangeRuns(vals, w, 0, k) > k/2 {
+		return n
+	}
 	runs := 0
-	switch w {
-	case 8:
-		for lo := 0; lo < n; lo += rleChunkValues {
-			hi := min(lo+rleChunkValues, n)
-			prev := binary.LittleEndian.Uint64(vals[8*lo:])
-			k := 1
-			runs++
-			for i := lo + 1; i < hi; i++ {
-				v := binary.LittleEndian.Uint64(vals[8*i:])
-				if v == prev && k < rleMaxRun {
-					k++
-					continue
-				}
-				runs++
-				k, prev = 1, v
-			}
-		}
-	case 4:
-		for lo := 0; lo < n; lo += rleChunkValues {
-			hi := min(lo+rleChunkValues, n)
-			prev := binary.LittleEndian.Uint32(vals[4*lo:])
-			k := 1
-			runs++
-			for i := lo + 1; i < hi; i++ {
-				v := binary.LittleEndian.Uint32(vals[4*i:])
-				if v == prev && k < rleMaxRun {
-					k++
-					continue
-				}
-				runs++
-				k, prev = 1, v
-			}
-		}
-	default:
-		for lo := 0; lo < n; lo += rleChunkValues {
-			hi := min(lo+rleChunkValues, n)
-			runs += rangeRuns(vals, w, lo, hi)
-		}
+	for lo := 0; lo < n; lo += rleChunkValues {
+		runs += rangeRuns(vals, w, lo, min(lo+rleChunkValues, n))
 	}
 	return runs
 }
 
 // rangeRuns counts the runs of values [lo, hi) (split at 255).
 func rangeRuns(vals []byte, w, lo, hi int) int {
-	if lo >= hi {
-		return 0
-	}
-	runs, k := 1, 1
-	prev := vals[w*lo : w*lo+w]
-	for i := lo + 1; i < hi; i++ {
-		v := vals[w*i : w*i+w]
-		if k < rleMaxRun && bytes.Equal(v, prev) {
-			k++
-			continue
-		}
-		runs++
-		k, prev = 1, v
+	runs := 0
+	for i := lo; i < hi; runs++ {
+		i = runEnd(vals, w, i, hi)
 	}
 	return runs
 }
 
-// appendRuns appends the run values (part 0) or the u8 run lengths (part
-// 1) of values [lo, hi).
-func appendRuns(dst, vals []byte, w, lo, hi, part int) []byte {
-	for i := lo; i < hi; {
-		j := i + 1
-		for j < hi && j-i < rleMaxRun && bytes.Equal(vals[w*j:w*j+w], vals[w*i:w*i+w]) {
+// runEnd returns the end of the run (at most 255 long) that starts at
+// value i, before hi.
+func runEnd(vals []byte, w, i, hi int) int {
+	end := min(hi, i+rleMaxRun)
+	j := i + 1
+	switch w {
+	case 8:
+		v := binary.LittleEndian.Uint64(vals[8*i:])
+		for j < end && binary.LittleEndian.Uint64(vals[8*j:]) == v {
 			j++
 		}
-		if part == 0 {
-			dst = append(dst, vals[w*i:w*i+w]...)
-		} else {
-			dst = append(dst, byte(j-i))
+	case 4:
+		v := binary.LittleEndian.Uint32(vals[4*i:])
+		for j < end && binary.LittleEndian.Uint32(vals[4*j:]) == v {
+			j++
 		}
-		i = j
+	case 2:
+		v := binary.LittleEndian.Uint16(vals[2*i:])
+		for j < end && binary.LittleEndian.Uint16(vals[2*j:]) == v {
+			j++
+		}
+	default:
+		v := vals[i]
+		for j < end && vals[j] == v {
+			j++
+		}
 	}
-	return dst
+	return j
 }
 
 // blockWidths returns the bit width of each 1024-value block of the n
@@ -302,8 +276,9 @@ func (d *dict64) grow() {
 }
 
 // Dictionary bounds: a page's dictionary holds at most dictMaxItems values,
-// and at most one value in dictMinShare of the page's; the sample of
-// dictSample leading values decides whether building one is worth trying.
+// and at most one value in dictMinShare of the page's. Building one is
+// tried when the page has few runs, or when fewer than 98% of its leading
+// dictSample values are distinct.
 const (
 	dictMaxItems = 1 << 16
 	dictMinShare = 4
@@ -331,24 +306,33 @@ func (c *leafCol) buildDict64(vals []byte, n, runs int) bool {
 	}
 	d := &c.dict
 	if runs > n/dictMinShare {
-		// Many runs: look at a sample first.
+		// Many runs: a sample of the leading values must repeat some.
 		k := min(n, dictSample)
-		d.reset(k / dictMinShare)
+		d.reset(k)
 		for i := 0; i < k; i++ {
 			d.index(binary.LittleEndian.Uint64(vals[8*i:]))
-			if len(d.values) > k/dictMinShare {
-				return false
-			}
+		}
+		if 50*len(d.values) > 49*k {
+			return false
 		}
 	}
 	d.reset(min(limit, 1024))
 	c.idx = growLen(c.idx[:0], 4*n)
-	idx := c.idx
+	idx := c.idx[:4*n]
+	vals = vals[:8*n]
 	for i := 0; i < n; {
 		v := binary.LittleEndian.Uint64(vals[8*i:])
-		x := d.index(v)
-		if len(d.values) > limit {
-			return false
+		// The common case, a value already in the table at its home slot,
+		// without a call.
+		var x uint32
+		h := (v * 0x9E3779B97F4A7C15) >> d.shift
+		if s := d.slots[h]; s != 0 && d.keys[h] == v {
+			x = s - 1
+		} else {
+			x = d.index(v)
+			if len(d.values) > limit {
+				return false
+			}
 		}
 		binary.LittleEndian.PutUint32(idx[4*i:], x)
 		i++
@@ -361,9 +345,11 @@ func (c *leafCol) buildDict64(vals []byte, n, runs int) bool {
 }
 
 // dictBuffer encodes the dictionary values (c.dict.values) in the smallest
-// of three forms lance 12 reads: Flat 64-bit values, OutOfLineBitpacking,
-// or Flat values compressed with LZ4 (General, block form: u32 length, then
-// one LZ4 block).
+// of the block forms lance 12 reads: Flat 64-bit values; OutOfLineBitpacking
+// (whole blocks of 1024 values, then the tail raw or as one more padded
+// block); or either of them compressed with LZ4 (General: u32 length, then
+// one LZ4 block), which shrinks a padded tail block to little more than
+// its values.
 func (c *leafCol) dictBuffer() *dictPage {
 	vals := c.dict.values
 	n := len(vals)
@@ -374,46 +360,50 @@ func (c *leafCol) dictBuffer() *dictPage {
 		or |= v
 	}
 	best := &dictPage{n: n, buf: raw, enc: flat(64), bytes: len(raw)}
-	// Out-of-line bit packing: whole blocks of 1024 values, then the tail
-	// raw or as one more padded block, whichever is smaller.
-	if bw := bits.Len64(or); bw < 64 {
-		whole, tail := n/bitpack.BlockLen, n%bitpack.BlockLen
-		pb := bitpack.PackedBytes(bw)
-		size := whole * pb
-		padTail := tail > 0 && pb < 8*tail
-		switch {
-		case padTail:
-			size += pb
-		case tail > 0:
-			size += 8 * tail
-		}
-		if size < best.bytes {
-			buf := make([]byte, size)
-			for b := 0; b < whole; b++ {
-				_ = bitpack.PackBlock(64, bw, buf[b*pb:(b+1)*pb], raw[8*b*bitpack.BlockLen:8*(b+1)*bitpack.BlockLen])
-			}
-			if tail > 0 {
-				rest := raw[8*whole*bitpack.BlockLen:]
-				if padTail {
-					block := make([]byte, 8*bitpack.BlockLen)
-					copy(block, rest)
-					_ = bitpack.PackBlock(64, bw, buf[whole*pb:], block)
-				} else {
-					copy(buf[whole*pb:], rest)
-				}
-			}
-			best = &dictPage{n: n, buf: buf, bytes: size, enc: &enc21pb.CompressiveEncoding{
-				Compression: &enc21pb.CompressiveEncoding_OutOfLineBitpacking{OutOfLineBitpacking: &enc21pb.OutOfLineBitpacking{
-					UncompressedBitsPerValue: 64, Values: flat(uint64(bw))}}}}
+	consider := func(buf []byte, enc *enc21pb.CompressiveEncoding) {
+		if len(buf) < best.bytes {
+			best = &dictPage{n: n, buf: buf, bytes: len(buf), enc: enc}
 		}
 	}
-	// LZ4: worth a try for larger values with repeated bytes.
+	lz4 := func(inner []byte, enc *enc21pb.CompressiveEncoding) {
+		if b, err := compress.Compress(compress.SchemeLZ4, 0, nil, inner); err == nil {
+			consider(b, &enc21pb.CompressiveEncoding{Compression: &enc21pb.CompressiveEncoding_General{General: &enc21pb.General{
+				Compression: &enc21pb.BufferCompression{Scheme: enc21pb.CompressionScheme_COMPRESSION_ALGORITHM_LZ4},
+				Values:      enc}}})
+		}
+	}
 	if n >= 8 {
-		if b, err := compress.Compress(compress.SchemeLZ4, 0, nil, raw); err == nil && len(b) < best.bytes {
-			best = &dictPage{n: n, buf: b, bytes: len(b), enc: &enc21pb.CompressiveEncoding{
-				Compression: &enc21pb.CompressiveEncoding_General{General: &enc21pb.General{
-					Compression: &enc21pb.BufferCompression{Scheme: enc21pb.CompressionScheme_COMPRESSION_ALGORITHM_LZ4},
-					Values:      flat(64)}}}}
+		lz4(raw, flat(64))
+	}
+	if bw := max(bits.Len64(or), 1); bw < 64 {
+		whole, tail := n/bitpack.BlockLen, n%bitpack.BlockLen
+		pb := bitpack.PackedBytes(bw)
+		packed := make([]byte, whole*pb, (whole+1)*pb)
+		for b := 0; b < whole; b++ {
+			_ = bitpack.PackBlock(64, bw, packed[b*pb:(b+1)*pb], raw[8*b*bitpack.BlockLen:8*(b+1)*bitpack.BlockLen])
+		}
+		enc := &enc21pb.CompressiveEncoding{Compression: &enc21pb.CompressiveEncoding_OutOfLineBitpacking{
+			OutOfLineBitpacking: &enc21pb.OutOfLineBitpacking{UncompressedBitsPerValue: 64, Values: flat(uint64(bw))}}}
+		rest := raw[8*whole*bitpack.BlockLen:]
+		if tail == 0 {
+			consider(packed, enc)
+			lz4(packed, enc)
+			return best
+		}
+		// A reader tells the two tails apart by their length: a raw tail
+		// is 8 bytes a value, a padded one a whole packed block.
+		if 8*tail != pb {
+			consider(append(packed[:whole*pb:whole*pb], rest...), enc)
+		}
+		block := make([]byte, 8*bitpack.BlockLen)
+		copy(block, rest)
+		padded := packed[:(whole+1)*pb]
+		_ = bitpack.PackBlock(64, bw, padded[whole*pb:], block)
+		if pb < 8*tail {
+			consider(padded, enc)
+		}
+		if pb != 8*tail {
+			lz4(padded, enc)
 		}
 	}
 	return best

@@ -67,7 +67,11 @@ func layoutName(pl *enc21pb.PageLayout) string {
 		m := l.MiniBlockLayout
 		var parts []string
 		if m.Dictionary != nil {
-			parts = append(parts, "dict:"+encName(m.Dictionary))
+			d := "dict:" + encName(m.Dictionary)
+			if g := m.Dictionary.GetGeneral(); g != nil {
+				d += "(" + encName(g.GetValues()) + ")"
+			}
+			parts = append(parts, d)
 		}
 		parts = append(parts, encName(m.ValueCompression))
 		if m.RepCompression != nil {
@@ -91,6 +95,11 @@ func TestWriter22Encodings(t *testing.T) {
 		add  func(b array.Builder, i int)
 		want string // layout of the first page in a 2.2 file
 	}
+	rng := rand.New(rand.NewPCG(5, 5))
+	pool := make([]int64, 1500)
+	for i := range pool {
+		pool[i] = int64(rng.Uint64())
+	}
 	i64 := func(fn func(i int) int64) func(array.Builder, int) {
 		return func(b array.Builder, i int) { b.(*array.Int64Builder).Append(fn(i)) }
 	}
@@ -98,9 +107,13 @@ func TestWriter22Encodings(t *testing.T) {
 		{arrow.Field{Name: "const", Type: arrow.PrimitiveTypes.Int64}, i64(func(int) int64 { return 42 }), "constant(inline)"},
 		{arrow.Field{Name: "conststr", Type: arrow.BinaryTypes.String}, func(b array.Builder, i int) { b.(*array.StringBuilder).Append("same") }, "constant()"},
 		{arrow.Field{Name: "constbool", Type: arrow.FixedWidthTypes.Boolean}, func(b array.Builder, i int) { b.(*array.BooleanBuilder).Append(true) }, "constant(inline)"},
-		{arrow.Field{Name: "series", Type: arrow.PrimitiveTypes.Uint64}, func(b array.Builder, i int) { b.(*array.Uint64Builder).Append(1_000_000 + uint64(i%100)) }, "miniblock(dict:General,InlineBitpacking)"},
-		{arrow.Field{Name: "step", Type: arrow.PrimitiveTypes.Int64}, i64(func(i int) int64 { return int64(i / 100) }), "miniblock(dict:General,Rle)"},
-		{arrow.Field{Name: "step8", Type: arrow.PrimitiveTypes.Int64}, i64(func(i int) int64 { return int64(i / 8) }), "miniblock(dict:OutOfLineBitpacking,Rle)"},
+		{arrow.Field{Name: "series", Type: arrow.PrimitiveTypes.Uint64}, func(b array.Builder, i int) { b.(*array.Uint64Builder).Append(1_000_000 + uint64(i%100)) }, "miniblock(dict:General(Flat(64)),InlineBitpacking)"},
+		{arrow.Field{Name: "step", Type: arrow.PrimitiveTypes.Int64}, i64(func(i int) int64 { return int64(i / 100) }), "miniblock(dict:General(OutOfLineBitpacking),Rle)"},
+		{arrow.Field{Name: "step8", Type: arrow.PrimitiveTypes.Int64}, i64(func(i int) int64 { return int64(i / 8) }), "miniblock(dict:General(OutOfLineBitpacking),Rle)"},
+		{arrow.Field{Name: "pool40", Type: arrow.PrimitiveTypes.Int64}, i64(func(i int) int64 { return int64(uint64(pool[rng.IntN(len(pool))]) >> 24) }), "miniblock(dict:General(OutOfLineBitpacking),InlineBitpacking)"},
+		{arrow.Field{Name: "pool40k", Type: arrow.PrimitiveTypes.Int64}, i64(func(i int) int64 { return int64(uint64(pool[rng.IntN(1024)]) >> 24) }), "miniblock(dict:OutOfLineBitpacking,InlineBitpacking)"},
+		{arrow.Field{Name: "pool40t", Type: arrow.PrimitiveTypes.Int64}, i64(func(i int) int64 { return int64(uint64(pool[rng.IntN(1030)]) >> 24) }), "miniblock(dict:OutOfLineBitpacking,InlineBitpacking)"},
+		{arrow.Field{Name: "pool64", Type: arrow.PrimitiveTypes.Int64}, i64(func(i int) int64 { return pool[rng.IntN(len(pool))] }), "miniblock(dict:Flat(64),InlineBitpacking)"},
 		{arrow.Field{Name: "runs32", Type: arrow.PrimitiveTypes.Int32}, func(b array.Builder, i int) { b.(*array.Int32Builder).Append(int32(i / 1000)) }, "miniblock(Rle)"},
 		{arrow.Field{Name: "ids", Type: arrow.PrimitiveTypes.Int64}, i64(func(i int) int64 { return int64(i) }), "miniblock(InlineBitpacking)"},
 		{arrow.Field{Name: "nulllist", Type: arrow.ListOf(arrow.PrimitiveTypes.Int32), Nullable: true}, func(b array.Builder, i int) { b.AppendNull() }, "constant(rep:Rle,def:Rle)"},

@@ -139,7 +139,14 @@ type interopTable struct {
 	as    *arrow.Schema
 	recs  []arrow.RecordBatch
 	opts  WriterOptions
+	// sample: the first column is an int32 "id"; lancedb also reads the
+	// rows whose id is 5 modulo 97 (a filter, so it decodes the other
+	// columns of those rows only: random access into pages and chunks).
+	sample bool
 }
+
+// sampleWhere is the filter of interopTable.sample.
+const sampleWhere = "id % 97 = 5"
 
 // TestWriterInteropLanceDB has lance 8 read 2.1 files.
 func TestWriterInteropLanceDB(t *testing.T) {
@@ -191,6 +198,26 @@ func writerInterop(t *testing.T, node, interopDir, lancedbDir string, v Version,
 		arg := tb.name
 		if tb.casts != "" {
 			arg += ":" + tb.casts
+		}
+		if tb.sample {
+			var sel bytes.Buffer
+			sw := jsonl.NewWriter(&sel)
+			n := 0
+			for _, r := range tb.recs {
+				ids := r.Column(0).(*array.Int32)
+				for i := range int(r.NumRows()) {
+					if ids.Value(i)%97 == 5 {
+						row := r.NewSlice(int64(i), int64(i+1))
+						if err := sw.Write(row); err != nil {
+							t.Fatal(err)
+						}
+						row.Release()
+						n++
+					}
+				}
+			}
+			want[tb.name] = fmt.Appendf(want[tb.name], "## %s@ %d\n%s", tb.name, n, sel.Bytes())
+			arg += "@" + sampleWhere
 		}
 		args = append(args, arg)
 	}
@@ -380,6 +407,7 @@ func interopTables22(t *testing.T) []interopTable {
 		}
 		return as, array.NewRecordBatch(as, cols, n)
 	}
+	idGen := gen{arrow.Field{Name: "id", Type: arrow.PrimitiveTypes.Int32}, func(b array.Builder, i int) { b.(*array.Int32Builder).Append(int32(i)) }}
 	nullEvery := func(b array.Builder, i, k int) bool {
 		if i%k == k-1 {
 			b.AppendNull()
@@ -391,6 +419,7 @@ func interopTables22(t *testing.T) []interopTable {
 	{
 		long := strings.Repeat("x", 300)
 		gens := []gen{
+			idGen,
 			{arrow.Field{Name: "i64", Type: arrow.PrimitiveTypes.Int64}, func(b array.Builder, i int) { b.(*array.Int64Builder).Append(7) }},
 			{arrow.Field{Name: "i32n", Type: arrow.PrimitiveTypes.Int32, Nullable: true}, func(b array.Builder, i int) {
 				if !nullEvery(b, i, 10) {
@@ -480,7 +509,7 @@ func interopTables22(t *testing.T) []interopTable {
 			}},
 		}
 		as, rec := build(gens)
-		tables = append(tables, interopTable{name: "consts", as: as, recs: []arrow.RecordBatch{rec}, opts: WriterOptions{MaxPageRows: 7000}})
+		tables = append(tables, interopTable{name: "consts", as: as, recs: []arrow.RecordBatch{rec}, opts: WriterOptions{MaxPageRows: 7000}, sample: true})
 	}
 	// Columns without a valid value.
 	{
@@ -513,12 +542,17 @@ func interopTables22(t *testing.T) []interopTable {
 			}},
 		}
 		as, rec := build(gens)
-		tables = append(tables, interopTable{name: "nulls22", as: as, recs: []arrow.RecordBatch{rec}, opts: WriterOptions{MaxPageRows: 9000}})
+		tables = append(tables, interopTable{name: "nulls22", as: as, recs: []arrow.RecordBatch{rec}, opts: WriterOptions{MaxPageRows: 9000}, sample: true})
 	}
 	// Few distinct values and runs.
 	{
 		steps := func(i int) int64 { return int64(i / 100) }
+		pool := make([]uint64, 1500)
+		for i := range pool {
+			pool[i] = rng.Uint64()
+		}
 		gens := []gen{
+			idGen,
 			{arrow.Field{Name: "series", Type: arrow.PrimitiveTypes.Uint64}, func(b array.Builder, i int) { b.(*array.Uint64Builder).Append(1_000_000 + uint64(i%100)) }},
 			{arrow.Field{Name: "step", Type: arrow.PrimitiveTypes.Int64}, func(b array.Builder, i int) { b.(*array.Int64Builder).Append(steps(i)) }},
 			{arrow.Field{Name: "step8", Type: arrow.PrimitiveTypes.Int64, Nullable: true}, func(b array.Builder, i int) {
@@ -535,6 +569,14 @@ func interopTables22(t *testing.T) []interopTable {
 			{arrow.Field{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Nanosecond}, Nullable: true}, func(b array.Builder, i int) {
 				if !nullEvery(b, i, 17) {
 					b.(*array.TimestampBuilder).Append(arrow.Timestamp(1_700_000_000_000_000_000 + int64(rng.IntN(10))*3_600_000_000_000))
+				}
+			}},
+			{arrow.Field{Name: "pool40", Type: arrow.PrimitiveTypes.Uint64}, func(b array.Builder, i int) { b.(*array.Uint64Builder).Append(pool[rng.IntN(len(pool))] >> 24) }},
+			{arrow.Field{Name: "pool40k", Type: arrow.PrimitiveTypes.Uint64}, func(b array.Builder, i int) { b.(*array.Uint64Builder).Append(pool[rng.IntN(1024)] >> 24) }},
+			{arrow.Field{Name: "pool40t", Type: arrow.PrimitiveTypes.Int64}, func(b array.Builder, i int) { b.(*array.Int64Builder).Append(int64(pool[rng.IntN(1030)] >> 24)) }},
+			{arrow.Field{Name: "pool64", Type: arrow.PrimitiveTypes.Int64, Nullable: true}, func(b array.Builder, i int) {
+				if !nullEvery(b, i, 50) {
+					b.(*array.Int64Builder).Append(int64(pool[rng.IntN(len(pool))]))
 				}
 			}},
 			{arrow.Field{Name: "neg", Type: arrow.PrimitiveTypes.Int64}, func(b array.Builder, i int) { b.(*array.Int64Builder).Append(-int64(i % 30)) }},
@@ -569,12 +611,16 @@ func interopTables22(t *testing.T) []interopTable {
 			}},
 		}
 		as, rec := build(gens)
-		tables = append(tables, interopTable{name: "dict", as: as, recs: []arrow.RecordBatch{rec}, opts: WriterOptions{MaxPageRows: 8192}})
+		tables = append(tables, interopTable{name: "dict", as: as, recs: []arrow.RecordBatch{rec}, opts: WriterOptions{MaxPageRows: 8192}, sample: true})
+		// The rows twice in one page: chunks of run-length encoded values
+		// hold up to 32Ki values.
+		tables = append(tables, interopTable{name: "dict1", as: as, recs: []arrow.RecordBatch{rec, rec}, sample: true})
 	}
 	// Levels in long runs: nullable lists and structs whose nulls come in
 	// blocks, lists of lists.
 	{
 		gens := []gen{
+			idGen,
 			{arrow.Field{Name: "l", Type: arrow.ListOf(arrow.PrimitiveTypes.Float32), Nullable: true}, func(b array.Builder, i int) {
 				lb := b.(*array.ListBuilder)
 				switch {
@@ -618,7 +664,7 @@ func interopTables22(t *testing.T) []interopTable {
 			}},
 		}
 		as, rec := build(gens)
-		tables = append(tables, interopTable{name: "levels", as: as, recs: []arrow.RecordBatch{rec}})
+		tables = append(tables, interopTable{name: "levels", as: as, recs: []arrow.RecordBatch{rec}, sample: true})
 	}
 	return tables
 }
