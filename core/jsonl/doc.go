@@ -27,8 +27,11 @@
 //	                           (lowercase hex), U+2028 and U+2029 as \u2028 and
 //	                           \u2029, invalid UTF-8 bytes as \ufffd; < > & are
 //	                           not escaped. Everything else is copied verbatim.
-//	binary, large_binary, binary_view
+//	binary, large_binary, binary_view, fixed_size_binary
 //	                           standard padded base64 string
+//	decimal128, decimal256     JSON string of the exact decimal: its digits
+//	                           with the type's scale after the point ("-1.25",
+//	                           "0.05"; a negative scale appends zeros)
 //	timestamp (any unit, any zone)
 //	                           RFC 3339 in UTC ending in Z, with exactly 0, 3, 6
 //	                           or 9 fractional digits for s, ms, us, ns;

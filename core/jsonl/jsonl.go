@@ -201,6 +201,14 @@ func newValueEncoder(arr arrow.Array, path string) (encoder, error) {
 		return func(dst []byte, i int) []byte { return appendBase64(dst, a.Value(i)) }, nil
 	case *array.BinaryView:
 		return func(dst []byte, i int) []byte { return appendBase64(dst, a.Value(i)) }, nil
+	case *array.FixedSizeBinary:
+		return func(dst []byte, i int) []byte { return appendBase64(dst, a.Value(i)) }, nil
+	case *array.Decimal128:
+		scale := a.DataType().(*arrow.Decimal128Type).Scale
+		return func(dst []byte, i int) []byte { return appendString(dst, a.Value(i).ToString(scale)) }, nil
+	case *array.Decimal256:
+		scale := a.DataType().(*arrow.Decimal256Type).Scale
+		return func(dst []byte, i int) []byte { return appendString(dst, a.Value(i).ToString(scale)) }, nil
 	case *array.Timestamp:
 		unit := a.DataType().(*arrow.TimestampType).Unit
 		v := a.TimestampValues()

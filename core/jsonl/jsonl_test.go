@@ -153,6 +153,12 @@ func valueCases() []valueCase {
 			[]string{`["a",null]`, "[]", "null"}},
 		{"list_of_list", fromJSON(arrow.ListOf(arrow.ListOf(arrow.PrimitiveTypes.Int8)), `[[[1],[],null],[]]`),
 			[]string{"[[1],[],null]", "[]"}},
+		{"decimal128", fromJSON(&arrow.Decimal128Type{Precision: 10, Scale: 2}, `["1.25","-0.05",null,"-12345678.90","0"]`),
+			[]string{`"1.25"`, `"-0.05"`, "null", `"-12345678.90"`, `"0.00"`}},
+		{"decimal256", fromJSON(&arrow.Decimal256Type{Precision: 50, Scale: 3}, `["123456789012345678901234567890.123","-1"]`),
+			[]string{`"123456789012345678901234567890.123"`, `"-1.000"`}},
+		{"fixed_size_binary", fromJSON(&arrow.FixedSizeBinaryType{ByteWidth: 3}, `["AAEC",null,"////"]`),
+			[]string{`"AAEC"`, "null", `"////"`}},
 		{"map_utf8_int32", fromJSON(arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int32),
 			`[[{"key":"a","value":1},{"key":"b","value":null}],[],null]`),
 			[]string{`[{"key":"a","value":1},{"key":"b","value":null}]`, "[]", "null"}},
@@ -232,12 +238,12 @@ func TestAppendValueErrors(t *testing.T) {
 	if _, err := AppendValue(nil, arr, -1); err == nil {
 		t.Error("index -1: no error")
 	}
-	dec := fromJSON(&arrow.Decimal128Type{Precision: 5, Scale: 2}, `["1.25"]`)(mem)
-	defer dec.Release()
-	_, err := AppendValue(nil, dec, 0)
+	dur := fromJSON(arrow.FixedWidthTypes.Duration_s, `[1]`)(mem)
+	defer dur.Release()
+	_, err := AppendValue(nil, dur, 0)
 	var ute *UnsupportedTypeError
 	if !errors.As(err, &ute) {
-		t.Fatalf("decimal: got %v, want *UnsupportedTypeError", err)
+		t.Fatalf("duration: got %v, want *UnsupportedTypeError", err)
 	}
 }
 

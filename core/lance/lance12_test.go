@@ -74,7 +74,7 @@ func lance12Rows(t testing.TB, table string) []map[string]any {
 func TestLance12Datasets(t *testing.T) {
 	for table, format := range map[string]string{
 		"types": "2.2", "consts": "2.2", "dict": "2.2", "nested": "2.2", "levels": "2.2", "fullzip": "2.2",
-		"pages": "2.2", "packed": "2.2", "map": "2.2", "blob": "2.2", "packed21": "2.1", "blob21": "2.1",
+		"pages": "2.2", "packed": "2.2", "map": "2.2", "blob": "2.2", "decimals": "2.2", "packed21": "2.1", "blob21": "2.1",
 	} {
 		t.Run(table, func(t *testing.T) {
 			got, err := renderTable(t.Context(), loadLance12(t, table), table+".lance")

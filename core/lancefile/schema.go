@@ -193,7 +193,7 @@ func isPrimitiveType(lt string) bool {
 		"float", "double", "string", "large_string", "binary", "large_binary", "date32:day":
 		return true
 	}
-	return strings.HasPrefix(lt, "timestamp:")
+	return strings.HasPrefix(lt, "timestamp:") || strings.HasPrefix(lt, "decimal:") || strings.HasPrefix(lt, "fixed_size_binary:")
 }
 
 // resolveType fills Type (or Err) bottom-up.
@@ -301,6 +301,36 @@ func arrowType(f *Field) (arrow.DataType, error) {
 			tz = ""
 		}
 		return &arrow.TimestampType{Unit: unit, TimeZone: tz}, nil
+	case "decimal":
+		// decimal:128:P:S or decimal:256:P:S
+		if len(parts) != 4 {
+			return nil, errors.New("malformed decimal type")
+		}
+		p, err1 := strconv.ParseInt(parts[2], 10, 32)
+		sc, err2 := strconv.ParseInt(parts[3], 10, 32)
+		limit := int64(0)
+		switch parts[1] {
+		case "128":
+			limit = 38
+		case "256":
+			limit = 76
+		}
+		if err1 != nil || err2 != nil || limit == 0 || p < 1 || p > limit || sc < -limit || sc > limit {
+			return nil, errors.New("malformed decimal type")
+		}
+		if parts[1] == "128" {
+			return &arrow.Decimal128Type{Precision: int32(p), Scale: int32(sc)}, nil
+		}
+		return &arrow.Decimal256Type{Precision: int32(p), Scale: int32(sc)}, nil
+	case "fixed_size_binary":
+		if len(parts) != 2 {
+			return nil, errors.New("malformed fixed_size_binary type")
+		}
+		n, err := strconv.ParseInt(parts[1], 10, 32)
+		if err != nil || n <= 0 || n > 1<<20 {
+			return nil, errors.New("malformed fixed_size_binary size")
+		}
+		return &arrow.FixedSizeBinaryType{ByteWidth: int(n)}, nil
 	case "fixed_size_list":
 		if len(parts) < 3 {
 			return nil, errors.New("malformed fixed_size_list type")

@@ -2,6 +2,7 @@ package lancefile
 
 import (
 	"encoding/binary"
+	"unsafe"
 
 	"github.com/kv0/kv0/core/internal/lancepb/enc21pb"
 )
@@ -519,6 +520,13 @@ func gatherDict(dict *vals, idx *vals) vals {
 		w := dict.width
 		b := newValBuilder(kindFixed, w, n)
 		dst := b.grow(n)
+		if iw == 4 && (w == 4 || w == 8) {
+			// Lance's indices are u32; 32- and 64-bit values are the
+			// common dictionaries (lance 12 dictionary-encodes 64-bit
+			// columns of few distinct values).
+			gatherFixed32(dst, idx.data[:4*n], dict.data[:w*dict.n], w)
+			return b.finish()
+		}
 		for i := 0; i < n; i++ {
 			j := at(i)
 			if j < nd {
@@ -526,6 +534,63 @@ func gatherDict(dict *vals, idx *vals) vals {
 			}
 		}
 		return b.finish()
+	}
+}
+
+// aligned reports whether b starts at a multiple of a bytes.
+func aligned(b []byte, a int) bool {
+	return len(b) > 0 && uintptr(unsafe.Pointer(&b[0]))%uintptr(a) == 0
+}
+
+// gatherFixed32 writes to dst the values of width w (4 or 8 bytes) of dict
+// that the u32 indices idx name; an index out of range (null slots carry
+// arbitrary ones) gives zero.
+func gatherFixed32(dst, idx, dict []byte, w int) {
+	nd := uint32(len(dict) / w)
+	n := len(idx) / 4
+	if littleEndian && n > 0 && nd > 0 && aligned(dst, w) && aligned(idx, 4) && aligned(dict, w) {
+		ix := unsafe.Slice((*uint32)(unsafe.Pointer(&idx[0])), n)
+		if w == 8 {
+			d := unsafe.Slice((*uint64)(unsafe.Pointer(&dict[0])), nd)
+			out := unsafe.Slice((*uint64)(unsafe.Pointer(&dst[0])), n)
+			for i, j := range ix {
+				if j < nd {
+					out[i] = d[j]
+				} else {
+					out[i] = 0
+				}
+			}
+			return
+		}
+		d := unsafe.Slice((*uint32)(unsafe.Pointer(&dict[0])), nd)
+		out := unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), n)
+		for i, j := range ix {
+			if j < nd {
+				out[i] = d[j]
+			} else {
+				out[i] = 0
+			}
+		}
+		return
+	}
+	if w == 8 {
+		for i := 0; i+4 <= len(idx); i += 4 {
+			j := binary.LittleEndian.Uint32(idx[i:])
+			var v uint64
+			if j < nd {
+				v = binary.LittleEndian.Uint64(dict[8*int(j):])
+			}
+			binary.LittleEndian.PutUint64(dst[2*i:], v)
+		}
+		return
+	}
+	for i := 0; i+4 <= len(idx); i += 4 {
+		j := binary.LittleEndian.Uint32(idx[i:])
+		var v uint32
+		if j < nd {
+			v = binary.LittleEndian.Uint32(dict[4*int(j):])
+		}
+		binary.LittleEndian.PutUint32(dst[i:], v)
 	}
 }
 

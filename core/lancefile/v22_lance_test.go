@@ -40,7 +40,7 @@ func v22DataDir() string {
 }
 
 // v22Tables are the generator's tables.
-var v22Tables = []string{"types", "consts", "dict", "nested", "levels", "fullzip", "pages", "packed", "map", "blob", "packed21", "blob21"}
+var v22Tables = []string{"types", "consts", "dict", "nested", "levels", "fullzip", "pages", "packed", "map", "blob", "decimals", "packed21", "blob21"}
 
 // lanceTable is one table of the generator, opened as a dataset opens it:
 // the schema and the field-to-column map come from its manifest.
@@ -193,6 +193,8 @@ func canon22(a arrow.Array, i int) any {
 	case *array.Timestamp:
 		return strconv.FormatInt(int64(a.Value(i)), 10)
 	case *array.Decimal128:
+		return "dec:" + a.Value(i).BigInt().String()
+	case *array.Decimal256:
 		return "dec:" + a.Value(i).BigInt().String()
 	case *array.Map:
 		lo, hi := a.ValueOffsets(i)

@@ -146,7 +146,9 @@ func constantLevels(buf []byte, c *codec, n int) ([]byte, error) {
 	if c == nil || len(buf) == 0 {
 		return buf, nil
 	}
-	lv, err := c.decodeLevels(buf, n, make([]uint16, 0, n))
+	// No room is made for the levels before the codec has checked that
+	// the buffer holds them.
+	lv, err := c.decodeLevels(buf, n, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -433,6 +433,29 @@ async function main() {
     payload: (i) => { const n = sizes[i % sizes.length]; return n === null ? null : { data: Buffer.from(randBytes(n, n)), uri: null }; },
   }, 20, { expected: blobRows("payload", (b) => (b === null ? null : { data: canonBin(b), uri: null })) });
 
+  // decimals: decimal128/256 and fixed-size binary, random, constant (inline
+  // up to 32 bytes, else in a value buffer), low-cardinality, nested.
+  rnd = mulberry32(12);
+  const d128 = new arrow.Decimal(2, 10, 128), d256 = new arrow.Decimal(3, 40, 256);
+  const fsb16 = new arrow.FixedSizeBinary(16);
+  await make(db, "decimals", new arrow.Schema([
+    F("id", new arrow.Int32(), false), F("dec", d128), F("dec38", new arrow.Decimal(0, 38, 128)), F("dec256", d256),
+    F("cdec", d128), F("cdec256", d256, false), F("ddec", d128, false), F("fsb", fsb16), F("cfsb", fsb16, false),
+    F("cfsb40", new arrow.FixedSizeBinary(40)), F("lcdec", listOf(d128)),
+    F("sfsb", new arrow.Struct([F("f", new arrow.FixedSizeBinary(4)), F("d", d128)])),
+  ]), {
+    id: (i) => i,
+    dec: nul(0.1, () => dec(randBig(40, true), 128)),
+    dec38: (i) => dec(i % 7 === 0 ? 99999999999999999999999999999999999999n : randBig(120, true), 128),
+    dec256: nul(0.1, () => dec(randBig(130, true), 256)),
+    cdec: (i) => (i % 9 === 0 ? null : dec(1234n, 128)), cdec256: () => dec(-123456789012345678901234567890n, 256),
+    ddec: (i) => dec(BigInt((i * 7) % 5) * 100n - 250n, 128),
+    fsb: nul(0.1, () => randBytes(16, 16)), cfsb: () => Buffer.alloc(16, 0x5a),
+    cfsb40: (i) => (i % 4 === 0 ? null : Buffer.from("forty bytes of one constant fixed value!")),
+    lcdec: (i) => (i % 6 === 0 ? null : Array.from({ length: i % 3 }, () => dec(-5n, 128))),
+    sfsb: (i) => (i % 10 === 0 ? null : { f: Buffer.from([i & 255, 1, 2, 3]), d: i % 3 === 0 ? null : dec(BigInt(i), 128) }),
+  }, 300);
+
   // 2.1 tables with layouts kv0 did not read before: a packed struct
   // (PackedStruct mini-block) and a legacy blob column (lance-encoding:blob
   // on large_binary, BlobLayout pages; the bytes are in the data file).
