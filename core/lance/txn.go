@@ -43,6 +43,16 @@ const (
 // dataFormatName is the manifest's name of the Lance file format.
 const dataFormatName = "lance"
 
+// CheckDataFormat returns nil for the data formats kv0 writes ("" meaning
+// the default) and an error matching ErrDataFormat for any other.
+func CheckDataFormat(format string) error {
+	if format == "" {
+		return nil
+	}
+	_, err := writeVersion(format)
+	return err
+}
+
 // writeVersion returns the lancefile version of a data format kv0 writes.
 func writeVersion(format string) (lancefile.Version, error) {
 	switch format {
