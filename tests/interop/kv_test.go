@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/kv0/kv0/core/kv"
+	"github.com/kv0/kv0/core/lance"
 	"github.com/kv0/kv0/native/kvdb"
 )
 
@@ -45,7 +46,10 @@ func TestKVLanceDBScan(t *testing.T) {
 	root := t.TempDir()
 	dbPath := filepath.Join(root, "kv.lance")
 	walDir := t.TempDir()
-	db, err := kvdb.Open(ctx, dbPath, kvdb.Options{WALDir: walDir, DB: kv.Options{FlushInterval: -1, RefreshInterval: -1, MaxFragments: -1, LazyValueThreshold: 256}})
+	// lancedb 0.31 (lance 8) reads data files of format 2.1 only.
+	opts := kvdb.Options{WALDir: walDir, DB: kv.Options{FlushInterval: -1, RefreshInterval: -1, MaxFragments: -1, LazyValueThreshold: 256}}
+	opts.Log.DataFormat = lance.DataFormat21
+	db, err := kvdb.Open(ctx, dbPath, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,8 @@ func TestTrackingRepo(t *testing.T) {
 	base := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	clock := base
 	now := func() time.Time { clock = clock.Add(1500 * time.Microsecond); return clock }
-	r, err := tracking.OpenRepo(ctx, st, "", tracking.RepoOptions{FlushRows: 3000, FlushInterval: -1, Now: now})
+	// lancedb 0.31 (lance 8) reads data files of format 2.1 only.
+	r, err := tracking.OpenRepo(ctx, st, "", tracking.RepoOptions{FlushRows: 3000, FlushInterval: -1, Now: now, DataFormat: lance.DataFormat21})
 	if err != nil {
 		t.Fatal(err)
 	}

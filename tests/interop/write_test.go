@@ -140,7 +140,8 @@ func TestGoToLance(t *testing.T) {
 	ds := filepath.Join(root, "t.lance")
 	st := mustStore(t, ds)
 	rec := writeBatch(0, 12000)
-	d, err := lance.Create(ctx, st, "", writeSchema, lance.Batches(rec), lance.WriteOptions{MaxRowsPerFile: 5000})
+	// lancedb 0.31 (lance 8) reads data files of format 2.1 only.
+	d, err := lance.Create(ctx, st, "", writeSchema, lance.Batches(rec), lance.WriteOptions{MaxRowsPerFile: 5000, DataFormat: lance.DataFormat21})
 	rec.Release()
 	if err != nil {
 		t.Fatal(err)
