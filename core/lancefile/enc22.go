@@ -347,9 +347,11 @@ func (c *leafCol) buildDict64(vals []byte, n, runs int) bool {
 // dictBuffer encodes the dictionary values (c.dict.values) in the smallest
 // of the block forms lance 12 reads: Flat 64-bit values; OutOfLineBitpacking
 // (whole blocks of 1024 values, then the tail raw or as one more padded
-// block); or either of them compressed with LZ4 (General: u32 length, then
-// one LZ4 block), which shrinks a padded tail block to little more than
-// its values.
+// block); or either of them compressed with LZ4 or zstd (General: a u32
+// length and one LZ4 block, or a u64 length and a zstd frame), which
+// shrinks a padded tail block to little more than its values and finds the
+// regularities of sorted or clustered values. Dictionaries are small, so
+// trying each costs little.
 func (c *leafCol) dictBuffer() *dictPage {
 	vals := c.dict.values
 	n := len(vals)
@@ -365,15 +367,23 @@ func (c *leafCol) dictBuffer() *dictPage {
 			best = &dictPage{n: n, buf: buf, bytes: len(buf), enc: enc}
 		}
 	}
-	lz4 := func(inner []byte, enc *enc21pb.CompressiveEncoding) {
-		if b, err := compress.Compress(compress.SchemeLZ4, 0, nil, inner); err == nil {
-			consider(b, &enc21pb.CompressiveEncoding{Compression: &enc21pb.CompressiveEncoding_General{General: &enc21pb.General{
-				Compression: &enc21pb.BufferCompression{Scheme: enc21pb.CompressionScheme_COMPRESSION_ALGORITHM_LZ4},
-				Values:      enc}}})
+	general := func(inner []byte, enc *enc21pb.CompressiveEncoding) {
+		for _, sc := range []struct {
+			scheme compress.Scheme
+			pb     enc21pb.CompressionScheme
+		}{
+			{compress.SchemeLZ4, enc21pb.CompressionScheme_COMPRESSION_ALGORITHM_LZ4},
+			{compress.SchemeZstd, enc21pb.CompressionScheme_COMPRESSION_ALGORITHM_ZSTD},
+		} {
+			if b, err := compress.Compress(sc.scheme, 0, nil, inner); err == nil {
+				consider(b, &enc21pb.CompressiveEncoding{Compression: &enc21pb.CompressiveEncoding_General{General: &enc21pb.General{
+					Compression: &enc21pb.BufferCompression{Scheme: sc.pb},
+					Values:      enc}}})
+			}
 		}
 	}
 	if n >= 8 {
-		lz4(raw, flat(64))
+		general(raw, flat(64))
 	}
 	if bw := max(bits.Len64(or), 1); bw < 64 {
 		whole, tail := n/bitpack.BlockLen, n%bitpack.BlockLen
@@ -387,7 +397,7 @@ func (c *leafCol) dictBuffer() *dictPage {
 		rest := raw[8*whole*bitpack.BlockLen:]
 		if tail == 0 {
 			consider(packed, enc)
-			lz4(packed, enc)
+			general(packed, enc)
 			return best
 		}
 		// A reader tells the two tails apart by their length: a raw tail
@@ -403,7 +413,7 @@ func (c *leafCol) dictBuffer() *dictPage {
 			consider(padded, enc)
 		}
 		if pb != 8*tail {
-			lz4(padded, enc)
+			general(padded, enc)
 		}
 	}
 	return best
