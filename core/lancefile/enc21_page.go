@@ -126,6 +126,11 @@ func (c *leafCol) plan() layerPlan {
 	return p
 }
 
+// chunkCost is about what a mini-block chunk costs besides its values: its
+// header, padding and metadata word (for the estimates of the page
+// encoder).
+const chunkCost = 16
+
 // errChunkTooBig means a value and its levels do not fit in one mini-block
 // chunk.
 var errChunkTooBig = errors.New("levels of one value exceed a 32 KiB mini-block chunk")
@@ -205,7 +210,8 @@ func (c *leafCol) encodeValues(p *layerPlan, rep, def []uint16) (*pageOut, error
 	widths, size := blockWidths(c.vals, w, n, c.widths)
 	c.widths = widths
 	if size < n*w {
-		out, err := c.encodeMiniBlock(p, rep, def, &miniEnc{kind: mPacked, width: w, vals: c.vals, widths: widths}, nil)
+		est := size + len(widths)*(chunkCost+8)
+		out, err := c.encodeMiniBlock(p, rep, def, &miniEnc{kind: mPacked, width: w, vals: c.vals, widths: widths, est: est}, nil)
 		if err == nil {
 			return out, nil
 		}
@@ -221,7 +227,6 @@ func (c *leafCol) encodeValues(p *layerPlan, rep, def []uint16) (*pageOut, error
 // 64-bit values) a dictionary whose indices are bit-packed or RLE.
 func (c *leafCol) encodeFixed22(p *layerPlan, rep, def []uint16) (*pageOut, error) {
 	n, w := c.items, c.width
-	const chunkCost = 16 // header and metadata word of a chunk, about
 	nBlocks := (n + bitpack.BlockLen - 1) / bitpack.BlockLen
 	rleChunks := (n + rleChunkValues - 1) / rleChunkValues
 	widths, packed := blockWidths(c.vals, w, n, c.widths)
@@ -233,11 +238,11 @@ func (c *leafCol) encodeFixed22(p *layerPlan, rep, def []uint16) (*pageOut, erro
 	usePacked := false
 	if cost := packed + nBlocks*chunkCost; cost < best {
 		best, usePacked = cost, true
-		plain = &miniEnc{kind: mPacked, width: w, vals: c.vals, widths: widths}
+		plain = &miniEnc{kind: mPacked, width: w, vals: c.vals, widths: widths, est: cost}
 	}
 	if cost := runs*(w+1) + rleChunks*(chunkCost+8); cost < best {
 		best, usePacked = cost, false
-		plain = &miniEnc{kind: mRle, width: w, vals: c.vals}
+		plain = &miniEnc{kind: mRle, width: w, vals: c.vals, est: 2 * cost}
 	}
 	if w == 8 && c.buildDict64(c.vals, n, runs) {
 		d := c.dictBuffer()
@@ -248,10 +253,10 @@ func (c *leafCol) encodeFixed22(p *layerPlan, rep, def []uint16) (*pageOut, erro
 			idx := c.idx[:4*n]
 			var m *miniEnc
 			if idxRle < idxPacked {
-				m = &miniEnc{kind: mRle, width: 4, vals: idx}
+				m = &miniEnc{kind: mRle, width: 4, vals: idx, est: 2 * idxRle}
 			} else {
-				iw, _ := blockWidths(idx, 4, n, nil)
-				m = &miniEnc{kind: mPacked, width: 4, vals: idx, widths: iw}
+				iw, isz := blockWidths(idx, 4, n, nil)
+				m = &miniEnc{kind: mPacked, width: 4, vals: idx, widths: iw, est: isz + nBlocks*chunkCost}
 			}
 			out, err := c.encodeMiniBlock(p, rep, def, m, d)
 			if err != errChunkTooBig {
@@ -306,6 +311,7 @@ type miniEnc struct {
 	width   int     // bytes a value: mFlat, mPacked, mRle
 	vals    []byte  // the values: mFlat, mPacked, mRle
 	widths  []uint8 // mPacked: the bit width of each block
+	est     int     // about the bytes of the page's chunks (0: unknown)
 	sizes   [2]int  // the chunk's buffer sizes (measure)
 	runs    []byte  // mRle: the run lengths of the chunk measured last
 	scratch [bitpack.BlockLen * 8]byte
@@ -549,7 +555,10 @@ func (c *leafCol) encodeMiniBlock(p *layerPlan, rep, def []uint16, m *miniEnc, d
 	hdr = pad8(hdr)
 
 	est := len(m.vals) + 4*c.levels + 64
-	if m.kind == mBool || m.kind == mVar {
+	switch {
+	case m.est > 0:
+		est = m.est + 4*c.levels + 64
+	case m.kind == mBool || m.kind == mVar:
 		est = len(c.vals) + 4*c.levels + 64 + 8*c.items
 	}
 	data := make([]byte, 0, est)

@@ -85,9 +85,13 @@ type leafCol struct {
 	pages   []encodedPage // pages placed in the file
 
 	// Scratch memory of the page encoder, kept across pages.
-	widths []uint8 // bit width of each 1024-value block
-	idx    []byte  // dictionary indices (u32)
+	widths []uint8  // bit width of each 1024-value block
+	idx    []byte   // dictionary indices (u32)
+	direct []uint32 // dictionary indices + 1 by value - the smallest one (buildDict64)
 	dict   dict64
+	// The dictionary of the page before, and its encoding (dictBuffer).
+	lastDictValues []uint64
+	lastDict       *dictPage
 }
 
 func newLeafCol(top int, path []pathNode, leaf *Field) (*leafCol, error) {

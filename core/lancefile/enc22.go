@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math/bits"
+	"slices"
+	"unsafe"
 
 	"github.com/kv0/kv0/core/encoding/bitpack"
 	"github.com/kv0/kv0/core/encoding/compress"
@@ -305,6 +307,10 @@ func (c *leafCol) buildDict64(vals []byte, n, runs int) bool {
 		return false
 	}
 	d := &c.dict
+	// lo and span describe the values the sample saw: when they are close
+	// together, a table indexed by value - lo finds most values without
+	// hashing (a series id column: a few hundred consecutive ids).
+	var lo, span uint64
 	if runs > n/dictMinShare {
 		// Many runs: a sample of the leading values must repeat some.
 		k := min(n, dictSample)
@@ -315,24 +321,32 @@ func (c *leafCol) buildDict64(vals []byte, n, runs int) bool {
 		if 50*len(d.values) > 49*k {
 			return false
 		}
+		hi := d.values[0]
+		lo = hi
+		for _, v := range d.values {
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		span = hi - lo + 1
 	}
 	d.reset(min(limit, 1024))
 	c.idx = growLen(c.idx[:0], 4*n)
 	idx := c.idx[:4*n]
 	vals = vals[:8*n]
+	if littleEndian && n > 0 && aligned(vals, 8) && aligned(idx, 4) {
+		in := unsafe.Slice((*uint64)(unsafe.Pointer(&vals[0])), n)
+		out := unsafe.Slice((*uint32)(unsafe.Pointer(&idx[0])), n)
+		if span > 0 && span <= dictDirectMax && span <= uint64(16*limit) {
+			c.direct = growLen(c.direct[:0], int(span))
+			clear(c.direct)
+			return d.indexAllDirect(in, out, limit, lo, c.direct)
+		}
+		return d.indexAll(in, out, limit)
+	}
 	for i := 0; i < n; {
 		v := binary.LittleEndian.Uint64(vals[8*i:])
-		// The common case, a value already in the table at its home slot,
-		// without a call.
-		var x uint32
-		h := (v * 0x9E3779B97F4A7C15) >> d.shift
-		if s := d.slots[h]; s != 0 && d.keys[h] == v {
-			x = s - 1
-		} else {
-			x = d.index(v)
-			if len(d.values) > limit {
-				return false
-			}
+		x := d.index(v)
+		if len(d.values) > limit {
+			return false
 		}
 		binary.LittleEndian.PutUint32(idx[4*i:], x)
 		i++
@@ -344,16 +358,78 @@ func (c *leafCol) buildDict64(vals []byte, n, runs int) bool {
 	return true
 }
 
+// dictDirectMax bounds the span of values indexAllDirect's table covers.
+const dictDirectMax = 1 << 16
+
+// indexAllDirect is indexAll with a table of the indexes (plus one) of the
+// values lo to lo+len(direct)-1, in front of the hash table.
+func (d *dict64) indexAllDirect(in []uint64, out []uint32, limit int, lo uint64, direct []uint32) bool {
+	out = out[:len(in)]
+	size := uint64(len(direct))
+	for i, v := range in {
+		var x uint32
+		if off := v - lo; off < size {
+			if s := direct[off]; s != 0 {
+				out[i] = s - 1
+				continue
+			}
+			x = d.index(v)
+			direct[off] = x + 1
+		} else {
+			x = d.index(v)
+		}
+		if len(d.values) > limit {
+			return false
+		}
+		out[i] = x
+	}
+	return true
+}
+
+// indexAll sets out[i] to the index of in[i], adding new values, and
+// returns false as soon as the dictionary holds more than limit values.
+// A value equal to the one before it, or found at its home slot, costs no
+// call: that is nearly every value of a page worth a dictionary.
+func (d *dict64) indexAll(in []uint64, out []uint32, limit int) bool {
+	out = out[:len(in)]
+	prev, px := in[0]+1, uint32(0)
+	for i, v := range in {
+		if v == prev {
+			out[i] = px
+			continue
+		}
+		h := (v * 0x9E3779B97F4A7C15) >> d.shift
+		var x uint32
+		if s := d.slots[h]; s != 0 && d.keys[h] == v {
+			x = s - 1
+		} else {
+			x = d.index(v)
+			if len(d.values) > limit {
+				return false
+			}
+		}
+		out[i] = x
+		prev, px = v, x
+	}
+	return true
+}
+
 // dictBuffer encodes the dictionary values (c.dict.values) in the smallest
 // of the block forms lance 12 reads: Flat 64-bit values; OutOfLineBitpacking
 // (whole blocks of 1024 values, then the tail raw or as one more padded
-// block); or either of them compressed with LZ4 or zstd (General: a u32
-// length and one LZ4 block, or a u64 length and a zstd frame), which
+// block); or either of them compressed (General) with LZ4 (a u32 length
+// and one LZ4 block) or zstd (a u64 length and a frame). Compression
 // shrinks a padded tail block to little more than its values and finds the
-// regularities of sorted or clustered values. Dictionaries are small, so
-// trying each costs little.
+// regularities of sorted or clustered values; which input compresses best
+// varies (a metrics table's step dictionary: sometimes the raw values,
+// sometimes the packed ones), so both are tried. zstd costs tens of
+// microseconds even on a few kilobytes, so a page whose dictionary is the
+// previous page's reuses its encoding.
 func (c *leafCol) dictBuffer() *dictPage {
 	vals := c.dict.values
+	if c.lastDict != nil && slices.Equal(vals, c.lastDictValues) {
+		return c.lastDict
+	}
 	n := len(vals)
 	raw := make([]byte, 8*n)
 	var or uint64
@@ -367,23 +443,19 @@ func (c *leafCol) dictBuffer() *dictPage {
 			best = &dictPage{n: n, buf: buf, bytes: len(buf), enc: enc}
 		}
 	}
-	general := func(inner []byte, enc *enc21pb.CompressiveEncoding) {
-		for _, sc := range []struct {
-			scheme compress.Scheme
-			pb     enc21pb.CompressionScheme
-		}{
-			{compress.SchemeLZ4, enc21pb.CompressionScheme_COMPRESSION_ALGORITHM_LZ4},
-			{compress.SchemeZstd, enc21pb.CompressionScheme_COMPRESSION_ALGORITHM_ZSTD},
-		} {
-			if b, err := compress.Compress(sc.scheme, 0, nil, inner); err == nil {
-				consider(b, &enc21pb.CompressiveEncoding{Compression: &enc21pb.CompressiveEncoding_General{General: &enc21pb.General{
-					Compression: &enc21pb.BufferCompression{Scheme: sc.pb},
-					Values:      enc}}})
-			}
+	general := func(scheme compress.Scheme, inner []byte, enc *enc21pb.CompressiveEncoding) {
+		pb := enc21pb.CompressionScheme_COMPRESSION_ALGORITHM_LZ4
+		if scheme == compress.SchemeZstd {
+			pb = enc21pb.CompressionScheme_COMPRESSION_ALGORITHM_ZSTD
+		}
+		if b, err := compress.Compress(scheme, 0, nil, inner); err == nil {
+			consider(b, &enc21pb.CompressiveEncoding{Compression: &enc21pb.CompressiveEncoding_General{General: &enc21pb.General{
+				Compression: &enc21pb.BufferCompression{Scheme: pb}, Values: enc}}})
 		}
 	}
 	if n >= 8 {
-		general(raw, flat(64))
+		general(compress.SchemeLZ4, raw, flat(64))
+		general(compress.SchemeZstd, raw, flat(64))
 	}
 	if bw := max(bits.Len64(or), 1); bw < 64 {
 		whole, tail := n/bitpack.BlockLen, n%bitpack.BlockLen
@@ -395,27 +467,31 @@ func (c *leafCol) dictBuffer() *dictPage {
 		enc := &enc21pb.CompressiveEncoding{Compression: &enc21pb.CompressiveEncoding_OutOfLineBitpacking{
 			OutOfLineBitpacking: &enc21pb.OutOfLineBitpacking{UncompressedBitsPerValue: 64, Values: flat(uint64(bw))}}}
 		rest := raw[8*whole*bitpack.BlockLen:]
-		if tail == 0 {
+		switch {
+		case tail == 0:
 			consider(packed, enc)
-			general(packed, enc)
-			return best
-		}
-		// A reader tells the two tails apart by their length: a raw tail
-		// is 8 bytes a value, a padded one a whole packed block.
-		if 8*tail != pb {
-			consider(append(packed[:whole*pb:whole*pb], rest...), enc)
-		}
-		block := make([]byte, 8*bitpack.BlockLen)
-		copy(block, rest)
-		padded := packed[:(whole+1)*pb]
-		_ = bitpack.PackBlock(64, bw, padded[whole*pb:], block)
-		if pb < 8*tail {
-			consider(padded, enc)
-		}
-		if pb != 8*tail {
-			general(padded, enc)
+			general(compress.SchemeLZ4, packed, enc)
+			general(compress.SchemeZstd, packed, enc)
+		default:
+			// A reader tells the two tails apart by their length: a raw
+			// tail is 8 bytes a value, a padded one a whole packed block.
+			if 8*tail != pb {
+				consider(append(packed[:whole*pb:whole*pb], rest...), enc)
+			}
+			block := make([]byte, 8*bitpack.BlockLen)
+			copy(block, rest)
+			padded := packed[:(whole+1)*pb]
+			_ = bitpack.PackBlock(64, bw, padded[whole*pb:], block)
+			if pb < 8*tail {
+				consider(padded, enc)
+			}
+			if pb != 8*tail {
+				general(compress.SchemeLZ4, padded, enc)
+				general(compress.SchemeZstd, padded, enc)
+			}
 		}
 	}
+	c.lastDict, c.lastDictValues = best, append(c.lastDictValues[:0], vals...)
 	return best
 }
 
