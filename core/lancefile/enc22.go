@@ -24,9 +24,9 @@ import (
 //   - dictionaries of 64-bit values, whose u32 indices are bit-packed or
 //     run-length encoded.
 //
-// Lance 12 writes all of these; 2.1 readers refuse some (constant scalars,
-// 64-bit dictionaries are legal there but lance's 2.1 writer never emits
-// them), so 2.1 files keep the 2.1 writer's choices.
+// Lance 12 writes all of these in 2.2 files. Its 2.1 grammar refuses some
+// of them (a constant page's scalar or compressed levels), and its 2.1
+// writer uses none, so 2.1 files keep the 2.1 writer's choices.
 
 // rleMaxRun is the longest run one u8 run length holds.
 const rleMaxRun = 255
