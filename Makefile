@@ -179,6 +179,11 @@ fuzz-short:
 fuzz:
 	bash tests/fuzz.sh $(FUZZTIME)
 
+# The interop suite (tests/interop/README.md) runs against lancedb 0.31.0
+# (lance 8, tests/interop/package-lock.json) and lancedb 0.39.0 (lance 12,
+# tests/interop/lance12/package-lock.json; it asks for node 22 and runs on
+# node 20 with an engine warning); with CI=true a missing node or npm fails.
+INTEROP_LOCKS := tests/interop tests/interop/lance12
 interop-deps:
 	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
 		if [ "$$CI" = "true" ] && command -v apt-get >/dev/null 2>&1; then \
@@ -186,7 +191,9 @@ interop-deps:
 		fi; \
 	fi
 	@if command -v npm >/dev/null 2>&1; then \
-		cd tests/interop && { [ -d node_modules/@lancedb/lancedb ] || npm ci --no-audit --no-fund; }; \
+		for d in $(INTEROP_LOCKS); do \
+			(cd $$d && { [ -d node_modules/@lancedb/lancedb ] || npm ci --no-audit --no-fund; }) || exit 1; \
+		done; \
 	elif [ "$$CI" = "true" ]; then \
 		echo "node and npm are required for the interop suite (CI=true)"; exit 1; \
 	else \

@@ -29,6 +29,7 @@ require (
 	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/zeebo/xxh3 v1.1.0
 	golang.org/x/exp v0.0.0-20260813180055-c1d0aacb2297
+	golang.org/x/sync v0.24.0
 	google.golang.org/api v0.307.0
 	google.golang.org/protobuf v1.36.12
 	modernc.org/sqlite v1.57.0
@@ -127,7 +128,6 @@ require (
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/oauth2 v0.37.0 // indirect
-	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.16.0 // indirect

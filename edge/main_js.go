@@ -36,6 +36,10 @@ const (
 	maxVersions  = 64
 	maxAnswer    = 2 << 20  // the largest answer kept (answers.go)
 	maxAnswers   = 24 << 20 // all kept answers
+	// The memory the answers under way may hold (api.Options): one
+	// request, and all of the isolate's at once.
+	requestMemory = 32 << 20
+	serverMemory  = 48 << 20
 )
 
 func main() {
@@ -80,13 +84,15 @@ func newHandler(cfg config) (http.Handler, error) {
 	// Answers about the latest versions are kept per isolate and
 	// revalidated against the handler (answers.go).
 	return newAnswerCache(api.New(st, "", api.Options{
-		Token:        cfg.Token,
-		Files:        true,
-		MaxOpenFiles: maxOpenFiles,
-		MaxVersions:  maxVersions,
-		VersionTTL:   time.Second, // the answers' max-age: see api.Options.VersionTTL
-		AnswerCache:  -1,          // answers are kept by answers.go, once
-		Logf:         func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) },
+		Token:         cfg.Token,
+		Files:         true,
+		MaxOpenFiles:  maxOpenFiles,
+		MaxVersions:   maxVersions,
+		VersionTTL:    time.Second, // the answers' max-age: see api.Options.VersionTTL
+		AnswerCache:   -1,          // answers are kept by answers.go, once
+		RequestMemory: requestMemory,
+		ServerMemory:  serverMemory,
+		Logf:          func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) },
 	}), maxAnswer, maxAnswers), nil
 }
 

@@ -6,8 +6,10 @@
 // request gets a gate, a queue of operations (fetch, R2 get/head/list,
 // stream reads) that this file performs inside that request's context, as
 // Cloudflare's runtime ties every I/O object to the request that made it.
-// Immutable API answers are kept in the Cache API and served from it
-// without entering Go.
+// Nothing is kept in the Cache API: no answer of the API is immutable (a
+// cleanup or purge may remove any version, docs/http-api.md), and answers
+// about the latest versions are kept in Go (edge/answers.go), revalidated by
+// ETag.
 
 import "./wasm_exec.js";
 import wasm from "./kv0edge.wasm";
@@ -183,48 +185,6 @@ function errorResponse(status, code, message) {
   });
 }
 
-// authorized mirrors the API's token check, so that cached answers are
-// only served to requests the Go handler would answer.
-function authorized(request, token) {
-  if (!token) return true;
-  const h = request.headers.get("authorization") || "";
-  if (!h.startsWith("Bearer ")) return false;
-  const got = te.encode(h.slice(7).trim());
-  const want = te.encode(token);
-  if (got.length !== want.length) return false;
-  let d = 0;
-  for (let i = 0; i < got.length; i++) d |= got[i] ^ want[i];
-  return d === 0;
-}
-
-function cacheKey(url) {
-  return new Request(url.toString(), { method: "GET" });
-}
-
-// A cached answer as the handler gave it: stored public (the Cache API
-// keeps nothing private), given back with the handler's own headers.
-function fromCache(hit, request, token) {
-  const h = new Headers(hit.headers);
-  h.delete("cf-cache-status");
-  if (token) {
-    h.set("cache-control", (h.get("cache-control") || "").replace("public", "private"));
-    h.append("vary", "Authorization");
-  }
-  const inm = request.headers.get("if-none-match");
-  const etag = h.get("etag");
-  if (inm && etag && inm.split(",").some((t) => t.trim().replace(/^W\//, "") === etag.replace(/^W\//, "") || t.trim() === "*")) {
-    return new Response(null, { status: 304, headers: h });
-  }
-  return new Response(request.method === "HEAD" ? null : hit.body, { status: hit.status, headers: h });
-}
-
-function toCache(resp) {
-  const h = new Headers(resp.headers);
-  h.set("cache-control", (h.get("cache-control") || "").replace("private", "public"));
-  h.delete("vary");
-  return new Response(resp.body, { status: resp.status, headers: h });
-}
-
 // The Response of Go's answer, built in this request's context.
 function toResponse(status, flat, kind, body) {
   const headers = new Headers();
@@ -257,16 +217,6 @@ function toResponse(status, flat, kind, body) {
 }
 
 async function handle(request, env, ctx) {
-  const url = new URL(request.url);
-  const api = url.pathname.startsWith("/api/");
-  const cacheable = api && (request.method === "GET" || request.method === "HEAD") && authorized(request, env.KV0_TOKEN);
-  const cache = cacheable && typeof caches !== "undefined" ? caches.default : null;
-  if (cache) {
-    // The Cache API is an optimisation: where it fails (a runtime without
-    // one configured), every request goes to Go.
-    const hit = await cache.match(cacheKey(url)).catch(() => undefined);
-    if (hit) return fromCache(hit, request, env.KV0_TOKEN);
-  }
   const go = await running(env);
   const gate = newGate(env, ctx);
   const headers = [];
@@ -274,13 +224,7 @@ async function handle(request, env, ctx) {
   const [status, flat, kind, body] = await new Promise((resolve) =>
     go.handle(request.method, request.url, headers, gate, (...a) => resolve(a)),
   );
-  const resp = toResponse(status, flat, kind, body);
-  if (cache && request.method === "GET" && status === 200 && /\bimmutable\b/.test(resp.headers.get("cache-control") || "")) {
-    const [mine, theirs] = resp.body ? resp.body.tee() : [null, null];
-    ctx.waitUntil(cache.put(cacheKey(url), toCache(new Response(theirs, resp))).catch(() => {}));
-    return new Response(mine, resp);
-  }
-  return resp;
+  return toResponse(status, flat, kind, body);
 }
 
 export default {

@@ -158,6 +158,10 @@ type PointsOptions struct {
 	MaxPoints int
 	Steps     *tracking.StepRange
 	Time      *tracking.TimeRange
+	// Reserve, when set, is told the bytes the read and the Points are
+	// about to hold, as tracking.ReadOptions.Reserve is; its error stops
+	// the read.
+	Reserve func(bytes int64) error
 }
 
 // SeriesPoints reads the points of series of live runs, one Points per id
@@ -168,7 +172,8 @@ func SeriesPoints(ctx context.Context, r *tracking.Repo, ids []tracking.SeriesID
 	// check waits on the runs and series caches, the read on the data).
 	checked := make(chan error, 1)
 	go func() { checked <- checkSeries(ctx, r, ids) }()
-	data, err := r.ReadMany(ctx, ids, tracking.ReadOptions{Steps: opts.Steps, Time: opts.Time, MaxPoints: opts.MaxPoints})
+	data, err := r.ReadMany(ctx, ids, tracking.ReadOptions{Steps: opts.Steps, Time: opts.Time, MaxPoints: opts.MaxPoints,
+		Reserve: opts.Reserve})
 	if cerr := <-checked; cerr != nil {
 		return nil, cerr
 	}
@@ -177,6 +182,16 @@ func SeriesPoints(ctx context.Context, r *tracking.Repo, ids []tracking.SeriesID
 	}
 	out := make([]Points, len(ids))
 	for i, m := range data {
+		if opts.Reserve != nil {
+			// The timestamps as milliseconds, and the bands.
+			per := int64(8)
+			if len(m.Buckets) > 0 {
+				per += 16
+			}
+			if err := opts.Reserve(int64(m.Len()) * per); err != nil {
+				return nil, err
+			}
+		}
 		p := Points{SeriesID: StringID(ids[i]), Steps: m.Steps, Values: m.Values, Epochs: m.Epochs,
 			Timestamps: make([]float64, m.Len())}
 		for k, t := range m.Timestamps {

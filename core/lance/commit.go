@@ -429,24 +429,31 @@ func checkWritable(d *Dataset) error {
 }
 
 // Latest returns the newest version of the dataset d belongs to: d itself
-// when no newer version exists, else the newest version, sharing d's cache
-// of opened data files. On a listing store that costs one List when nothing
-// changed and one manifest read more otherwise.
+// when no newer version exists and d's manifest is still the one stored,
+// else the newest version, sharing d's cache of opened data files. On a
+// listing store that costs one List and one read of d's manifest message
+// (Stored) when nothing changed, and one manifest read otherwise. A dataset
+// deleted and written again is seen as such: its newest version is opened
+// even when its number is d's or lower.
 func (d *Dataset) Latest(ctx context.Context) (*Dataset, error) {
 	if scopeOf(ctx) != nil {
 		mf, err := openLatest(ctx, d.st, d.k, nil)
 		if err != nil {
 			return nil, err
 		}
-		switch v := mf.m.GetVersion(); {
-		case v == d.Version():
-			return d, nil
-		case v > d.Version():
-			return newDataset(d.st, d.k, mf)
+		if v := mf.m.GetVersion(); v < d.Version() {
+			// d is newer than the scope's version (opened by a read that
+			// came later than the scope's): it is the latest known while
+			// it is still stored.
+			ok, err := d.Stored(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				return d, nil
+			}
 		}
-		// d is newer than the scope's version (opened by a read that
-		// came later than the scope's): it is the latest known.
-		return d, nil
+		return d.successor(mf)
 	}
 	ref, err := latestByListing(ctx, d.st, d.k, nil)
 	if isNotSupported(err) {
@@ -454,22 +461,34 @@ func (d *Dataset) Latest(ctx context.Context) (*Dataset, error) {
 		if err != nil {
 			return nil, err
 		}
-		if mf.m.GetVersion() == d.Version() {
-			return d, nil
-		}
-		return newDataset(d.st, d.k, mf)
+		return d.successor(mf)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if ref.Version == d.Version() {
-		return d, nil
+	if ref.Version == d.Version() && ref.Key == d.mf.key && (ref.Size == 0 || ref.Size == d.mf.size) {
+		ok, err := d.Stored(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return d, nil
+		}
 	}
 	mf, err := readManifest(ctx, d.st, ref.Key, ref.Size)
 	if err != nil {
 		return nil, err
 	}
 	mf.naming = ref.Naming
+	return d.successor(mf)
+}
+
+// successor returns d when mf is d's own manifest, else the version mf
+// describes, sharing d's cache of opened data files.
+func (d *Dataset) successor(mf *manifestFile) (*Dataset, error) {
+	if mf.same(d.mf) {
+		return d, nil
+	}
 	return newDataset(d.st, d.k, mf)
 }
 

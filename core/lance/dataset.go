@@ -43,6 +43,9 @@ type Dataset struct {
 
 	byFieldOnce sync.Once
 	byField     map[int32]*lancefile.Field // schema fields by id, built on first use
+
+	idOnce sync.Once
+	id     string // ManifestID, computed on first use
 }
 
 // Fragment describes one fragment of a version. Paths are relative to the
@@ -175,6 +178,13 @@ func newDatasetFrom(st store.Store, k keys, mf *manifestFile, prev *Dataset, txn
 				d.frags = append(d.frags, prev.frags[i])
 				continue
 			}
+		}
+		if n := len(pf.GetOverlays()); n > 0 {
+			// Lance writes overlays only under reader feature flag 64,
+			// which checkReaderFlags refuses; without the flag they still
+			// hold newer values than the data files.
+			return nil, fmt.Errorf("%w: %s: fragment %d has %d data overlay files, which kv0 does not read",
+				ErrUnsupportedFeature, mf.key, pf.GetId(), n)
 		}
 		f := Fragment{ID: pf.GetId(), PhysicalRows: pf.GetPhysicalRows(), pb: pf}
 		for _, df := range pf.GetFiles() {
@@ -334,6 +344,9 @@ func (d *Dataset) physicalRows(ctx context.Context, f *Fragment) (uint64, error)
 	df := f.pb.GetFiles()[0]
 	lf, err := d.openDataFile(ctx, df)
 	if err != nil {
+		return 0, err
+	}
+	if err := d.checkUnrecordedRows(f, df, lf.NumRows()); err != nil {
 		return 0, err
 	}
 	return lf.NumRows(), nil

@@ -11,11 +11,16 @@ import (
 )
 
 // FileCache keeps opened data files (footer, column metadata and small
-// global buffers) by store key. Data files never change once written, so an
-// entry stays valid across versions of a dataset: a handle that reads the
-// same fragments again, or moves to a newer version that kept them, skips
-// their tail reads. Concurrent opens of one file share one read. A
-// FileCache is safe for concurrent use.
+// global buffers) by store key. Data files never change once written (Lance
+// names each by a random UUID), so an entry stays valid across versions of a
+// dataset: a handle that reads the same fragments again, or moves to a newer
+// version that kept them, skips their tail reads. Concurrent opens of one
+// file share one read. A file is only read through a version that names
+// it, so an entry whose versions were all removed is never read again (a
+// reader that finds a version removed may Forget its files so that they do
+// not stay in memory either); an entry whose size differs from the one a
+// manifest records for its key (another file under a reused name) is opened
+// again. A FileCache is safe for concurrent use.
 type FileCache struct {
 	max int
 
@@ -26,6 +31,7 @@ type FileCache struct {
 
 type fileEntry struct {
 	key  string
+	size int64         // the size the opener was given (0: unknown)
 	done chan struct{} // closed once f or err is set
 	f    *lancefile.File
 	err  error
@@ -47,7 +53,7 @@ func (c *FileCache) open(ctx context.Context, st store.Store, key string, size i
 		return lancefile.Open(ctx, st, key, size)
 	}
 	c.mu.Lock()
-	if el, ok := c.items[key]; ok {
+	if el, ok := c.items[key]; ok && !sizeDiffers(el.Value.(*fileEntry), size) {
 		c.lru.MoveToFront(el)
 		e := el.Value.(*fileEntry)
 		c.mu.Unlock()
@@ -63,7 +69,10 @@ func (c *FileCache) open(ctx context.Context, st store.Store, key string, size i
 		// ourselves.
 		return lancefile.Open(ctx, st, key, size)
 	}
-	e := &fileEntry{key: key, done: make(chan struct{})}
+	if el, ok := c.items[key]; ok {
+		c.lru.Remove(el) // another file under that name: replaced below
+	}
+	e := &fileEntry{key: key, size: size, done: make(chan struct{})}
 	c.items[key] = c.lru.PushFront(e)
 	for c.lru.Len() > c.max {
 		old := c.lru.Back()
@@ -83,6 +92,52 @@ func (c *FileCache) open(ctx context.Context, st store.Store, key string, size i
 		c.mu.Unlock()
 	}
 	return e.f, e.err
+}
+
+// sizeDiffers reports whether e was opened (or is being opened) as a file
+// of another size than size (0: unknown, which matches any).
+func sizeDiffers(e *fileEntry, size int64) bool {
+	if size <= 0 {
+		return false
+	}
+	if e.size > 0 {
+		return e.size != size
+	}
+	select {
+	case <-e.done:
+		return e.err == nil && e.f.Size() != size
+	default:
+		return false
+	}
+}
+
+// Forget drops the data files of d's version from the cache, except those
+// keep (nil: none) also names: a reader that found d removed (a cleanup or
+// purge took it, or the dataset was deleted) so lets its footers and small
+// files leave memory. Reads under way keep the files they hold.
+func (c *FileCache) Forget(d, keep *Dataset) {
+	if c == nil || d == nil {
+		return
+	}
+	kept := map[string]bool{}
+	if keep != nil {
+		for _, f := range keep.frags {
+			for _, df := range f.pb.GetFiles() {
+				kept[keep.k.data(df.GetPath())] = true
+			}
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, f := range d.frags {
+		for _, df := range f.pb.GetFiles() {
+			key := d.k.data(df.GetPath())
+			if el, ok := c.items[key]; ok && !kept[key] {
+				c.lru.Remove(el)
+				delete(c.items, key)
+			}
+		}
+	}
 }
 
 // Len returns the number of files the cache holds (or is opening).

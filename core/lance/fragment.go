@@ -103,6 +103,9 @@ func (d *Dataset) openFragment(ctx context.Context, f *Fragment, fields []*lance
 	}
 	fr := &fragReader{f: f, rows: f.PhysicalRows, del: del, fields: fields}
 	if fr.rows == 0 && len(opened) > 0 {
+		if err := d.checkUnrecordedRows(f, f.pb.GetFiles()[used[0]], opened[0].NumRows()); err != nil {
+			return nil, err
+		}
 		fr.rows = opened[0].NumRows()
 	}
 	for i, lf := range opened {

@@ -12,11 +12,12 @@ import (
 // lists nothing, so its cost does not grow with the number of versions: on
 // a V2-named dataset it asks for the manifest of the next version (every
 // commit creates version N+1 first, atomically), confirms that d's own
-// manifest is still stored (a cleanup removes older versions before newer
-// ones, so a missing manifest means newer versions exist) and reads the
-// version hint (which catches a next version removed by a cleanup while a
-// tag kept d). Three small requests, issued together; a V1-named dataset falls back to
-// LatestVersion. A true answer is a snapshot: a commit may follow at once.
+// manifest is still stored, byte for byte (Stored: a cleanup removes older
+// versions before newer ones, so a missing manifest means newer versions
+// exist; another manifest under its name means the dataset was deleted and
+// written again), and reads the version hint (which catches a next version
+// removed by a cleanup while a tag kept d). Three small requests, issued
+// together; a V1-named dataset falls back to LatestVersion (and Stored). A true answer is a snapshot: a commit may follow at once.
 // In a speculative scope (WithLatestScope) that holds no version of the
 // dataset yet, it answers true at once and checks in the background;
 // ConfirmScope reports the outcome.
@@ -28,7 +29,9 @@ func (d *Dataset) IsLatest(ctx context.Context) (bool, error) {
 			if err == nil {
 				switch sv := mf.m.GetVersion(); {
 				case sv == v:
-					return true, nil
+					// The scope's version, unless the dataset was written
+					// again under the same number.
+					return mf.same(d.mf), nil
 				case sv > v:
 					return false, nil
 				}
@@ -53,7 +56,10 @@ func (d *Dataset) isLatest(ctx context.Context) (bool, error) {
 	n := d.Naming()
 	if n != NamingV2 {
 		latest, err := LatestVersion(ctx, d.st, d.k.root)
-		return latest == v, err
+		if err != nil || latest != v {
+			return false, err
+		}
+		return stored(ctx, d.st, d.mf)
 	}
 	// The three requests are independent: issue them together, so the check
 	// costs one round trip.
@@ -71,11 +77,8 @@ func (d *Dataset) isLatest(ctx context.Context) (bool, error) {
 			}
 			return err
 		case 1:
-			_, err := d.st.Stat(ctx, d.mf.key)
-			if errors.Is(err, store.ErrNotFound) {
-				selfGone = true
-				return nil
-			}
+			same, err := stored(ctx, d.st, d.mf)
+			selfGone = err == nil && !same
 			return err
 		default:
 			b, err := readSmall(ctx, d.st, d.k.hint())

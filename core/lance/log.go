@@ -3,6 +3,7 @@ package lance
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/kv0/kv0/core/internal/lancepb"
@@ -15,7 +16,8 @@ import (
 // Operation is the transaction's operation name as Lance spells it
 // ("Append", "Delete", "Overwrite", "CreateIndex", "Rewrite", "Merge",
 // "Restore", "ReserveFragments", "Update", "Project", "UpdateConfig",
-// "DataReplacement", "Clone", "UpdateBases"), except
+// "DataReplacement", "UpdateMemWalState", "Clone", "UpdateBases",
+// "DataOverlay"), except
 // that an Overwrite that read no earlier version (read_version 0: the
 // commit that created the table) is reported as "Create". A version whose
 // transaction is missing or of a kind kv0 does not know is "Unknown".
@@ -57,7 +59,8 @@ type VersionInfo struct {
 // the section or of the _transactions/ file), issued concurrently. On a
 // store that cannot list, tags are not reported. Manifest names of the
 // other naming scheme are skipped (see ErrMixedNaming), and reported to the
-// Warn callback of opts.
+// Warn callback of opts. A version a cleanup removes while Log reads is
+// left out, as if the listing had come after the cleanup.
 func Log(ctx context.Context, st store.Store, root string, opts ...ListOptions) ([]VersionInfo, error) {
 	k := keys{root: root}
 	refs, err := ListVersions(ctx, st, root, opts...)
@@ -79,9 +82,12 @@ func Log(ctx context.Context, st store.Store, root string, opts ...ListOptions) 
 	}
 	entries := make([]entry, len(refs))
 	err = parallel(ctx, len(refs), func(ctx context.Context, i int) error {
+		// A version missing here was removed after the listing (a cleanup
+		// under the reader), or enumerated without one and cleaned up
+		// before: it is no longer part of the history.
 		mf, err := readManifest(ctx, st, refs[i].Key, refs[i].Size)
-		if errors.Is(err, ErrNotFound) && refs[i].Size == 0 {
-			return nil // enumerated without a listing; cleaned up
+		if errors.Is(err, ErrNotFound) {
+			return nil
 		}
 		if err != nil {
 			return err
@@ -90,6 +96,9 @@ func Log(ctx context.Context, st store.Store, root string, opts ...ListOptions) 
 			return corruptErr(mf.key, mf.pos, "manifest says version %d", v)
 		}
 		txn, err := readTransaction(ctx, st, k, mf)
+		if errors.Is(err, ErrNotFound) {
+			return nil // its transaction section went with the manifest
+		}
 		if err != nil {
 			return err
 		}
@@ -101,6 +110,9 @@ func Log(ctx context.Context, st store.Store, root string, opts ...ListOptions) 
 	}
 
 	out := make([]VersionInfo, 0, len(refs))
+	if !slices.ContainsFunc(entries, func(e entry) bool { return e.m != nil }) {
+		return nil, noDataset(k) // every version went: the dataset was deleted
+	}
 	var prev *tablepb.Manifest
 	for i, e := range entries {
 		if e.m == nil {
@@ -252,6 +264,10 @@ func operationName(t *tablepb.Transaction) string {
 		return "Clone"
 	case *tablepb.Transaction_UpdateBases_:
 		return "UpdateBases"
+	case *tablepb.Transaction_UpdateMemWalState_:
+		return "UpdateMemWalState"
+	case *tablepb.Transaction_DataOverlay_:
+		return "DataOverlay"
 	}
 	return "Unknown"
 }

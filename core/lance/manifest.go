@@ -176,7 +176,7 @@ func decodeManifest(key string, size int64, tail []byte, read func(off int64, n 
 	if err := lancepb.Unmarshal(sec[4:4+want], &m); err != nil {
 		return nil, corruptErr(key, pos+4, "manifest protobuf: %v", err)
 	}
-	if msg := checkUnknown(sec[4 : 4+want]); msg != "" {
+	if msg := checkRuns(sec[4 : 4+want]); msg != "" {
 		return nil, corruptErr(key, pos+4, "%s", msg)
 	}
 	mf.m = &m

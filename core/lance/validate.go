@@ -18,13 +18,12 @@ import (
 // changes a count. What can be checked without a request is checked:
 //
 //   - at Open, from the manifest alone (checkDataFileEntry,
-//     checkMaxFragmentID, checkUnknown (on the manifest's bytes), and lancefile.SchemaFromProto for
-//     the schema): every 2.x data file lists as many column indices as
-//     field ids; field ids are tombstones (-2) or non-negative and unique
-//     within the file; column indices are -1 or non-negative and unique
-//     within the file; max_fragment_id, when set, is at least every
-//     fragment id; deleted rows do not outnumber physical rows; no unknown
-//     protobuf field that only damage explains;
+//     checkMaxFragmentID, and lancefile.SchemaFromProto for the schema):
+//     every 2.x data file lists as many column indices as field ids; field
+//     ids are tombstones (-2) or non-negative and unique within the file;
+//     column indices are -1 or non-negative and unique within the file;
+//     max_fragment_id, when set, is at least every fragment id; deleted
+//     rows do not outnumber physical rows;
 //   - when a fragment's data files are opened for reading (checkOpened,
 //     checkHeld), from the footer the read fetches anyway: the file has
 //     exactly as many columns as the manifest gives it column indices,
@@ -32,11 +31,23 @@ import (
 //     every field id the manifest gives the file is in the file's own
 //     schema (when the footer read covered it) with the same type as in
 //     the dataset schema, the row count equals the fragment's
-//     physical_rows, a file is not shorter than the size the manifest
-//     records, and no non-nullable column is missing from every data file;
+//     physical_rows (checkUnrecordedRows when that is 0), a file is not
+//     shorter than the size the manifest records, and no non-nullable
+//     column is missing from every data file;
 //   - when rows are decoded (lancefile.Reader), a non-nullable field never
 //     holds a null under valid parents; when a deletion file is read, it
 //     holds as many rows as the manifest's num_deleted_rows.
+//
+// Unknown protobuf fields are skipped: Lance extends its messages with new
+// fields and announces breaking changes by reader feature flags (which
+// checkReaderFlags refuses when unknown). A flipped bit in a tag byte also
+// makes an unknown field, of a large number, behind which the field the tag
+// began vanishes together with whatever its new length swallows; the checks
+// above catch what that changes without relying on the set of field numbers:
+// lost column indices (counted against field ids and the file's columns), a
+// lost deletion file (Lance writes physical_rows after it, and the bytes
+// the vanished field swallows take that count or leave bytes that fail to
+// decode), lost field ids (against the file's own schema).
 //
 // Lance keeps the ids of dropped columns in the data files (only the
 // schema forgets them), so a data file may list ids the dataset schema does
@@ -178,73 +189,73 @@ func (d *Dataset) fieldByID(id int32) *lancefile.Field {
 	return d.byField[id]
 }
 
-// maxPlausibleField bounds the field numbers of the messages that decide
-// what is read (Manifest, DataFragment, DataFile, DeletionFile, Field).
-// Lance numbers their fields from 1 upwards and uses at most 21 of them; a
-// field it adds later is ignored like any unknown one. A flipped bit in a
-// tag byte, though, makes the tag a two-byte varint whose number is mostly
-// 16 × the next byte or more: the field the tag began vanishes (a column
-// drops out of the schema, the column indices of a file disappear) behind
-// an unknown field of a large number.
-const maxPlausibleField = 64
+// checkUnrecordedRows checks a fragment f whose manifest entry records no
+// physical row count (0) against data file df of it, which holds fileRows
+// rows. Lance reads 0 as "not recorded", which only writers that predate
+// the 2.x data files leave; every writer of 2.x files records the count.
+// So a fragment of 2.x files that records 0 while its file holds rows lost
+// the count to damage (a flipped tag whose unknown field swallowed it,
+// perhaps with the deletion file before it), and reading the file's count
+// instead would bring back deleted rows.
+func (d *Dataset) checkUnrecordedRows(f *Fragment, df *tablepb.DataFile, fileRows uint64) error {
+	if fileRows == 0 || fileVersion(df) == "0.1" {
+		return nil
+	}
+	return corruptErr(d.mf.key, -1, "fragment %d records no physical rows, but its %s data file %s has %d",
+		f.ID, fileVersion(df), df.GetPath(), fileRows)
+}
 
-// manifestNested names, for the messages that decide what is read, the
-// field numbers holding one of them: Manifest (fields 1: Field, fragments
-// 2: DataFragment), DataFragment (files 2: DataFile, deletion_file 3:
-// DeletionFile). Field, DataFile and DeletionFile are checked without
-// descending further.
-var manifestNested = map[string]map[protowire.Number]string{
+// runMessages names, for the messages that decide what is read, the field
+// numbers that hold one of them: Manifest (fields 1: Field, fragments 2:
+// DataFragment), DataFragment (files 2: DataFile, deletion_file 3:
+// DeletionFile). checkRuns descends into these (and checks the fields of
+// Field, DataFile and DeletionFile without descending further).
+var runMessages = map[string]map[protowire.Number]string{
 	"manifest": {1: "field", 2: "fragment"},
 	"fragment": {2: "data file", 3: "deletion file"},
 }
 
-// checkUnknown walks the manifest's protobuf bytes b and describes the
-// first field that only damage explains: a field number above
-// maxPlausibleField in the manifest, a field, a fragment, a data file or a
-// deletion file. (A known number with another wire type already fails to
-// decode.) It returns "" when there is none.
-func checkUnknown(b []byte) string { return walkFields("manifest", b) }
+// checkRuns walks the protobuf bytes b of a manifest and describes the
+// first field that comes again after another field has come between its
+// occurrences, in the manifest, a field, a fragment, a data file or a
+// deletion file; it returns "" when there is none. Every protobuf encoder
+// writes the elements of a repeated field one after the other (so do
+// prost, which writes Lance's manifests, and kv0's own), whatever fields a
+// newer Lance adds. A flipped bit in a tag byte breaks such a run: the tag
+// grows into one of a large unknown number, and the element it began (a
+// struct's member in the schema, a data file) vanishes behind it while the
+// elements after it still follow; read on, the column would silently be
+// gone. The number does not matter, so unknown fields stay allowed.
+func checkRuns(b []byte) string { return walkRuns("manifest", b) }
 
-func walkFields(msg string, b []byte) string {
+func walkRuns(msg string, b []byte) string {
+	var seen []protowire.Number // numbers whose run has ended, few per message
+	last := protowire.Number(0)
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
 			return fmt.Sprintf("%s: malformed field: %v", msg, protowire.ParseError(n))
 		}
-		if num > maxPlausibleField {
-			return fmt.Sprintf("%s: unknown field number %d", msg, num)
-		}
 		m := protowire.ConsumeFieldValue(num, typ, b[n:])
 		if m < 0 {
 			return fmt.Sprintf("%s: malformed field %d: %v", msg, num, protowire.ParseError(m))
 		}
-		if sub, ok := manifestNested[msg][num]; ok && typ == protowire.BytesType {
+		if num != last {
+			if slices.Contains(seen, num) {
+				return fmt.Sprintf("%s: field %d comes again after field %d (protobuf encoders write a field's elements together)", msg, num, last)
+			}
+			if last != 0 {
+				seen = append(seen, last)
+			}
+			last = num
+		}
+		if sub, ok := runMessages[msg][num]; ok && typ == protowire.BytesType {
 			v, _ := protowire.ConsumeBytes(b[n:])
-			if _, deeper := manifestNested[sub]; deeper {
-				if err := walkFields(sub, v); err != "" {
-					return err
-				}
-			} else if err := walkLeaf(sub, v); err != "" {
+			if err := walkRuns(sub, v); err != "" {
 				return err
 			}
 		}
 		b = b[n+m:]
-	}
-	return ""
-}
-
-// walkLeaf checks the field numbers of a message kv0 does not descend into.
-func walkLeaf(msg string, b []byte) string {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeField(b)
-		if n < 0 {
-			return fmt.Sprintf("%s: malformed field: %v", msg, protowire.ParseError(n))
-		}
-		_ = typ
-		if num > maxPlausibleField {
-			return fmt.Sprintf("%s: unknown field number %d", msg, num)
-		}
-		b = b[n:]
 	}
 	return ""
 }

@@ -71,12 +71,16 @@ type buffer struct {
 	byID    map[SeriesID]*deltaEntry
 	records map[string][]recordRow
 	maxSeq  uint64
+	// ending holds the runs whose handles gave them up (a final status,
+	// Run.Release) in this buffer: the flush frees their claims before
+	// it commits (see fence).
+	ending map[string]bool
 }
 
 var bufGen atomic.Uint64
 
 func newBuffer() *buffer {
-	return &buffer{gen: bufGen.Add(1), byID: map[SeriesID]*deltaEntry{}, records: map[string][]recordRow{}}
+	return &buffer{gen: bufGen.Add(1), byID: map[SeriesID]*deltaEntry{}, records: map[string][]recordRow{}, ending: map[string]bool{}}
 }
 
 // newBufferFrom returns an empty buffer reusing the point columns of a
@@ -111,7 +115,7 @@ func (r *Repo) maxSpare() int { return max(1<<20, 2*r.opts.FlushRows+r.opts.Flus
 
 func (b *buffer) empty() bool {
 	return len(b.runs) == 0 && len(b.params) == 0 && len(b.series) == 0 && b.pts.len() == 0 &&
-		len(b.deltas) == 0 && len(b.records) == 0
+		len(b.deltas) == 0 && len(b.records) == 0 && len(b.ending) == 0
 }
 
 func (b *buffer) delta(id SeriesID, runID string) *deltaEntry {
@@ -146,11 +150,17 @@ func (b *buffer) prepend(old *buffer) {
 		b.records[t] = append(rows, b.records[t]...)
 	}
 	b.maxSeq = max(b.maxSeq, old.maxSeq)
+	for id := range old.ending {
+		b.ending[id] = true
+	}
 }
 
 // addRunRow buffers a runs row. Caller holds r.mu.
 func (r *Repo) addRunRow(rw runRow) error {
 	if r.opts.WAL != nil {
+		if err := r.walClaimOf(rw.info.ID); err != nil {
+			return err
+		}
 		if err := r.walAppend(walRun, encodeRunRow(nil, rw)); err != nil {
 			return err
 		}
@@ -162,6 +172,9 @@ func (r *Repo) addRunRow(rw runRow) error {
 
 func (r *Repo) addParamRow(p paramRow) error {
 	if r.opts.WAL != nil {
+		if err := r.walClaimOf(p.runID); err != nil {
+			return err
+		}
 		if err := r.walAppend(walParam, encodeParamRow(nil, p)); err != nil {
 			return err
 		}
@@ -188,6 +201,9 @@ func (r *Repo) addPoint(run *Run, st *seriesState, step, epoch int64, hasEpoch b
 // buffered: on an error, the records logged before it. Caller holds r.mu.
 func (r *Repo) addPoints(run *Run, st *seriesState, vals []float64, steps []int64, epoch int64, hasEpoch bool, now time.Time) (int, error) {
 	b := r.buf
+	if err := r.walClaim(run.id, run.claim); err != nil {
+		return 0, err
+	}
 	if !st.inTable {
 		sr := seriesRow{id: st.id, runID: run.id, name: st.name, ctx: st.ctxJSON, created: now.UnixMicro()}
 		b.series = append(b.series, sr)
@@ -366,6 +382,9 @@ func (r *Repo) flushLocked(ctx context.Context) error {
 		if werr == nil {
 			token, werr = r.opts.WAL.Rotate()
 		}
+		if werr == nil {
+			r.walEpoch++ // claims are logged again before their runs' next rows
+		}
 	}
 	r.mu.Unlock()
 	if werr != nil {
@@ -374,7 +393,7 @@ func (r *Repo) flushLocked(ctx context.Context) error {
 		r.mu.Unlock()
 		return fmt.Errorf("tracking: wal: %w", werr)
 	}
-	err := r.commitBuffer(ctx, b)
+	lost, err := r.commitBuffer(ctx, b)
 	r.mu.Lock()
 	if err != nil {
 		r.buf.prepend(b)
@@ -382,21 +401,33 @@ func (r *Repo) flushLocked(ctx context.Context) error {
 	r.full.Broadcast()
 	r.mu.Unlock()
 	if err != nil {
-		return err
+		return errors.Join(lost, err)
 	}
 	if r.opts.WAL != nil {
 		_ = r.opts.WAL.Release(token)
 	}
-	return r.autoCompact(ctx)
+	if err := r.autoCompact(ctx); err != nil {
+		return errors.Join(lost, err)
+	}
+	return lost
 }
 
 // commitBuffer appends b's rows; what it commits it removes from b, so on
-// error b holds exactly the rows still to write.
-func (r *Repo) commitBuffer(ctx context.Context, b *buffer) error {
+// error b holds exactly the rows still to write. Rows of runs this handle
+// lost to another writer are dropped first; lost reports those runs.
+func (r *Repo) commitBuffer(ctx context.Context, b *buffer) (lost error, err error) {
 	if err := r.refreshTombstones(ctx, false); err != nil {
-		return err
+		return nil, err
 	}
 	r.dropDeleted(b)
+	if lost, err = r.fence(ctx, b); err != nil {
+		return lost, err
+	}
+	return lost, r.commitRows(ctx, b)
+}
+
+// commitRows appends b's rows (see commitBuffer).
+func (r *Repo) commitRows(ctx context.Context, b *buffer) error {
 	now := r.opts.Now().UTC()
 	writer, mark := "", b.maxSeq
 	if r.opts.WAL != nil {
@@ -490,11 +521,25 @@ func (r *Repo) dropDeleted(b *buffer) {
 	if len(r.deleted) == 0 {
 		return
 	}
-	del := r.deleted
+	b.dropRuns(r.deleted, true)
+	for id := range r.deleted {
+		if run := r.runs[id]; run != nil {
+			run.deleted = true
+		}
+		delete(b.ending, id)
+	}
+}
+
+// dropRuns removes the rows of the runs in del from b, tombstones
+// excepted (and records rows naming them only with records).
+func (b *buffer) dropRuns(del map[string]bool, records bool) {
 	b.runs = filterRows(b.runs, func(x runRow) bool { return !del[x.info.ID] || x.fields == FieldDeleted })
 	b.params = filterRows(b.params, func(x paramRow) bool { return !del[x.runID] })
 	b.series = filterRows(b.series, func(x seriesRow) bool { return !del[x.runID] })
 	for t, rows := range b.records {
+		if !records {
+			break
+		}
 		b.records[t] = filterRows(rows, func(x recordRow) bool { return x.runID == "" || !del[x.runID] })
 		if len(b.records[t]) == 0 {
 			delete(b.records, t)
@@ -511,25 +556,21 @@ func (r *Repo) dropDeleted(b *buffer) {
 		}
 	}
 	b.deltas = keep
-	if len(gone) > 0 {
-		var p points
-		for i, s := range b.pts.sid {
-			if !gone[s] {
-				p.sid = append(p.sid, s)
-				p.step = append(p.step, b.pts.step[i])
-				p.epoch = append(p.epoch, b.pts.epoch[i])
-				p.hasEpoch = append(p.hasEpoch, b.pts.hasEpoch[i])
-				p.ts = append(p.ts, b.pts.ts[i])
-				p.val = append(p.val, b.pts.val[i])
-			}
-		}
-		b.pts = p
+	if len(gone) == 0 {
+		return
 	}
-	for id := range del {
-		if run := r.runs[id]; run != nil {
-			run.deleted = true
+	var p points
+	for i, s := range b.pts.sid {
+		if !gone[s] {
+			p.sid = append(p.sid, s)
+			p.step = append(p.step, b.pts.step[i])
+			p.epoch = append(p.epoch, b.pts.epoch[i])
+			p.hasEpoch = append(p.hasEpoch, b.pts.hasEpoch[i])
+			p.ts = append(p.ts, b.pts.ts[i])
+			p.val = append(p.val, b.pts.val[i])
 		}
 	}
+	b.pts = p
 }
 
 func filterRows[T any](rows []T, keep func(T) bool) []T {

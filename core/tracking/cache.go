@@ -74,7 +74,9 @@ func (f *follower) next(ctx context.Context, r *Repo, table string) (advance, er
 	if d == nil {
 		return advance{reset: true}, nil
 	}
-	if f.d != nil && d.Version() == f.d.Version() && d.ManifestKey() == f.d.ManifestKey() {
+	// The same version, byte for byte: a table deleted and written again
+	// has versions of the same numbers that are other manifests.
+	if f.d != nil && d.SameVersion(f.d) {
 		return advance{d: f.d, same: true}, nil
 	}
 	a := advance{d: d, reset: f.d == nil}

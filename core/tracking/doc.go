@@ -65,4 +65,13 @@
 // (in one process or many) may write different runs to one repository;
 // two handles writing the same series at the same steps at the same time
 // are not supported (statistics would count both).
+//
+// One run has one writer at a time: a handle holds each run it writes
+// under a claim, a create-only object in the repository's _claims folder
+// (claim.go). ResumeRun takes a run over by creating the next claim, so
+// of several handles resuming a run at once exactly one succeeds (the
+// others get ErrHeld); with ResumeOptions.OnlyAbandoned it first refuses a
+// run whose holder may still be alive. A handle whose run was taken over
+// finds out at its next flush, which drops its uncommitted writes to the
+// run and reports ErrHeld, as do its later writes to it.
 package tracking

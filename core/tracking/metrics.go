@@ -450,6 +450,38 @@ type ReadOptions struct {
 	// only the last. 2 and 3 are ErrInvalid: they leave no room for a
 	// bucket, so a spike between the first and last point would vanish.
 	MaxPoints int
+	// Reserve, when set, is told the bytes the read is about to hold
+	// before it holds them: the points it decodes, gathers or copies, and
+	// those it returns (estimates of its own slices and pages, counted as
+	// they come, never given back during the read). It may be called from
+	// several goroutines at once. An error it returns stops the read,
+	// which returns that error (wrapped): a server bounds the memory of a
+	// request with it (httpstore/api).
+	Reserve func(bytes int64) error
+}
+
+// Bytes per point that ReadOptions.Reserve is told of.
+const (
+	// pointBytes is a point as the reads hold it: step, epoch, timestamp
+	// and value, 8 bytes each.
+	pointBytes = 32
+	// appendedBytes is a point appended to growing slices, which may
+	// hold twice what they use.
+	appendedBytes = 2 * pointBytes
+	// decodedBytes is a point of a decoded page (the epoch's validity and
+	// the page's slack included).
+	decodedBytes = pointBytes + 8
+	// resultBytes is a point of a MetricData (its timestamp a time.Time)
+	// and its index in the list of points kept.
+	resultBytes = 3*8 + 24 + 8
+)
+
+// reserve tells opts.Reserve of n points of size bytes each.
+func (opts *ReadOptions) reserve(n int, size int64) error {
+	if opts.Reserve == nil || n <= 0 {
+		return nil
+	}
+	return opts.Reserve(int64(n) * size)
 }
 
 // check refuses options no read can honour.
@@ -469,8 +501,8 @@ type rawPoints struct {
 var pointCols = []string{"series_id", "step", "epoch", "timestamp", "value"}
 
 // readPoints reads every point of the series, deduplicated by step (the
-// later point wins), ordered by step.
-func (r *Repo) readPoints(ctx context.Context, d *lance.Dataset, ids []SeriesID) (map[SeriesID]*rawPoints, error) {
+// later point wins), ordered by step, telling opts.Reserve of them.
+func (r *Repo) readPoints(ctx context.Context, d *lance.Dataset, ids []SeriesID, opts *ReadOptions) (map[SeriesID]*rawPoints, error) {
 	out := make(map[SeriesID]*rawPoints, len(ids))
 	sids := make([]uint64, len(ids))
 	for i, id := range ids {
@@ -503,6 +535,9 @@ func (r *Repo) readPoints(ctx context.Context, d *lance.Dataset, ids []SeriesID)
 			if !p.unordered && !increasing(step[i:j]) {
 				p.unordered = true
 			}
+			if err := opts.reserve(j-i, appendedBytes); err != nil {
+				return err
+			}
 			p.step = append(p.step, step[i:j]...)
 			p.val = append(p.val, val[i:j]...)
 			p.ts = append(p.ts, unsafe.Slice((*int64)(unsafe.Pointer(unsafe.SliceData(ts[i:j]))), j-i)...) // arrow.Timestamp is an int64
@@ -526,6 +561,9 @@ func (r *Repo) readPoints(ctx context.Context, d *lance.Dataset, ids []SeriesID)
 	}
 	for _, p := range out {
 		if p.unordered {
+			if err := opts.reserve(len(p.step), pointBytes+8); err != nil {
+				return nil, err
+			}
 			p.dedupe()
 		}
 	}
@@ -579,7 +617,7 @@ func (r *Repo) ReadMany(ctx context.Context, ids []SeriesID, opts ReadOptions) (
 	if opts.MaxPoints > 0 {
 		return r.readSampled(ctx, d, ids, opts) // readsampled.go
 	}
-	pts, err := r.readPoints(ctx, d, ids)
+	pts, err := r.readPoints(ctx, d, ids, &opts)
 	if err != nil {
 		return nil, err
 	}
@@ -592,6 +630,9 @@ func (r *Repo) ReadMany(ctx context.Context, ids []SeriesID, opts ReadOptions) (
 			// (once per id: a repeated id gets copies) instead of copying
 			// them through an index list.
 			handed[id] = true
+			if err := opts.reserve(len(p.ts), 24); err != nil { // the timestamps as time.Time
+				return nil, err
+			}
 			m := MetricData{SeriesID: id, Steps: p.step, Epochs: p.epoch, Values: p.val, Timestamps: make([]time.Time, len(p.ts))}
 			for k, t := range p.ts {
 				m.Timestamps[k] = time.UnixMicro(t).UTC()
@@ -608,6 +649,9 @@ func (r *Repo) ReadMany(ctx context.Context, ids []SeriesID, opts ReadOptions) (
 			hi = sort.Search(len(p.step), func(i int) bool { return p.step[i] >= opts.Steps.To })
 			hi = max(hi, lo)
 		}
+		if err := opts.reserve(hi-lo, 8); err != nil {
+			return nil, err
+		}
 		keep := make([]int, 0, hi-lo)
 		var buckets []Bucket
 		var from, to int64
@@ -622,6 +666,9 @@ func (r *Repo) ReadMany(ctx context.Context, ids []SeriesID, opts ReadOptions) (
 		}
 		if opts.MaxPoints > 0 && len(keep) > opts.MaxPoints {
 			keep, buckets = downsampleKept(p.step, p.val, keep, opts.MaxPoints)
+		}
+		if err := opts.reserve(len(keep), resultBytes); err != nil {
+			return nil, err
 		}
 		m := MetricData{SeriesID: id, Steps: make([]int64, len(keep)), Epochs: make([]int64, len(keep)),
 			Timestamps: make([]time.Time, len(keep)), Values: make([]float64, len(keep)), Buckets: buckets}

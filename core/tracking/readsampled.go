@@ -84,7 +84,7 @@ var sampledCols = []string{"step", "epoch", "timestamp", "value"}
 // readSegments returns the points of each wanted series as segments in
 // read order (the order readPoints appends them in), and the batches they
 // point into, which the caller releases once it has copied what it keeps.
-func (r *Repo) readSegments(ctx context.Context, d *lance.Dataset, ids []SeriesID) (map[SeriesID][]pointSeg, []arrow.RecordBatch, error) {
+func (r *Repo) readSegments(ctx context.Context, d *lance.Dataset, ids []SeriesID, opts *ReadOptions) (map[SeriesID][]pointSeg, []arrow.RecordBatch, error) {
 	out := make(map[SeriesID][]pointSeg, len(ids))
 	want := make([]uint64, len(ids))
 	for i, id := range ids {
@@ -128,6 +128,13 @@ func (r *Repo) readSegments(ctx context.Context, d *lance.Dataset, ids []SeriesI
 			return nil
 		}
 		rows := rowRanges(hits)
+		n := 0
+		for _, h := range hits {
+			n += int(h.hi - h.lo)
+		}
+		if err := opts.reserve(n, decodedBytes); err != nil {
+			return err
+		}
 		cols := pointCols
 		if f.DeletionFile == "" {
 			// Every row of the ranges is live: the index says whose it is.
@@ -204,8 +211,12 @@ func (r *Repo) readSegments(ctx context.Context, d *lance.Dataset, ids []SeriesI
 	copyRows := func(rec arrow.RecordBatch) error {
 		step, ep := rec.Column(1).(*array.Int64), rec.Column(2).(*array.Int64)
 		ts, val := rec.Column(3).(*array.Timestamp), rec.Column(4).(*array.Float64)
+		var err error
 		forSeriesRuns(rec.Column(0).(*array.Uint64).Uint64Values(), func(id SeriesID, i, j int) {
-			if _, ok := out[id]; !ok {
+			if _, ok := out[id]; !ok || err != nil {
+				return
+			}
+			if err = opts.reserve(j-i, decodedBytes); err != nil {
 				return
 			}
 			s := pointSeg{step: slices.Clone(step.Int64Values()[i:j]), val: slices.Clone(val.Float64Values()[i:j]),
@@ -218,7 +229,7 @@ func (r *Repo) readSegments(ctx context.Context, d *lance.Dataset, ids []SeriesI
 			}
 			out[id] = append(out[id], s)
 		})
-		return nil
+		return err
 	}
 	var scan []uint64
 	for i, f := range holding {
@@ -317,7 +328,7 @@ func (r *Repo) readSampled(ctx context.Context, d *lance.Dataset, ids []SeriesID
 		if i == 0 {
 			lvl, err = r.fetchLevels(ctx, d, plan, opts)
 		} else if len(rest) > 0 {
-			segs, recs, err = r.readSegments(ctx, d, rest)
+			segs, recs, err = r.readSegments(ctx, d, rest, &opts)
 		}
 		return err
 	})
@@ -330,8 +341,14 @@ func (r *Repo) readSampled(ctx context.Context, d *lance.Dataset, ids []SeriesID
 	for i, id := range ids {
 		m, ok := lvl[id]
 		if !ok {
+			if err := reserveSample(segs[id], &opts); err != nil {
+				return nil, err
+			}
 			out[i] = sampleSeries(id, joinSegs(segs[id]), opts)
 			continue
+		}
+		if err := opts.reserve(m.Len(), resultBytes); err != nil {
+			return nil, err
 		}
 		if handed[id] { // asked for twice: each answer owns its slices
 			m = m.clone()
@@ -340,6 +357,28 @@ func (r *Repo) readSampled(ctx context.Context, d *lance.Dataset, ids []SeriesID
 		out[i] = m
 	}
 	return out, nil
+}
+
+// reserveSample tells opts.Reserve of what joinSegs and sampleSeries
+// hold for a series read as segs: the joined copy (unless it is the one
+// segment, in order) and the points kept.
+func reserveSample(segs []pointSeg, opts *ReadOptions) error {
+	if opts.Reserve == nil {
+		return nil
+	}
+	n := 0
+	for i := range segs {
+		n += segs[i].len()
+	}
+	if len(segs) > 1 || len(segs) == 1 && !segs[0].ordered() {
+		if err := opts.reserve(n, pointBytes); err != nil {
+			return err
+		}
+	}
+	if opts.Time != nil {
+		return opts.reserve(n, 8+resultBytes) // the points of the range, then those kept
+	}
+	return opts.reserve(min(n, opts.MaxPoints), resultBytes)
 }
 
 // sampleSeries applies the step and time ranges and the downsampling of

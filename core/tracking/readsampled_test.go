@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -206,6 +207,9 @@ func readSampledModel(t *testing.T, seed uint64, levels bool) {
 					t.Fatalf("%s: full read of %d (%+v): %d points, model %d", stage, id, opts, full[i].Len(), want.Len())
 				}
 			}
+			if it == 0 {
+				checkReserve(t, r, stage, ids, opts, full)
+			}
 			for _, mp := range []int{1, 2, 3, 4, 5 + rng.IntN(40), 100 + rng.IntN(2000), 1000, 1 << 20, levelPoints, levelPoints} {
 				opts.MaxPoints = mp
 				got, err := r.ReadMany(ctx, ids, opts)
@@ -223,6 +227,9 @@ func readSampledModel(t *testing.T, seed uint64, levels bool) {
 					if want := sampledRef(full[i], mp); !sameData(got[i], want) {
 						t.Fatalf("%s: read of %d with %+v:\n got %+v\nwant %+v", stage, ids[i], opts, got[i], want)
 					}
+				}
+				if it == 0 && (mp == 1000 || mp == levelPoints) {
+					checkReserve(t, r, stage, ids, opts, got)
 				}
 			}
 		}
@@ -266,6 +273,55 @@ func readSampledModel(t *testing.T, seed uint64, levels bool) {
 			}
 			check(fmt.Sprint("optimized ", round))
 		}
+	}
+}
+
+// errOverBudget is the refusal of checkReserve's budgets.
+var errOverBudget = errors.New("over budget")
+
+// checkReserve reads ids with opts again, telling a budget of the bytes
+// held (ReadOptions.Reserve): the answer is want's, the bytes told cover
+// at least the points returned, and a budget of one byte less than what
+// the read told of stops it with the budget's error.
+func checkReserve(t *testing.T, r *Repo, stage string, ids []SeriesID, opts ReadOptions, want []MetricData) {
+	t.Helper()
+	ctx := context.Background()
+	var told atomic.Int64
+	opts.Reserve = func(n int64) error {
+		if n <= 0 {
+			t.Errorf("Reserve(%d)", n)
+		}
+		told.Add(n)
+		return nil
+	}
+	got, err := r.ReadMany(ctx, ids, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var points int64
+	for i := range ids {
+		if !sameData(got[i], want[i]) {
+			t.Fatalf("%s: the read of %d with a budget (%+v) differs", stage, ids[i], opts)
+		}
+		points += int64(got[i].Len())
+	}
+	total := told.Load()
+	if total < points*pointBytes {
+		t.Fatalf("%s: the read of %d points (%+v) told of %d bytes", stage, points, opts, total)
+	}
+	if total == 0 {
+		return
+	}
+	var left atomic.Int64
+	left.Store(total - 1)
+	opts.Reserve = func(n int64) error {
+		if left.Add(-n) < 0 {
+			return errOverBudget
+		}
+		return nil
+	}
+	if _, err := r.ReadMany(ctx, ids, opts); !errors.Is(err, errOverBudget) {
+		t.Fatalf("%s: the read (%+v) with a budget of %d bytes of the %d it told of: %v", stage, opts, total-1, total, err)
 	}
 }
 

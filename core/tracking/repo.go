@@ -100,6 +100,11 @@ type Repo struct {
 	lastSeq  uint64
 	runs     map[string]*Run // handles of runs written through this Repo
 	deleted  map[string]bool // runs known to be tombstoned
+	// claims are the runs this handle holds (or held), by id (claim.go);
+	// holder is the id its claims name.
+	claims   map[string]*claimState
+	holder   string
+	walEpoch uint64 // counts WAL rotations, from 1 (claimState.walEpoch)
 	closed   bool
 	closing  bool       // Close has begun: writes fail with ErrClosed, its flush runs
 	full     *sync.Cond // signalled when a flush finishes
@@ -183,7 +188,7 @@ func OpenRepo(ctx context.Context, st store.Store, root string, opts RepoOptions
 		opts.WAL = nil
 	}
 	r := &Repo{st: st, root: root, opts: opts, buf: newBufferFrom(nil, min(opts.FlushRows, 1<<20)), runs: map[string]*Run{},
-		deleted: map[string]bool{}, ranges: map[string][]sidRange{}, levels: map[string]*levelIndex{}, seen: map[string]seenVersion{},
+		deleted: map[string]bool{}, claims: map[string]*claimState{}, holder: NewRunID(), walEpoch: 1, ranges: map[string][]sidRange{}, levels: map[string]*levelIndex{}, seen: map[string]seenVersion{},
 		files: lance.NewFileCache(repoFileCache)}
 	r.full = sync.NewCond(&r.mu)
 	r.tables.records = map[string]*lance.Dataset{}
@@ -364,9 +369,13 @@ func (r *Repo) latestWarm(ctx context.Context, table string, warm func(context.C
 	if err != nil {
 		return nil, err
 	}
-	if cur := r.seen[table]; cur.d == nil || cur.d.Version() < d.Version() || cur.d.Version() == d.Version() && cur.listed.Before(listed) {
+	switch cur := r.seen[table]; {
+	case cur.d == nil || cur.d.Version() < d.Version() || cur.d.Version() == d.Version() && cur.listed.Before(listed),
+		cur.d == prev.d && !d.SameVersion(prev.d):
+		// Newer, or what this read started from was replaced (a table
+		// deleted and written again may be at a lower version).
 		r.seen[table] = seenVersion{d: d, listed: listed, checked: checked}
-	} else if cur.d.Version() == d.Version() && cur.checked.Before(checked) {
+	case cur.d.Version() == d.Version() && cur.checked.Before(checked):
 		cur.checked = checked
 		r.seen[table] = cur
 	}

@@ -2,6 +2,7 @@ package tracking
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -163,6 +164,9 @@ type Run struct {
 	// active: the handle writes heartbeats for the run (from StartRun, or
 	// from the first write after ResumeRun, until it ends).
 	active bool
+	// claim is the generation under which the handle writes the run
+	// (claim.go); its lost error refuses further writes.
+	claim *claimState
 }
 
 type seriesState struct {
@@ -187,13 +191,30 @@ func (r *Repo) StartRun(ctx context.Context, spec RunSpec) (*Run, error) {
 		return nil, err
 	}
 	id := spec.ID
+	claim := &claimState{holder: r.holder}
 	if id == "" {
 		id = NewRunID()
 	} else if isMarkRun(id) {
 		return nil, fmt.Errorf("%w: run id %q uses the reserved prefix %s", ErrInvalid, id, walPrefix)
 	} else {
+		if err := r.checkWritableLocked(); err != nil {
+			return nil, err
+		}
 		if _, err := r.Run(ctx, id); err == nil {
 			return nil, fmt.Errorf("%w: run %q", ErrExists, id)
+		}
+		// A run is held at generation 0, which needs no object, unless
+		// claims of a deleted run with this id exist: then at the next.
+		c, found, err := r.newestClaim(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			claim.gen = c.Gen + 1
+			if err := r.putClaim(ctx, id, claim.gen, claimHold, r.holder,
+				fmt.Sprintf("another writer claimed it at the same time (claim %d)", claim.gen)); err != nil {
+				return nil, err
+			}
 		}
 	}
 	r.mu.Lock()
@@ -201,6 +222,7 @@ func (r *Repo) StartRun(ctx context.Context, spec RunSpec) (*Run, error) {
 	if err := r.checkWritable(); err != nil {
 		return nil, err
 	}
+	r.claims[id] = claim
 	now := r.opts.Now().UTC()
 	created := now
 	if !spec.CreatedAt.IsZero() {
@@ -221,18 +243,87 @@ func (r *Repo) StartRun(ctx context.Context, spec RunSpec) (*Run, error) {
 	}
 	delete(r.deleted, id)
 	run := newRun(r, id)
-	run.active = true
+	run.active, run.claim = true, claim
 	r.runs[id] = run
 	return run, nil
 }
 
 // ResumeRun returns a writing handle on an existing run, with the last step
 // of each of its series loaded so that default steps continue after them.
-// It fails with ErrNotFound for unknown or deleted runs.
-func (r *Repo) ResumeRun(ctx context.Context, id string) (*Run, error) {
-	if _, err := r.Run(ctx, id); err != nil {
+// Unless this handle holds the run already, it takes the run over: it
+// creates the run's next claim (see claim.go), which of several writers
+// resuming the run at once only one does (the others fail with ErrHeld),
+// and which the previous holder finds at its next flush (it then commits
+// nothing more of the run). With opts.OnlyAbandoned it first refuses a
+// run another writer may still be writing (ErrHeld). It fails with
+// ErrNotFound for unknown or deleted runs.
+func (r *Repo) ResumeRun(ctx context.Context, id string, opts ...ResumeOptions) (*Run, error) {
+	var o ResumeOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if err := r.checkWritableLocked(); err != nil {
 		return nil, err
 	}
+	r.mu.Lock()
+	var mine *claimState // the claim of a run this handle holds
+	if run := r.runs[id]; run != nil && !run.deleted && run.claim != nil && run.claim.lost == nil && !run.claim.free {
+		mine = run.claim
+	}
+	r.mu.Unlock()
+	if mine != nil {
+		// Still held unless another writer took it over since.
+		if err := r.checkClaim(ctx, id, mine); err != nil {
+			return nil, err
+		}
+		r.mu.Lock()
+		if mine.lost != nil {
+			mine = nil
+		}
+		r.mu.Unlock()
+	}
+	var claim *claimState
+	if mine != nil {
+		if _, err := r.Run(ctx, id); err != nil {
+			return nil, err
+		}
+	} else {
+		// The newest claim is read before the run: a claim made after
+		// this point makes ours fail, one made before is judged here.
+		c, found, err := r.newestClaim(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		in, err := r.Run(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if o.OnlyAbandoned {
+			if err := r.checkAbandoned(in, c, found, o); err != nil {
+				return nil, err
+			}
+		}
+		claim = &claimState{gen: 1, holder: r.holder}
+		if found {
+			claim.gen = c.Gen + 1
+		}
+		if err := r.putClaim(ctx, id, claim.gen, claimHold, r.holder,
+			fmt.Sprintf("another writer resumed it at the same time (claim %d)", claim.gen)); err != nil {
+			return nil, err
+		}
+	}
+	run, err := r.resumeClaimed(ctx, id, claim)
+	if err != nil && claim != nil {
+		// Let the claim go rather than leave the run held by nobody
+		// until its age frees it.
+		_ = r.putClaim(ctx, id, claim.gen+1, claimFree, claim.holder, "")
+	}
+	return run, err
+}
+
+// resumeClaimed is ResumeRun once the run is held: under claim, new, or
+// (nil) the handle's own.
+func (r *Repo) resumeClaimed(ctx context.Context, id string, claim *claimState) (*Run, error) {
 	series, err := r.AllSeries(ctx, id)
 	if err != nil {
 		return nil, err
@@ -254,6 +345,14 @@ func (r *Repo) ResumeRun(ctx context.Context, id string) (*Run, error) {
 	if run == nil || run.deleted {
 		run = newRun(r, id)
 		r.runs[id] = run
+	}
+	if claim != nil {
+		if run.claim != nil && run.claim.lost != nil {
+			// The handle lost the run before: start over from storage.
+			run.plain, run.series = map[string]*seriesState{}, map[string]*seriesState{}
+		}
+		run.claim = claim
+		r.claims[id] = claim
 	}
 	for _, s := range series {
 		k := ""
@@ -306,9 +405,9 @@ func (run *Run) Track(value float64, name string, opts ...TrackOptions) error {
 		r.mu.Unlock()
 		return err
 	}
-	if run.deleted {
+	if err := run.writable(); err != nil {
 		r.mu.Unlock()
-		return fmt.Errorf("%w: run %q was deleted", ErrNotFound, run.id)
+		return err
 	}
 	st := run.lookup(name, key)
 	if st == nil {
@@ -402,8 +501,8 @@ func (run *Run) TrackMany(name string, values []float64, steps []int64, opts Tra
 		if err := r.checkWritable(); err != nil {
 			return done, err
 		}
-		if run.deleted {
-			return done, fmt.Errorf("%w: run %q was deleted", ErrNotFound, run.id)
+		if err := run.writable(); err != nil {
+			return done, err
 		}
 		st := run.lookup(name, key)
 		if st == nil {
@@ -458,8 +557,8 @@ func (run *Run) SetParams(params map[string]any) error {
 	if err := r.checkWritable(); err != nil {
 		return err
 	}
-	if run.deleted {
-		return fmt.Errorf("%w: run %q was deleted", ErrNotFound, run.id)
+	if err := run.writable(); err != nil {
+		return err
 	}
 	now := r.opts.Now()
 	for _, k := range sortedKeys(vals) {
@@ -482,20 +581,96 @@ func (run *Run) Update(p RunPatch) error {
 	if err := r.checkWritable(); err != nil {
 		return err
 	}
-	if run.deleted {
-		return fmt.Errorf("%w: run %q was deleted", ErrNotFound, run.id)
+	if err := run.writable(); err != nil {
+		return err
 	}
 	now := r.opts.Now().UTC()
 	if err := r.addRunRow(p.row(run.id, r.nextSeq(now), now)); err != nil {
 		return err
 	}
-	// A run stays active (heartbeats continue) unless it ended.
+	// A run stays active (heartbeats continue) unless it ended; the flush
+	// that commits its end frees its claim first.
 	run.active = p.Status == nil || *p.Status == StatusRunning
+	if p.Status != nil {
+		if run.active {
+			delete(r.buf.ending, run.id)
+		} else {
+			r.buf.ending[run.id] = true
+		}
+	}
 	return nil
 }
 
+// writable returns why the handle may not write its run: ErrNotFound once
+// the run was deleted, the ErrHeld of its loss once another writer took it
+// over. Caller holds r.mu.
+func (run *Run) writable() error {
+	if run.deleted {
+		return fmt.Errorf("%w: run %q was deleted", ErrNotFound, run.id)
+	}
+	if run.claim != nil && run.claim.lost != nil {
+		return run.claim.lost
+	}
+	return nil
+}
+
+// Release gives the run up without ending it: it commits what the handle
+// buffered and frees the run's claim (see claim.go), so that another
+// writer may resume it at once. The handle keeps working (its later writes
+// count as writes to a run it does not hold). It fails with ErrHeld when
+// the run was taken over.
+func (run *Run) Release(ctx context.Context) error {
+	r := run.repo
+	r.mu.Lock()
+	if err := r.checkWritable(); err != nil {
+		r.mu.Unlock()
+		return err
+	}
+	if err := run.writable(); err != nil {
+		r.mu.Unlock()
+		return err
+	}
+	r.buf.ending[run.id] = true
+	run.active = false
+	r.mu.Unlock()
+	return run.flushOwn(ctx)
+}
+
+// flushOwn flushes the repository's buffer and returns the error that
+// concerns this run: the loss of the run, or a failure of the flush; the
+// loss of another run of the handle is left to that run's handle.
+func (run *Run) flushOwn(ctx context.Context) error {
+	err := run.repo.Flush(ctx)
+	run.repo.mu.Lock()
+	own := run.writable()
+	run.repo.mu.Unlock()
+	if own != nil {
+		return own
+	}
+	if err != nil && !onlyHeld(err) {
+		return err
+	}
+	return nil
+}
+
+// onlyHeld reports whether err is made only of HeldErrors.
+func onlyHeld(err error) bool {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if !onlyHeld(e) {
+				return false
+			}
+		}
+		return true
+	}
+	var he *HeldError
+	return errors.As(err, &he) && err == error(he)
+}
+
 // Finish sets the run's status (StatusFinished when empty) and end time to
-// now, then flushes the repository's buffer.
+// now and flushes the repository's buffer: first the run's writes, then
+// its status, whose flush frees the run's claim (see claim.go). It fails
+// with ErrHeld, changing nothing, when another writer took the run over.
 func (run *Run) Finish(ctx context.Context, status string) error {
 	return run.FinishAt(ctx, status, run.repo.opts.Now())
 }
@@ -508,10 +683,20 @@ func (run *Run) FinishAt(ctx context.Context, status string, end time.Time) erro
 	if status == StatusRunning {
 		return fmt.Errorf("%w: a run finishes as %s, %s or %s, not %s", ErrInvalid, StatusFinished, StatusFailed, StatusAborted, status)
 	}
-	if err := run.Update(RunPatch{Status: &status, EndedAt: &end}); err != nil {
-		return err
+	// The writes land before the claim is freed, so a writer that resumes
+	// the run at once sees them. When that flush fails for another reason
+	// the status is buffered anyway, for a later flush (or the WAL).
+	ferr := run.flushOwn(ctx)
+	if errors.Is(ferr, ErrHeld) {
+		return ferr
 	}
-	return run.repo.Flush(ctx)
+	if err := run.Update(RunPatch{Status: &status, EndedAt: &end}); err != nil {
+		return errors.Join(ferr, err)
+	}
+	if ferr != nil {
+		return ferr
+	}
+	return run.flushOwn(ctx)
 }
 
 // UpdateRun writes the fields set in p to the run id, which must exist
@@ -530,6 +715,9 @@ func (r *Repo) UpdateRun(ctx context.Context, id string, p RunPatch) error {
 	defer r.mu.Unlock()
 	if err := r.checkWritable(); err != nil {
 		return err
+	}
+	if c := r.claims[id]; c != nil && c.lost != nil {
+		return c.lost // its rows would be dropped
 	}
 	now := r.opts.Now().UTC()
 	return r.addRunRow(p.row(id, r.nextSeq(now), now))

@@ -225,7 +225,7 @@ func (r *Repo) SeriesStats(ctx context.Context, ids []SeriesID) (map[SeriesID]Se
 		}
 	}
 	if len(dirty) > 0 {
-		pts, err := r.readPoints(ctx, c.f.d, dirty)
+		pts, err := r.readPoints(ctx, c.f.d, dirty, &ReadOptions{})
 		if err != nil {
 			return nil, err
 		}

@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
+	"github.com/kv0/kv0/core/internal/par"
+	"github.com/kv0/kv0/core/kv"
 	"github.com/kv0/kv0/core/lance"
 )
 
@@ -25,12 +27,21 @@ import (
 //	                point = series u64 | step i64 | epoch i64 | flags u8 |
 //	                        timestamp i64 (µs) | value f64 | seq u64   (49 bytes)
 //	                flags: bit 0 epoch present, bit 1 dirty
+//	24 claim        kind | seq | JSON {"run", "gen", "holder"} (walClaimRec)
 //
 // Track logs its point as one record before it returns (in the WAL's
 // durability mode: handed to the OS, which survives the process, or
 // fsynced in SyncAlways mode), as the key-value layer logs each write.
 // Replay re-logs the points it takes over in records of up to walChunk
 // points.
+//
+// A claim record names the claim (claim.go) under which the writer holds a
+// run; it precedes the writer's first row of the run after each rotation
+// of the log, so every log holding rows of a run says which generation
+// wrote them. Replay drops the rows of a run whose claim was taken over
+// since (replayKeeps): the new holder resumed from what was committed.
+// Versions that predate claims skip the record when they replay (an
+// unknown kind).
 //
 // Each flush commit carries a mark row holding the writer id and the
 // highest sequence number of the flush: in runs and params a row whose
@@ -45,6 +56,8 @@ const (
 	walParam  byte = 21
 	walSeries byte = 22
 	walPoints byte = 23
+	// walClaimRec is the claim record (claim.go).
+	walClaimRec byte = 24
 
 	walChunk    = 4096
 	walPointLen = 49
@@ -229,9 +242,14 @@ func (r *Repo) replayWAL(ctx context.Context) error {
 	for _, s := range known {
 		runOf[s.ID] = s.RunID
 	}
+	drop, err := r.replayClaims(ctx, claimed)
+	if err != nil {
+		return err
+	}
 	r.mu.Lock()
-	for _, l := range claimed {
+	for i, l := range claimed {
 		w := l.WriterID
+		gone := drop[i]
 		for _, rec := range l.Records {
 			if len(rec) < 9 {
 				continue
@@ -240,7 +258,7 @@ func (r *Repo) replayWAL(ctx context.Context) error {
 			switch rec[0] {
 			case walRun:
 				var j walRunJSON
-				if json.Unmarshal(body, &j) != nil {
+				if json.Unmarshal(body, &j) != nil || gone[j.Info.ID] && j.Fields != FieldDeleted {
 					continue
 				}
 				if j.Seq > marks.runs[w] {
@@ -248,7 +266,7 @@ func (r *Repo) replayWAL(ctx context.Context) error {
 				}
 			case walParam:
 				var j walParamJSON
-				if json.Unmarshal(body, &j) != nil {
+				if json.Unmarshal(body, &j) != nil || gone[j.RunID] {
 					continue
 				}
 				if j.Seq > marks.params[w] {
@@ -260,13 +278,15 @@ func (r *Repo) replayWAL(ctx context.Context) error {
 					continue
 				}
 				runOf[j.ID] = j.RunID
-				if j.Seq > marks.series[w] {
+				if j.Seq > marks.series[w] && !gone[j.RunID] {
 					sr := seriesRow{id: j.ID, runID: j.RunID, name: j.Name, ctx: j.Context, created: j.Created}
 					r.buf.series = append(r.buf.series, sr)
-					err = r.walPendingSeries(sr, j.Seq)
+					if err = r.walClaimOf(j.RunID); err == nil {
+						err = r.walPendingSeries(sr, j.Seq)
+					}
 				}
 			case walPoints:
-				err = r.replayPoints(body, marks.metrics[w], runOf)
+				err = r.replayPoints(body, marks.metrics[w], runOf, gone)
 			}
 			if err != nil {
 				r.mu.Unlock()
@@ -290,7 +310,71 @@ func (r *Repo) replayWAL(ctx context.Context) error {
 	return r.flushLocked(ctx)
 }
 
-func (r *Repo) replayPoints(body []byte, mark uint64, runOf map[SeriesID]string) error {
+// replayClaims reads the claim records of the abandoned logs and returns,
+// per log, the runs whose rows it must not replay: runs another writer
+// took over since the log's writer claimed them. It registers the claims
+// of the runs it keeps, so that the replay's flush checks them as a
+// writer's flush does.
+func (r *Repo) replayClaims(ctx context.Context, claimed []kv.ClaimedLog) ([]map[string]bool, error) {
+	logs := make([]map[string]walClaimJSON, len(claimed))
+	var ids []string
+	seen := map[string]bool{}
+	for i, l := range claimed {
+		for _, rec := range l.Records {
+			if len(rec) < 9 || rec[0] != walClaimRec {
+				continue
+			}
+			var j walClaimJSON
+			if json.Unmarshal(rec[9:], &j) != nil || j.Run == "" {
+				continue
+			}
+			if logs[i] == nil {
+				logs[i] = map[string]walClaimJSON{}
+			}
+			logs[i][j.Run] = j // the log's last claim of the run counts
+			if !seen[j.Run] {
+				seen[j.Run] = true
+				ids = append(ids, j.Run)
+			}
+		}
+	}
+	newest := make([]claimBody, len(ids))
+	found := make([]bool, len(ids))
+	err := par.Do(ctx, len(ids), 8, func(ctx context.Context, i int) (err error) {
+		newest[i], found[i], err = r.newestClaim(ctx, ids[i])
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	at := map[string]int{}
+	for i, id := range ids {
+		at[id] = i
+	}
+	drop := make([]map[string]bool, len(claimed))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, m := range logs {
+		for id, j := range m {
+			n, ok := newest[at[id]], found[at[id]]
+			if !replayKeeps(j, n, ok) {
+				if drop[i] == nil {
+					drop[i] = map[string]bool{}
+				}
+				drop[i][id] = true
+				continue
+			}
+			c := &claimState{gen: j.Gen, holder: j.Holder}
+			if ok {
+				c.gen, c.free = n.Gen, n.Kind == claimFree
+			}
+			r.claims[id] = c
+		}
+	}
+	return drop, nil
+}
+
+func (r *Repo) replayPoints(body []byte, mark uint64, runOf map[SeriesID]string, gone map[string]bool) error {
 	if len(body) < 4 {
 		return nil
 	}
@@ -309,8 +393,11 @@ func (r *Repo) replayPoints(body []byte, mark uint64, runOf map[SeriesID]string)
 		}
 		sid := SeriesID(u(p, 0))
 		runID, ok := runOf[sid]
-		if !ok {
-			continue // its series is unknown: a deleted run's
+		if !ok || gone[runID] {
+			continue // its series is unknown (a deleted run's), or its run was taken over
+		}
+		if err := r.walClaimOf(runID); err != nil {
+			return err
 		}
 		step, epoch, flags := int64(u(p, 8)), int64(u(p, 16)), p[24]
 		ts, v := int64(u(p, 25)), math.Float64frombits(u(p, 33))

@@ -82,7 +82,9 @@ type Options struct {
 	// than the newest commit (they already carry max-age LatestMaxAge).
 	// 0 (the default, kv0 serve's) confirms the versions on every request;
 	// the edge worker sets it to LatestMaxAge, because each confirmation
-	// costs it a dozen requests across the JavaScript boundary.
+	// costs it a dozen requests across the JavaScript boundary. It also
+	// bounds how long an opened version found still stored is used without
+	// checking its manifest again (a purge may remove it).
 	VersionTTL time.Duration
 	// MaxOpenFiles bounds the opened data files kept across requests
 	// (their footers and column metadata; default 512).
@@ -90,11 +92,26 @@ type Options struct {
 	// MaxVersions bounds the opened dataset versions (manifests) kept
 	// across requests (default 128).
 	MaxVersions int
+	// RequestMemory bounds the memory one request's answer holds at once:
+	// the points it decodes and keeps, the answer it encodes (default
+	// DefaultRequestMemory; negative: no bound). A larger answer is
+	// streamed in parts that fit when its form allows (JSON points, the
+	// series lists of many runs), else refused with 413 TooLarge. See
+	// budget.go.
+	RequestMemory int64
+	// ServerMemory bounds what all the requests' answers hold at once
+	// (default DefaultServerMemory; negative: no bound): a request that
+	// finds no room waits a moment, then is refused with 503 Busy and
+	// Retry-After.
+	ServerMemory int64
 }
 
 // Handler is kv0's HTTP read API over one store root. It is safe for
 // concurrent use and keeps caches (opened data files, manifests, the
-// tracking repository's derived views) across requests.
+// tracking repository's derived views) across requests, each version
+// checked still stored, byte for byte, before a request answers from it: a
+// cleanup, a purge or a dataset written again is never answered from
+// memory.
 type Handler struct {
 	st   store.Store
 	root string
@@ -103,6 +120,7 @@ type Handler struct {
 	files    *lance.FileCache
 	datasets datasetCache
 	answers  *answerCache
+	mem      *memBudget
 
 	followMu sync.Mutex
 	follow   map[string]followed // dataset key -> newest version seen
@@ -140,7 +158,19 @@ func New(st store.Store, root string, opts Options) *Handler {
 	}
 	return &Handler{st: st, root: root, opts: opts, files: lance.NewFileCache(opts.MaxOpenFiles),
 		datasets: newDatasetCache(opts.MaxVersions), answers: newAnswerCache(max(opts.AnswerCache, 0)),
+		mem:    newMemBudget(memOption(opts.ServerMemory, DefaultServerMemory), memOption(opts.RequestMemory, DefaultRequestMemory)),
 		follow: map[string]followed{}}
+}
+
+// memOption is a memory bound of Options: def for 0, none for a negative.
+func memOption(v, def int64) int64 {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 1 << 62
+	}
+	return v
 }
 
 // Close releases the tracking repository handle, if one was opened.
@@ -200,7 +230,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(rw, &apiError{status: http.StatusUnauthorized, code: CodeUnauthorized, msg: "missing or wrong bearer token (Authorization: Bearer <token>)"})
 		return
 	}
-	if err := h.route(rw, r, raw); err != nil {
+	var err error
+	if strings.HasPrefix(raw, "/api/") {
+		err = h.routeAgain(rw, r, raw) // answered again when a version is removed under the read (retry.go)
+	} else {
+		err = h.route(rw, r, raw)
+	}
+	if err != nil {
 		writeError(rw, err)
 	}
 }
@@ -239,7 +275,7 @@ func (h *Handler) cors(hd http.Header) {
 	if h.opts.AllowOrigin != "*" {
 		hd.Add("Vary", "Origin")
 	}
-	hd.Set("Access-Control-Expose-Headers", "ETag, Content-Range, Content-Length, Accept-Ranges")
+	hd.Set("Access-Control-Expose-Headers", "ETag, Content-Range, Content-Length, Accept-Ranges, Retry-After")
 }
 
 func (h *Handler) authorized(r *http.Request) bool {
@@ -313,9 +349,9 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request, raw string) erro
 		}
 		return h.getFile(w, r, key)
 	case strings.HasPrefix(raw, "/wasm/") || raw == "/wasm":
-		return serveStatic(w, r, h.opts.Wasm, strings.TrimPrefix(strings.TrimPrefix(raw, "/wasm"), "/"), "the WebAssembly module (/wasm/)")
+		return serveStatic(w, r, h.opts.Wasm, strings.TrimPrefix(strings.TrimPrefix(raw, "/wasm"), "/"), "WebAssembly module at /wasm/: build it (make wasm) or give kv0 serve --wasm DIR")
 	default:
-		return serveStatic(w, r, h.opts.Web, strings.TrimPrefix(raw, "/"), "the dashboard (/)")
+		return serveStatic(w, r, h.opts.Web, strings.TrimPrefix(raw, "/"), "dashboard at /: build it (make web) or give kv0 serve --web DIR")
 	}
 	return notFound("no such route %s", raw)
 }

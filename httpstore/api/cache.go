@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -47,30 +48,30 @@ func ifNoneMatch(r *http.Request, tag string) bool {
 	return false
 }
 
-// validator is how an answer may be cached: immutable (a dataset read at
-// an explicit version or tag) or about the latest versions, with its ETag.
+// validator is how an answer may be cached: by its ETag, for
+// Options.LatestMaxAge. No answer is immutable: whatever a request names (a
+// version, a tag, an object of /files/), a cleanup or purge may remove it
+// and a dataset deleted and written again may give it other contents, and
+// an immutable answer would outlive that in every cache on the way for a
+// year (the edge worker's Cache API among them). Answers about datasets
+// carry the manifest's identity in their ETag (lance.Dataset.ManifestID), so
+// a client revalidating gets a 304 only for the same contents.
 type validator struct {
-	etag      string
-	immutable bool
+	etag string
 }
 
-// immutableCache is the Cache-Control of answers that never change.
-const immutableCache = "public, max-age=31536000, immutable"
+// maxAge is the Cache-Control of every answer that may be cached: a short
+// max-age (Options.LatestMaxAge), public unless a token guards the API.
+func (h *Handler) maxAge() string {
+	return fmt.Sprintf("%s, max-age=%d", h.scope(), int(h.opts.LatestMaxAge/time.Second))
+}
 
 // setCaching writes the caching headers and reports whether the request is
 // answered by a 304 (it then is).
 func (h *Handler) setCaching(w http.ResponseWriter, r *http.Request, v validator) bool {
 	hd := w.Header()
 	hd.Set("ETag", v.etag)
-	scope := "public"
-	if h.opts.Token != "" {
-		scope = "private" // shared caches must not hand a token's answers to others
-	}
-	if v.immutable {
-		hd.Set("Cache-Control", strings.Replace(immutableCache, "public", scope, 1))
-	} else {
-		hd.Set("Cache-Control", fmt.Sprintf("%s, max-age=%d", scope, int(h.opts.LatestMaxAge/time.Second)))
-	}
+	hd.Set("Cache-Control", h.maxAge())
 	if h.opts.Token != "" {
 		hd.Add("Vary", "Authorization")
 	}
@@ -130,8 +131,13 @@ func writeJSONValue(w http.ResponseWriter, r *http.Request, status int, v any, i
 	writeJSONBytes(w, r, status, b)
 }
 
-// datasetCache keeps opened versions of datasets (manifests never change
-// once written) by key and version, least recently used out first.
+// datasetCache keeps opened versions of datasets by key and version, least
+// recently used out first. A version's number does not name its contents
+// for ever (a cleanup or purge removes it, a dataset deleted and written
+// again has a version of that number of its own), so an entry is used only
+// after its manifest was found still stored, byte for byte
+// (lance.Dataset.Stored), by the request that uses it, or less than
+// Options.VersionTTL ago (checked).
 type datasetCache struct {
 	mu    sync.Mutex
 	max   int
@@ -140,32 +146,43 @@ type datasetCache struct {
 }
 
 type dsEntry struct {
-	key string
-	d   *lance.Dataset
+	key     string
+	d       *lance.Dataset
+	checked time.Time // when d was last found still stored
 }
 
 func newDatasetCache(n int) datasetCache {
 	return datasetCache{max: n, items: map[string]*list.Element{}}
 }
 
-func (c *datasetCache) get(key string) *lance.Dataset {
+// get returns the entry of key and when it was last checked.
+func (c *datasetCache) get(key string) (*lance.Dataset, time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.items[key]; ok {
 		c.lru.MoveToFront(el)
-		return el.Value.(*dsEntry).d
+		e := el.Value.(*dsEntry)
+		return e.d, e.checked
 	}
-	return nil
+	return nil, time.Time{}
 }
 
-func (c *datasetCache) put(key string, d *lance.Dataset) {
+// put keeps d under key, checked at the time at, replacing any other
+// version kept there (one found replaced).
+func (c *datasetCache) put(key string, d *lance.Dataset, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.items[key]; ok {
 		c.lru.MoveToFront(el)
+		e := el.Value.(*dsEntry)
+		if e.d != d {
+			e.d, e.checked = d, at
+		} else if e.checked.Before(at) {
+			e.checked = at
+		}
 		return
 	}
-	c.items[key] = c.lru.PushFront(&dsEntry{key: key, d: d})
+	c.items[key] = c.lru.PushFront(&dsEntry{key: key, d: d, checked: at})
 	for c.lru.Len() > c.max {
 		el := c.lru.Back()
 		c.lru.Remove(el)
@@ -173,25 +190,91 @@ func (c *datasetCache) put(key string, d *lance.Dataset) {
 	}
 }
 
-// openVersion opens one version of the dataset at key, from the cache
-// when it was opened before.
-func (h *Handler) openVersion(ctx context.Context, key string, version uint64) (*lance.Dataset, error) {
-	ck := key + "\x00" + strconv.FormatUint(version, 10)
-	if d := h.datasets.get(ck); d != nil {
-		return d, nil
+// touch records that the entry of key, when it still holds d, was found
+// stored at the time at.
+func (c *datasetCache) touch(key string, d *lance.Dataset, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[key]; ok {
+		if e := el.Value.(*dsEntry); e.d == d && e.checked.Before(at) {
+			e.checked = at
+		}
 	}
+}
+
+// drop removes the entry of key when it holds d.
+func (c *datasetCache) drop(key string, d *lance.Dataset) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.items[key]; ok && el.Value.(*dsEntry).d == d {
+		c.lru.Remove(el)
+		delete(c.items, key)
+	}
+}
+
+// versionKey is the datasetCache key of a version of the dataset at key.
+func versionKey(key string, version uint64) string {
+	return key + "\x00" + strconv.FormatUint(version, 10)
+}
+
+// trusted reports whether a version confirmed at the time checked may be
+// used without asking the store again (Options.VersionTTL).
+func (h *Handler) trusted(checked time.Time) bool {
+	return h.opts.VersionTTL > 0 && h.clock().Sub(checked) < h.opts.VersionTTL
+}
+
+// openVersion opens one version of the dataset at key: the one opened
+// before when its manifest is still the one stored (one ranged read of it,
+// no listing), else the stored one (ErrNotFound, from lance, when the
+// version was removed).
+func (h *Handler) openVersion(ctx context.Context, key string, version uint64) (*lance.Dataset, error) {
+	ck := versionKey(key, version)
+	if d, checked := h.datasets.get(ck); d != nil {
+		if h.trusted(checked) {
+			noteRead(ctx, d)
+			return d, nil
+		}
+		now := h.clock()
+		ok, err := d.Stored(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			h.datasets.touch(ck, d, now)
+			noteRead(ctx, d)
+			return d, nil
+		}
+		h.forget(d)
+	}
+	now := h.clock()
 	d, err := lance.Open(ctx, h.st, key, lance.OpenOptions{Version: version, Files: h.files})
 	if err != nil {
 		return nil, err
 	}
-	h.datasets.put(ck, d)
+	h.datasets.put(ck, d, now)
+	noteRead(ctx, d)
 	return d, nil
+}
+
+// forget drops a version found removed or replaced from the handler's
+// caches: the opened version, the followed latest version when it is d,
+// and its data files (no version it names is stored any more).
+func (h *Handler) forget(d *lance.Dataset) {
+	key := d.Root()
+	h.datasets.drop(versionKey(key, d.Version()), d)
+	h.followMu.Lock()
+	if cur, ok := h.follow[key]; ok && cur.d == d {
+		delete(h.follow, key)
+	}
+	h.followMu.Unlock()
+	h.files.Forget(d, nil)
 }
 
 // listEvery is how long after a listing the latest version of a table is
 // confirmed by lance's cheap probes (Dataset.IsLatest: the next version's
-// manifest, the hint) instead of another listing, whose cost grows with
-// the versions kept. The tracking layer follows its tables the same way.
+// manifest, the hint, and that the version's own manifest is still the one
+// stored) instead of another listing, whose cost grows with the versions
+// kept. The tracking layer follows its tables the same way.
 const listEvery = time.Second
 
 // followed is the newest version of a dataset the handler has seen.
@@ -201,9 +284,22 @@ type followed struct {
 	checked time.Time // when d was last confirmed the latest version
 }
 
-// latest returns the newest version of the dataset at key (ErrNotFound,
-// from lance, when there is none).
+// latest returns the number of the newest version of the dataset at key
+// (ErrNotFound, from lance, when there is none).
 func (h *Handler) latest(ctx context.Context, key string) (uint64, error) {
+	d, err := h.latestDataset(ctx, key)
+	if err != nil {
+		return 0, err
+	}
+	return d.Version(), nil
+}
+
+// latestDataset returns the newest version of the dataset at key
+// (ErrNotFound, from lance, when there is none), confirmed by this request
+// (or less than Options.VersionTTL ago): its number is the newest, and its
+// manifest is the one stored under that number, so a dataset deleted and
+// written again is never answered from the old one's version.
+func (h *Handler) latestDataset(ctx context.Context, key string) (*lance.Dataset, error) {
 	h.followMu.Lock()
 	prev := h.follow[key]
 	h.followMu.Unlock()
@@ -212,12 +308,13 @@ func (h *Handler) latest(ctx context.Context, key string) (uint64, error) {
 		// Confirmed moments ago (Options.VersionTTL): the request's other
 		// reads take the same version (lance's scope of the request).
 		lance.NoteLatest(ctx, prev.d)
-		return prev.d.Version(), nil
+		noteRead(ctx, prev.d)
+		return prev.d, nil
 	}
 	if prev.d != nil && now.Sub(prev.listed) < listEvery {
 		same, err := prev.d.IsLatest(ctx)
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		if same && !lance.Speculative(ctx) { // else confirmed with the request (Handler.confirmFollowed)
 			h.followMu.Lock()
@@ -226,7 +323,10 @@ func (h *Handler) latest(ctx context.Context, key string) (uint64, error) {
 				h.follow[key] = cur
 			}
 			h.followMu.Unlock()
-			return prev.d.Version(), nil
+		}
+		if same {
+			noteRead(ctx, prev.d)
+			return prev.d, nil
 		}
 	}
 	listed := now
@@ -235,12 +335,13 @@ func (h *Handler) latest(ctx context.Context, key string) (uint64, error) {
 		h.followMu.Lock()
 		delete(h.follow, key)
 		h.followMu.Unlock()
-		return 0, err
+		return nil, err
 	}
-	v := d.Version()
 	lance.NoteLatest(ctx, d)
 	h.followMu.Lock()
-	if cur := h.follow[key]; cur.d == nil || cur.d.Version() <= v {
+	// Newer than the version followed, or what this request started from
+	// was replaced (a dataset written again may be at a lower version).
+	if cur := h.follow[key]; cur.d == nil || cur.d.Version() <= d.Version() || cur.d == prev.d {
 		if len(h.follow) >= 1024 {
 			clear(h.follow) // bounded: followers are cheap to rebuild
 		}
@@ -251,12 +352,14 @@ func (h *Handler) latest(ctx context.Context, key string) (uint64, error) {
 		h.follow[key] = f
 	}
 	h.followMu.Unlock()
-	return v, nil
+	noteRead(ctx, d)
+	return d, nil
 }
 
 // confirmFollowed marks the tables' followed versions that are v's (the
-// tables v names: a version 0 was not read) as confirmed at the time at (Options.VersionTTL counts from it), once the
-// request's speculative scope confirmed them.
+// tables v names: a version 0 was not read) as confirmed at the time at
+// (Options.VersionTTL counts from it), once the request's speculative
+// scope confirmed them.
 func (h *Handler) confirmFollowed(v Versions, at time.Time) {
 	h.followMu.Lock()
 	defer h.followMu.Unlock()
@@ -273,28 +376,37 @@ func (h *Handler) confirmFollowed(v Versions, at time.Time) {
 // time (prev nil) it opens it with the manifest read that finds it (on a
 // store that cannot list, the hint and probes read the manifest anyway);
 // later it finds the number (one listing) and opens that version from the
-// cache of opened versions when it is there.
+// cache of opened versions when it is still stored there. A version a
+// cleanup removes between the listing and the read makes it list again.
 func (h *Handler) findLatest(ctx context.Context, key string, prev *lance.Dataset) (*lance.Dataset, error) {
 	if prev == nil {
+		now := h.clock()
 		d, err := lance.Open(ctx, h.st, key, lance.OpenOptions{Files: h.files})
 		if err != nil {
 			return nil, err
 		}
-		ck := key + "\x00" + strconv.FormatUint(d.Version(), 10)
-		if c := h.datasets.get(ck); c != nil {
+		ck := versionKey(key, d.Version())
+		if c, _ := h.datasets.get(ck); c != nil && c.SameVersion(d) {
+			h.datasets.touch(ck, c, now)
 			return c, nil // the one already opened, with its files
 		}
-		h.datasets.put(ck, d)
+		h.datasets.put(ck, d, now)
 		return d, nil
 	}
-	v, err := lance.LatestVersion(ctx, h.st, key)
-	if err != nil {
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		v, err := lance.LatestVersion(ctx, h.st, key)
+		if err != nil {
+			return nil, err
+		}
+		if v == 0 {
+			return nil, lance.ErrNotFound
+		}
+		d, err := h.openVersion(ctx, key, v)
+		if errors.Is(err, lance.ErrNotFound) && attempt < 2 {
+			continue // removed since the listing: a newer version exists
+		}
+		return d, err
 	}
-	if v == 0 {
-		return nil, lance.ErrNotFound
-	}
-	return h.openVersion(ctx, key, v)
 }
 
 // DefaultAnswerCache is the default of Options.AnswerCache: 16 MiB, some

@@ -15,47 +15,48 @@ import (
 	"github.com/kv0/kv0/core/store"
 )
 
-// dataset opens the version of the dataset at path that o names and sets
-// the answer's caching headers: immutable for an explicit version or tag
-// (the ETag is then known before the store is touched), a short max-age
-// and an ETag of the latest version otherwise. It reports true when the
-// request was answered with 304.
+// dataset opens the version of the dataset at path that o names (an
+// explicit version, a tag, or the latest) and sets the answer's caching
+// headers: an ETag of the route, the path, the version's number and
+// manifest (lance.Dataset.ManifestID) and canon, max-age LatestMaxAge, never
+// immutable (see validator). Every version it answers from was confirmed
+// still stored by this request. It reports true when the request was
+// answered with 304.
 func (h *Handler) dataset(w http.ResponseWriter, r *http.Request, route, path string, o lance.OpenOptions, canon string) (*lance.Dataset, bool, error) {
 	ctx := r.Context()
 	key := h.key(path)
+	var (
+		d   *lance.Dataset
+		err error
+	)
 	switch {
 	case o.Version != 0:
-		if h.setCaching(w, r, validator{etag: makeETag(route, path, "version", strconv.FormatUint(o.Version, 10), canon), immutable: true}) {
-			return nil, true, nil
-		}
-		d, err := h.openVersion(ctx, key, o.Version)
-		return d, false, err
+		d, err = h.openVersion(ctx, key, o.Version)
 	case o.Tag != "":
-		if h.setCaching(w, r, validator{etag: makeETag(route, path, "tag", o.Tag, canon), immutable: true}) {
-			return nil, true, nil
+		// Tags move and are deleted: read every time, never kept.
+		if d, err = lance.Open(ctx, h.st, key, lance.OpenOptions{Tag: o.Tag, Files: h.files}); err == nil {
+			noteRead(ctx, d)
 		}
-		d, err := lance.Open(ctx, h.st, key, lance.OpenOptions{Tag: o.Tag, Files: h.files})
-		return d, false, err
+	default:
+		d, err = h.latestOf(ctx, path)
 	}
-	v, err := h.latestVersion(ctx, path)
 	if err != nil {
 		return nil, false, err
 	}
-	if h.setCaching(w, r, validator{etag: makeETag(route, path, "latest", strconv.FormatUint(v, 10), canon)}) {
+	if h.setCaching(w, r, validator{etag: makeETag(route, path, strconv.FormatUint(d.Version(), 10), d.ManifestID(), canon)}) {
 		return nil, true, nil
 	}
-	d, err := h.openVersion(ctx, key, v)
-	return d, false, err
+	return d, false, nil
 }
 
-// latestVersion is the newest version of the dataset at key; a key
-// holding no dataset is ErrNotFound.
-func (h *Handler) latestVersion(ctx context.Context, path string) (uint64, error) {
-	v, err := h.latest(ctx, h.key(path))
+// latestOf is the newest version of the dataset at path; a path holding
+// no dataset is a NotFound answer.
+func (h *Handler) latestOf(ctx context.Context, path string) (*lance.Dataset, error) {
+	d, err := h.latestDataset(ctx, h.key(path))
 	if errors.Is(err, lance.ErrNotFound) || errors.Is(err, store.ErrNotFound) {
-		return 0, notFound("no dataset at %q", path)
+		return nil, notFound("no dataset at %q", path)
 	}
-	return v, err
+	return d, err
 }
 
 func (h *Handler) getInfo(w http.ResponseWriter, r *http.Request, path string) error {
@@ -85,16 +86,26 @@ func (h *Handler) getLog(w http.ResponseWriter, r *http.Request, path string) er
 	}
 	ctx := r.Context()
 	key := h.key(path)
-	v, err := h.latestVersion(ctx, path)
+	d, err := h.latestOf(ctx, path)
 	if err != nil {
 		return err
 	}
-	// Tags change without a new version: the tag files' listing is part
-	// of the ETag when the store lists.
-	parts := []string{"log", path, strconv.FormatUint(v, 10)}
-	if tags, err := h.st.List(ctx, store.ListOptions{Prefix: store.Join(key, "_refs/tags") + "/"}); err == nil {
+	// The log changes without a new version: a cleanup removes versions,
+	// tags move. The versions listed and the tags (read: a tag moved to a
+	// version of as many digits keeps its size) are part of the ETag when
+	// the store lists, and the newest manifest's identity always is (a
+	// dataset written again may have as many versions as before).
+	parts := []string{"log", path, strconv.FormatUint(d.Version(), 10), d.ManifestID()}
+	if objs, err := h.st.List(ctx, store.ListOptions{Prefix: store.Join(key, "_versions") + "/"}); err == nil {
+		for _, o := range objs {
+			parts = append(parts, o.Key, strconv.FormatInt(o.Size, 10))
+		}
+		tags, err := lance.ListTags(ctx, h.st, key)
+		if err != nil {
+			return err
+		}
 		for _, t := range tags {
-			parts = append(parts, t.Key, strconv.FormatInt(t.Size, 10))
+			parts = append(parts, "tag", t.Name, strconv.FormatUint(t.Version, 10))
 		}
 	} else if !errors.Is(err, store.ErrNotSupported) {
 		return err

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/kv0/kv0/core/inspect"
 	"github.com/kv0/kv0/core/jsonl"
@@ -24,11 +25,14 @@ const (
 	CodeForbidden           = "Forbidden"           // 403: the store refused access
 	CodeNotFound            = "NotFound"            // 404: no such dataset, version, tag, run, series or route
 	CodeMethodNotAllowed    = "MethodNotAllowed"    // 405: not GET, HEAD or OPTIONS
+	CodeTooLarge            = "TooLarge"            // 413: the answer needs more memory than one request may hold
 	CodeRangeNotSatisfiable = "RangeNotSatisfiable" // 416: a Range past the object's end
 	CodeCorrupt             = "Corrupt"             // 422: corrupt data, naming the file
 	CodeInternal            = "Internal"            // 500: a bug (a recovered panic)
 	CodeUnsupported         = "Unsupported"         // 501: a format, encoding or type kv0 does not read
 	CodeStoreFailed         = "StoreFailed"         // 502: the store failed to answer
+	CodeUnavailable         = "Unavailable"         // 503: the data was rewritten under the read twice; retry (Retry-After)
+	CodeBusy                = "Busy"                // 503: the server's memory is taken by other answers (Retry-After)
 )
 
 // ErrorBody is the JSON of every error answer.
@@ -41,19 +45,41 @@ type ErrorBody struct {
 
 // apiError is an error with its status and code decided.
 type apiError struct {
-	status int
-	code   string
-	msg    string
+	status     int
+	code       string
+	msg        string
+	retryAfter int // seconds, for Retry-After (0: none)
 }
 
 func (e *apiError) Error() string { return e.msg }
 
 func argErr(arg, format string, args ...any) error {
-	return &apiError{status: http.StatusBadRequest, code: CodeInvalid, msg: arg + ": " + fmt.Sprintf(format, args...)}
+	return &apiError{status: http.StatusBadRequest, code: CodeInvalid, msg: arg + ": " + fmt.Sprintf(format, clipped(args)...)}
 }
 
 func notFound(format string, args ...any) error {
-	return &apiError{status: http.StatusNotFound, code: CodeNotFound, msg: fmt.Sprintf(format, args...)}
+	return &apiError{status: http.StatusNotFound, code: CodeNotFound, msg: fmt.Sprintf(format, clipped(args)...)}
+}
+
+// maxEcho is how many bytes of a string from the request (a path, a
+// value) an error message repeats.
+const maxEcho = 200
+
+// clipped cuts each string of args longer than maxEcho there (at a rune
+// boundary) and marks it with its full length, so a long URL is not echoed
+// whole in its error. It changes args in place (the variadic arguments of
+// argErr and notFound).
+func clipped(args []any) []any {
+	for i, a := range args {
+		if s, ok := a.(string); ok && len(s) > maxEcho {
+			cut := maxEcho
+			for cut > 0 && !utf8.RuneStart(s[cut]) {
+				cut--
+			}
+			args[i] = fmt.Sprintf("%s… (%d bytes)", s[:cut], len(s))
+		}
+	}
+	return args
 }
 
 // classify decides the status and code of an error.
@@ -111,6 +137,9 @@ func writeError(w http.ResponseWriter, err error) {
 	h.Set("Content-Length", strconv.Itoa(len(b)))
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
+	if e.retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(e.retryAfter))
+	}
 	w.WriteHeader(e.status)
 	_, _ = w.Write(b)
 }

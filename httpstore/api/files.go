@@ -16,7 +16,9 @@ import (
 // Objects of a Lance dataset that never change once written: data files,
 // deletion files, transactions and manifests (created with PutIfAbsent,
 // under names never reused). Everything else (the latest-version hint,
-// tags) may be overwritten in place.
+// tags) may be overwritten in place. A cleanup or purge may still remove
+// them, so they are not immutable either: an ETag of key and size, and
+// max-age LatestMaxAge (Handler.maxAge).
 func immutableObject(key string) bool {
 	for _, dir := range []string{"data/", "_deletions/", "_transactions/"} {
 		if strings.HasPrefix(key, dir) || strings.Contains(key, "/"+dir) {
@@ -49,12 +51,20 @@ func (h *Handler) getFile(w http.ResponseWriter, r *http.Request, key string) er
 		return err
 	}
 	size := info.Size
+	// The buffer the object is read through (or its whole content)
+	// comes from the memory budget, so that many readers at once are
+	// bounded too.
+	mem := h.mem.reserve(ctx)
+	defer mem.release()
+	if err := mem.grow(min(size, fileChunk)); err != nil {
+		return err
+	}
 	hd := w.Header()
 	var whole []byte // the content, when it was read for the ETag
 	var etag string
 	if immutableObject(key) {
 		etag = makeETag("file", key, strconv.FormatInt(size, 10))
-		hd.Set("Cache-Control", strings.Replace(immutableCache, "public", h.scope(), 1))
+		hd.Set("Cache-Control", h.maxAge())
 	} else {
 		if size <= smallObject {
 			whole = make([]byte, size)
@@ -184,7 +194,7 @@ func parseRange(v string, size int64) (start, end int64, ok, satisfiable bool) {
 // sibling when the client accepts it, no listing.
 func serveStatic(w http.ResponseWriter, r *http.Request, fsys fs.FS, raw, what string) error {
 	if fsys == nil {
-		return notFound("this server has no %s: build it first (see docs/http-api.md)", what)
+		return notFound("this server serves no %s", what)
 	}
 	name := "index.html"
 	if raw != "" && !strings.HasSuffix(raw, "/") {
@@ -210,7 +220,7 @@ func serveStatic(w http.ResponseWriter, r *http.Request, fsys fs.FS, raw, what s
 		if !strings.Contains(accept, enc.name) {
 			continue
 		}
-		if st, err := fs.Stat(fsys, name+enc.suffix); err == nil && !st.IsDir() {
+		if st, err := fs.Stat(fsys, name+enc.suffix); err == nil && st.Mode().IsRegular() {
 			hd.Set("Content-Encoding", enc.name)
 			hd.Add("Vary", "Accept-Encoding")
 			name += enc.suffix
@@ -227,7 +237,9 @@ func serveStatic(w http.ResponseWriter, r *http.Request, fsys fs.FS, raw, what s
 	}
 	defer f.Close()
 	st, err := f.Stat()
-	if err != nil || st.IsDir() {
+	if err != nil || !st.Mode().IsRegular() {
+		// A folder, or a FIFO, socket or device, which a host's fs.FS
+		// should refuse to open (kv0 serve's does: fsstore.Store.FS).
 		hd.Del("Content-Encoding")
 		return notFound("no file %q in %s", raw, what)
 	}

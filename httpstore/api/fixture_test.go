@@ -168,12 +168,12 @@ func buildFixture() (*fixture, error) {
 type countingStore struct {
 	store.Store
 	calls atomic.Int64
-	reads atomic.Int64 // ReadAt calls of anything but a latest-version hint
+	reads atomic.Int64 // ReadAt calls of anything but the version probes (a latest-version hint, a manifest, a tag)
 }
 
 func (c *countingStore) ReadAt(ctx context.Context, key string, p []byte, off int64) error {
 	c.calls.Add(1)
-	if !strings.HasSuffix(key, "latest_version_hint.json") {
+	if !strings.HasSuffix(key, "latest_version_hint.json") && !strings.HasSuffix(key, ".manifest") && !strings.Contains(key, "_refs/tags/") {
 		c.reads.Add(1)
 	}
 	return c.Store.ReadAt(ctx, key, p, off)

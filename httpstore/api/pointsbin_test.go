@@ -177,7 +177,7 @@ func FuzzPointsF64(f *testing.F) {
 	f.Fuzz(func(t *testing.T, n uint16, id uint64, bands bool, seed []byte) {
 		n %= 300
 		p := pointsOf(id, int(n), bands, seed)
-		b, err := appendPointsF64(nil, p, nil)
+		b, err := appendPointsF64(nil, p, pointsF64Heads(p, nil))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -85,20 +85,21 @@ func (h *Handler) getRecords(w http.ResponseWriter, r *http.Request, table strin
 	if err != nil {
 		return err
 	}
-	tv, err := h.latest(ctx, h.key(tracking.RecordsDir+"/"+table+".lance"))
+	td, err := h.latestDataset(ctx, h.key(tracking.RecordsDir+"/"+table+".lance"))
 	if err != nil {
 		if isNotFound(err) {
 			return notFound("no records table %q", table)
 		}
 		return err
 	}
-	rv, err := h.latest(ctx, h.key(tracking.RunsTable))
+	rd, err := h.latestDataset(ctx, h.key(tracking.RunsTable))
 	if err != nil {
 		return err
 	}
 	// Weak, as the other tracking answers: the versions are read before
 	// the records, so the answer may be newer than its ETag says.
-	etag := "W/" + makeETag("records", table, q.v.Encode(), strconv.FormatUint(tv, 10), strconv.FormatUint(rv, 10))
+	etag := "W/" + makeETag("records", table, q.v.Encode(), strconv.FormatUint(td.Version(), 10), td.ManifestID(),
+		strconv.FormatUint(rd.Version(), 10), rd.ManifestID())
 	if h.setCaching(w, r, validator{etag: etag}) {
 		return nil
 	}

@@ -49,21 +49,26 @@ func (rh *repoHandle) recordHeartbeat(at time.Time) {
 }
 
 // lockRun takes the run lock of id (nothing on a read-only or memory
-// handle) and returns the heartbeat an earlier holder of this host
-// recorded; already is true when this handle held it before.
-func (rh *repoHandle) lockRun(id string) (prev time.Time, already bool, err error) {
+// handle), records the handle's holder id in it, and returns what an
+// earlier holder of this host recorded; already is true when this handle
+// held it before.
+func (rh *repoHandle) lockRun(id string) (prev runlock.Previous, already bool, err error) {
 	if rh.key == "" {
-		return time.Time{}, true, nil
+		return prev, true, nil
 	}
 	rh.lockMu.Lock()
 	_, held := rh.locks[id]
 	rh.lockMu.Unlock()
 	if held {
-		return time.Time{}, true, nil
+		return prev, true, nil
 	}
 	lk, prev, err := runlock.Acquire(rh.key, id, rh.walDir)
 	if err != nil {
-		return time.Time{}, false, err
+		return prev, false, err
+	}
+	if err := lk.RecordHolder(rh.repo.HolderID()); err != nil {
+		lk.Release(false)
+		return prev, false, err
 	}
 	rh.lockMu.Lock()
 	rh.locks[id] = lk
@@ -306,17 +311,10 @@ func (rh *repoHandle) call(m string, a *repoCall) (any, int64, error) {
 		if err != nil {
 			return nil, 0, err
 		}
-		// Read the run once its lock is held: a writer of this host that
-		// held it until now may have committed a newer heartbeat.
-		in, err := r.Run(ctx, a.RunID)
-		if err == nil && !already && runlock.HeldElsewhere(in.Status, in.HeartbeatAt, prev) {
-			err = runlock.Heldf("run %s is held by a live writer on another host (last heartbeat %s ago)",
-				in.ID, time.Since(in.HeartbeatAt).Round(time.Second))
-		}
-		var run *tracking.Run
-		if err == nil {
-			run, err = r.ResumeRun(ctx, a.RunID)
-		}
+		// Resumed only when no live writer holds it (the run's claim
+		// decides; a writer of this host that held the lock until now
+		// is dead). A handle that holds the run gets it back as it is.
+		run, err := r.ResumeRun(ctx, a.RunID, prev.ResumeOptions())
 		if err != nil {
 			if !already {
 				rh.unlockRun(a.RunID, false)

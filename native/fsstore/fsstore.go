@@ -3,7 +3,9 @@
 // Keys map to files below the root folder; a key can never name a file
 // outside it (store.ValidateKey rejects "..", absolute paths and empty
 // elements, and symbolic links are not followed out of the root when
-// creating files). Writes go to a temporary file in the target folder first,
+// creating files). Only regular files are objects: a FIFO, a socket or a
+// device in the folder reads as not found, without being waited on.
+// Writes go to a temporary file in the target folder first,
 // so readers never observe a partially written object: Put renames it into
 // place, PutIfAbsent hard-links it (link(2) fails when the target exists,
 // which is what makes Lance commits atomic on local disk). Both sync the
@@ -60,12 +62,51 @@ func OpenConfined(dir string) (*Store, error) {
 	return s, nil
 }
 
-// open opens the file of a validated key for reading.
-func (s *Store) open(key string) (*os.File, error) {
-	if s.dir != nil {
-		return s.dir.Open(filepath.FromSlash(key))
+// errNotRegular is the refusal of a file that is neither a regular file
+// nor a folder (a FIFO, a socket, a device): reading one could block
+// forever, holding an OS thread, or have side effects, so the store holds
+// no object there. mapErr reports it as store.ErrNotFound.
+var errNotRegular = errors.New("not a regular file")
+
+// open opens the regular file of a validated key for reading (or a
+// folder, when dirOK). A file of another kind is errNotRegular: it is
+// opened without waiting (a FIFO does not block the open) and closed at
+// once, or not opened at all (a socket).
+func (s *Store) open(key string, dirOK bool) (*os.File, error) {
+	return s.openName(filepath.FromSlash(key), dirOK)
+}
+
+// openName is open of a path relative to the folder, in the system's
+// form ("" for the folder itself).
+func (s *Store) openName(name string, dirOK bool) (*os.File, error) {
+	var (
+		f   *os.File
+		err error
+	)
+	switch {
+	case s.dir == nil:
+		f, err = os.OpenFile(filepath.Join(s.root, name), os.O_RDONLY|readFlags, 0)
+	case name == "":
+		f, err = s.dir.OpenFile(".", os.O_RDONLY|readFlags, 0)
+	default:
+		f, err = s.dir.OpenFile(name, os.O_RDONLY|readFlags, 0)
 	}
-	return os.Open(filepath.Join(s.root, filepath.FromSlash(key)))
+	if err != nil {
+		if notOpenable(err) {
+			return nil, errNotRegular
+		}
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() && !(dirOK && fi.IsDir()) {
+		f.Close()
+		return nil, errNotRegular
+	}
+	return f, nil
 }
 
 // stat and lstat describe the file of a validated key.
@@ -149,6 +190,8 @@ func mapErr(op, key string, err error) error {
 		return fmt.Errorf("%s %s: %w", op, key, store.ErrNotFound)
 	case escapes(err):
 		return fmt.Errorf("%s %s: a symbolic link leads outside the store's folder: %w", op, key, store.ErrNotFound)
+	case errors.Is(err, errNotRegular):
+		return fmt.Errorf("%s %s: not a regular file (a FIFO, socket or device is never read): %w", op, key, store.ErrNotFound)
 	case errors.Is(err, fs.ErrExist):
 		return fmt.Errorf("%s %s: %w", op, key, store.ErrExists)
 	}
@@ -163,7 +206,7 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) err
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	f, err := s.open(key)
+	f, err := s.open(key, false)
 	if err != nil {
 		return mapErr("read", key, err)
 	}
@@ -195,6 +238,9 @@ func (s *Store) Stat(ctx context.Context, key string) (store.ObjectInfo, error) 
 	}
 	if fi.IsDir() {
 		return store.ObjectInfo{}, fmt.Errorf("stat %s: is a folder: %w", key, store.ErrNotFound)
+	}
+	if !fi.Mode().IsRegular() {
+		return store.ObjectInfo{}, mapErr("stat", key, errNotRegular)
 	}
 	return store.ObjectInfo{Key: key, Size: fi.Size()}, nil
 }
@@ -247,18 +293,7 @@ func (s *Store) List(ctx context.Context, opts store.ListOptions) ([]store.Objec
 // the folder itself), confined to it, without the sort (List sorts the
 // keys).
 func (s *Store) readDirUnsorted(name string) ([]os.DirEntry, error) {
-	var (
-		f   *os.File
-		err error
-	)
-	switch {
-	case s.dir == nil:
-		f, err = os.Open(filepath.Join(s.root, name))
-	case name == "":
-		f, err = s.dir.Open(".")
-	default:
-		f, err = s.dir.Open(name)
-	}
+	f, err := s.openName(name, true)
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +321,7 @@ func (s *Store) removeStale(dir string, e fs.DirEntry) {
 func (s *Store) walk(ctx context.Context, dir string, fn func(key string)) error {
 	entries, err := s.readDirUnsorted(filepath.FromSlash(dir))
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) || escapes(err) {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrInvalid) || escapes(err) || errors.Is(err, errNotRegular) {
 			return nil
 		}
 		var pe *fs.PathError

@@ -5,11 +5,14 @@
 // The lock is an advisory lock (wal.LockFile) on
 // <WAL root>/run-locks/<xxh3 of the repository's WAL key and the run id>.lock,
 // which the kernel drops when the process dies. The file records the
-// holder and its last heartbeat (recorded before the heartbeat is logged),
-// so a later resume on this host can tell a run whose newest heartbeat came
-// from a holder here that died (resumable at once) from one that a writer
-// on another host keeps beating (refused while the heartbeat is fresh: see
-// HeldElsewhere).
+// holder: its process, the id under which its repository handle claims
+// runs (tracking.Repo.HolderID, recorded before the claim is made) and its
+// last heartbeat (recorded before the heartbeat is logged). Across hosts
+// the run's claims in the repository decide who writes it
+// (tracking.ResumeRun); what the file records tells them that a holder of
+// this host died, so that a later resume here takes its run over at once
+// instead of waiting until the holder's last sign of life is old (see
+// Previous.ResumeOptions).
 package runlock
 
 import (
@@ -24,13 +27,15 @@ import (
 
 	"github.com/zeebo/xxh3"
 
+	"github.com/kv0/kv0/core/tracking"
 	"github.com/kv0/kv0/native/wal"
 )
 
 // ErrHeld means another writer holds the run: a live process of this host
-// (Acquire) or, by its fresh heartbeat, a writer elsewhere (HeldElsewhere).
-// Errors matching it say which (see Heldf).
-var ErrHeld = errors.New("run is held by another writer")
+// (Acquire), or a writer elsewhere that holds the run's claim
+// (tracking.ResumeRun). It is tracking.ErrHeld, so either name matches
+// every such error; the errors say which (see Heldf).
+var ErrHeld = tracking.ErrHeld
 
 // Heldf returns an error with the formatted message that matches ErrHeld.
 func Heldf(format string, args ...any) error { return &heldError{fmt.Sprintf(format, args...)} }
@@ -52,22 +57,39 @@ type record struct {
 	PID       int       `json:"pid"`
 	Repo      string    `json:"repo"`
 	Run       string    `json:"run"`
+	Holder    string    `json:"holder,omitempty"`
 	Heartbeat time.Time `json:"heartbeat,omitzero"`
+}
+
+// Previous is what the last holder of a run on this host recorded: it has
+// died or let the run go, since the lock was free.
+type Previous struct {
+	// Holder is the id its repository handle claimed the run under
+	// (empty: none recorded).
+	Holder string
+	// Heartbeat is its last heartbeat (zero: none).
+	Heartbeat time.Time
+}
+
+// ResumeOptions are the options of tracking.Repo.ResumeRun that resume a
+// run only when no live writer holds it, counting this host's previous
+// holder as dead.
+func (p Previous) ResumeOptions() tracking.ResumeOptions {
+	return tracking.ResumeOptions{OnlyAbandoned: true, DeadHolder: p.Holder, DeadHeartbeat: p.Heartbeat}
 }
 
 // Acquire takes the lock of run id of the repository whose WAL key is key
 // (location.RepoWALKey), under the WAL root walDir names ("" for the
-// default, as wal.Root), and returns the last heartbeat an earlier holder
-// on this host recorded (zero: none). A run held by a live process of this
-// host fails with ErrHeld.
-func Acquire(key, id, walDir string) (*Lock, time.Time, error) {
+// default, as wal.Root), and returns what an earlier holder on this host
+// recorded. A run held by a live process of this host fails with ErrHeld.
+func Acquire(key, id, walDir string) (*Lock, Previous, error) {
 	root, err := wal.Root(wal.Options{Dir: walDir})
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, Previous{}, err
 	}
 	dir := filepath.Join(root, "run-locks")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, time.Time{}, err
+		return nil, Previous{}, err
 	}
 	path := filepath.Join(dir, fmt.Sprintf("%016x.lock", xxh3.HashString(key+"\x00"+id)))
 	f, err := lockFile(path)
@@ -76,21 +98,24 @@ func Acquire(key, id, walDir string) (*Lock, time.Time, error) {
 		if b, rerr := os.ReadFile(path); rerr == nil {
 			_ = json.Unmarshal(b, &held)
 		}
-		return nil, time.Time{}, Heldf("run %s is written by another process of this host (pid %d)", id, held.PID)
+		return nil, Previous{}, Heldf("run %s is written by another process of this host (pid %d)", id, held.PID)
 	}
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("run lock %s: %w", path, err)
+		return nil, Previous{}, fmt.Errorf("run lock %s: %w", path, err)
 	}
 	var prev record
 	if b, err := os.ReadFile(path); err == nil && len(b) > 0 {
 		_ = json.Unmarshal(b, &prev)
 	}
-	lk := &Lock{f: f, path: path, rec: record{PID: os.Getpid(), Repo: key, Run: id, Heartbeat: prev.Heartbeat}}
+	// The previous holder's record stays until this holder records its
+	// own claim (RecordHolder): a process that dies before claiming
+	// leaves it as it was.
+	lk := &Lock{f: f, path: path, rec: record{PID: os.Getpid(), Repo: key, Run: id, Holder: prev.Holder, Heartbeat: prev.Heartbeat}}
 	if err := lk.write(); err != nil {
 		f.Close()
-		return nil, time.Time{}, err
+		return nil, Previous{}, err
 	}
-	return lk, prev.Heartbeat, nil
+	return lk, Previous{Holder: prev.Holder, Heartbeat: prev.Heartbeat}, nil
 }
 
 // lockFile locks path: ErrHeld when another open file holds it. A holder
@@ -111,15 +136,6 @@ func lockFile(path string) (*os.File, error) {
 	}
 }
 
-// HeldElsewhere reports whether a run read as status with its newest
-// heartbeat, which Acquire found prev recorded for this host, is held by a
-// live writer on another host: it is running and its heartbeat is newer
-// than any a holder here recorded. (A run whose heartbeat grew old reads as
-// crashed, not running, and is free.)
-func HeldElsewhere(status string, heartbeat, prev time.Time) bool {
-	return status == "running" && !heartbeat.IsZero() && (prev.IsZero() || heartbeat.After(prev))
-}
-
 func (lk *Lock) write() error {
 	b, _ := json.Marshal(lk.rec)
 	if err := lk.f.Truncate(0); err != nil {
@@ -127,6 +143,22 @@ func (lk *Lock) write() error {
 	}
 	_, err := lk.f.WriteAt(append(b, '\n'), 0)
 	return err
+}
+
+// RecordHolder notes the holder id (tracking.Repo.HolderID) under which
+// the holder is about to claim the run; call it before StartRun or
+// ResumeRun. A released or nil lock does nothing.
+func (lk *Lock) RecordHolder(holder string) error {
+	if lk == nil {
+		return nil
+	}
+	lk.mu.Lock()
+	defer lk.mu.Unlock()
+	if lk.f == nil || lk.rec.Holder == holder {
+		return nil
+	}
+	lk.rec.Holder = holder
+	return lk.write()
 }
 
 // RecordHeartbeat notes a heartbeat about to be logged. A released or nil

@@ -61,8 +61,11 @@ var (
 	// and an execution trace into DIR (native/cmd/kv0/serve_profile.go).
 	benchProfile  = flag.String("apibench.profile", "", "profile the warm benchmarks' kv0 serve into `DIR` (cpu.pprof, trace.out, block.pprof, mutex.pprof, heap.pprof)")
 	benchBaseline = flag.String("apibench.baseline", "", "also time the kv0 binary at `PATH` (another build, e.g. before a change) in warm-pair")
-	benchEnvs     = flag.String("apibench.serve-env", "", "extra environment of every kv0 serve, `K=V,K=V` (e.g. GODEBUG=gctrace=1)")
-	benchStderr   = flag.Bool("apibench.serve-stderr", false, "copy kv0 serve's standard error to this process' (with -apibench.serve-env GODEBUG=gctrace=1)")
+	// -apibench.baseline-uncached also times the baseline build with
+	// --answer-cache 0 (builds from before that flag refuse it).
+	benchBaselineUncached = flag.Bool("apibench.baseline-uncached", false, "with -apibench.baseline, also time the baseline with --answer-cache 0")
+	benchEnvs             = flag.String("apibench.serve-env", "", "extra environment of every kv0 serve, `K=V,K=V` (e.g. GODEBUG=gctrace=1)")
+	benchStderr           = flag.Bool("apibench.serve-stderr", false, "copy kv0 serve's standard error to this process' (with -apibench.serve-env GODEBUG=gctrace=1)")
 )
 
 const (
@@ -507,6 +510,9 @@ func BenchmarkSeriesRead(b *testing.B) {
 		serve("serve", env.kv0, nil)
 		if *benchBaseline != "" {
 			serve("baseline", *benchBaseline, nil) // an older build: no answer cache, or --answer-cache 0 would be refused
+			if *benchBaselineUncached {
+				serve("baseline-uncached", *benchBaseline, []string{"--answer-cache", "0"})
+			}
 		}
 		rd := newReader()
 		rng, order := rand.New(rand.NewPCG(1, 2)), slices.Clone(paths)

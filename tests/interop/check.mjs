@@ -1,17 +1,15 @@
-// check.mjs: lancedb's side of the Go → lance interop test (write_test.go).
+// check.mjs: lancedb's side of the Go → lance interop test (write_test.go),
+// against the lancedb KV0_LANCEDB names (lancedb.mjs).
 //
-//   node check.mjs dump ROOT OUT     every version (and tag) of ROOT/t.lance as
-//                                    OUT/v<N>.jsonl, versions.json, tags.json
-//   node check.mjs mutate ROOT       lancedb appends, deletes and optimizes
-//   node check.mjs createv1 ROOT     a small table with V1 manifest names
+//   node check.mjs dump ROOT OUT       every version (and tag) of ROOT/t.lance as
+//                                      OUT/v<N>.jsonl, versions.json, tags.json
+//   node check.mjs mutate ROOT         lancedb appends, deletes, updates and optimizes
+//   node check.mjs createv1 ROOT FMT   a small table with V1 manifest names, data
+//                                      files of format FMT (2.0, 2.1, 2.2)
 import fs from "node:fs";
 import path from "node:path";
-import { createRequire } from "node:module";
-import * as lancedb from "@lancedb/lancedb";
+import { lancedb, arrow } from "./lancedb.mjs";
 import { encodeTableLines } from "./jsonl.mjs";
-
-const require = createRequire(import.meta.url);
-const arrow = require("apache-arrow");
 
 async function dump(root, out) {
   fs.mkdirSync(out, { recursive: true });
@@ -50,10 +48,11 @@ async function mutate(root) {
   const some = await t.query().limit(100).toArrow();
   await t.add(some);
   await t.delete("id % 3 = 0");
+  await t.update({ where: "id % 5 = 1", values: { label: "lancedb" } });
   await t.optimize();
 }
 
-async function createv1(root) {
+async function createv1(root, format) {
   const db = await lancedb.connect(root);
   const schema = new arrow.Schema([
     new arrow.Field("id", new arrow.Int64(), false),
@@ -67,7 +66,7 @@ async function createv1(root) {
   }
   const table = arrow.makeTable({ id: arrow.vectorFromArray(ids, new arrow.Int64()), label: arrow.vectorFromArray(labels, new arrow.Utf8()) });
   const fixed = new arrow.Table(schema, table.batches.map((b) => new arrow.RecordBatch(schema, b.data)));
-  await db.createTable("t", fixed, { storageOptions: { new_table_enable_v2_manifest_paths: "false" } });
+  await db.createTable("t", fixed, { storageOptions: { new_table_enable_v2_manifest_paths: "false", new_table_data_storage_version: format } });
 }
 
 const [cmd, ...args] = process.argv.slice(2);

@@ -1,15 +1,12 @@
 // concurrency.mjs: lancedb's view of the dataset the concurrency test of
-// core/lance leaves behind (concurrency_test.go in this folder).
+// core/lance leaves behind (concurrency_test.go in this folder), with the
+// lancedb KV0_LANCEDB names (lancedb.mjs).
 //
 //   node concurrency.mjs ROOT    prints, as JSON, what lancedb reads at the
 //                                latest version of ROOT/t.lance: rows
 //                                (countRows), scanned ids (count, distinct,
 //                                sum, min, max) and the versions it lists
-import { createRequire } from "node:module";
-import * as lancedb from "@lancedb/lancedb";
-
-const require = createRequire(import.meta.url);
-const arrow = require("apache-arrow");
+import { lancedb, arrow } from "./lancedb.mjs";
 
 const [root] = process.argv.slice(2);
 if (!root) {

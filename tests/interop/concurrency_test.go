@@ -17,10 +17,28 @@ import (
 // writers, half goroutines and half processes, appending 200 one-row
 // commits each while a compactor runs; 20 each with -short), takes the
 // copy of the dataset it leaves through KV0_LANCE_CONCURRENCY_OUT, and
-// checks that lancedb counts and scans every row exactly once, lists every
-// version, and agrees with kv0's reader.
+// checks that each lancedb counts and scans every row exactly once, lists
+// every version, and agrees with kv0's reader.
 func TestConcurrentAppendsLancedb(t *testing.T) {
-	node := nodeOrSkip(t)
+	out := t.TempDir() // the dataset, written once for every lancedb
+	written := false
+	forEachInstall(t, func(t *testing.T, in *lanceInstall) {
+		if !written {
+			written = true
+			runConcurrency(t, out)
+		}
+		checkConcurrency(t, in, out)
+	})
+}
+
+const (
+	concurrencyWriters = 8
+	concurrencyCommits = 200 // 20 with -short
+)
+
+// runConcurrency runs core/lance's TestConcurrentAppends, which leaves its
+// dataset in out.
+func runConcurrency(t *testing.T, out string) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		if inCI() {
@@ -28,19 +46,23 @@ func TestConcurrentAppendsLancedb(t *testing.T) {
 		}
 		t.Skip("go command not found")
 	}
-	const writers = 8
-	commits := 200
 	args := []string{"test", "-count=1", "-run", "^TestConcurrentAppends$", "./core/lance/"}
 	if testing.Short() {
-		commits = 20
 		args = append(args, "-short")
 	}
-	out := t.TempDir()
 	cmd := exec.Command(goBin, args...)
 	cmd.Dir = filepath.Join("..", "..")
 	cmd.Env = append(os.Environ(), "KV0_LANCE_CONCURRENCY_OUT="+out)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go %v: %v\n%s", args, err, tail(string(b), 4000))
+	}
+}
+
+func checkConcurrency(t *testing.T, in *lanceInstall, out string) {
+	const writers = concurrencyWriters
+	commits := concurrencyCommits
+	if testing.Short() {
+		commits = 20
 	}
 	ds := filepath.Join(out, "t.lance")
 	if _, err := os.Stat(ds); err != nil {
@@ -48,7 +70,7 @@ func TestConcurrentAppendsLancedb(t *testing.T) {
 	}
 
 	// What lancedb reads.
-	c := exec.Command(node, "concurrency.mjs", out)
+	c := in.command("concurrency.mjs", out)
 	var stderr bytes.Buffer
 	c.Stderr = &stderr
 	b, err := c.Output()
@@ -104,5 +126,5 @@ func TestConcurrentAppendsLancedb(t *testing.T) {
 	if d.Version() < uint64(want)+1 {
 		t.Fatalf("latest version %d, want at least %d (create and one per append)", d.Version(), want+1)
 	}
-	t.Logf("lancedb agrees: %d rows in %d versions written by %d concurrent writers", got.Rows, got.Versions, writers)
+	t.Logf("lancedb %s agrees: %d rows in %d versions written by %d concurrent writers", in.lancedb, got.Rows, got.Versions, writers)
 }

@@ -1,7 +1,9 @@
-// Package interop checks kv0 against lancedb 0.31.0 (lance 8.0.0): gen.mjs
-// writes datasets with lancedb and records, for every version, the rows that
-// lancedb reads in kv0's canonical JSON Lines; the tests run the kv0 binary
-// on the same datasets and compare byte for byte.
+// Package interop checks kv0 against lancedb 0.31.0 (lance 8.0.0) and
+// lancedb 0.39.0 (lance 12.0.0): gen.mjs writes datasets with lancedb and
+// records, for every version, the rows that lancedb reads in kv0's
+// canonical JSON Lines; the tests run the kv0 binary on the same datasets
+// and compare byte for byte. The other tests have kv0 write and lancedb
+// read, change and compact what kv0 wrote, and kv0 read it again.
 package interop
 
 import (
@@ -16,19 +18,52 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/kv0/kv0/core/lance"
 )
+
+// lanceInstall is one pinned lancedb the suite runs against: a folder with
+// a package.json and a package-lock.json, where npm ci installs it. The
+// scripts load it through lancedb.mjs, told by KV0_LANCEDB which folder.
+type lanceInstall struct {
+	name    string // lance8, lance12: subtest names, KV0_INTEROP_DATA subfolders
+	dir     string // the folder, relative to this one
+	lancedb string // the @lancedb/lancedb release its lock pins
+
+	// Set up once by TestMain.
+	setupErr error  // why its tests cannot run (a failure)
+	skipWhy  string // why its tests are skipped (outside CI only)
+	dataDir  string // gen.mjs's datasets and expectations
+}
+
+// installs are the lancedb releases every test runs against.
+var installs = []*lanceInstall{
+	{name: "lance8", dir: ".", lancedb: "0.31.0"},
+	{name: "lance12", dir: "lance12", lancedb: "0.39.0"},
+}
+
+// formats are the data file formats kv0 writes in the tests that have an
+// install read kv0's datasets, each test checking that kv0 wrote that
+// format: lance 8 reads 2.1 only (its 2.2 was unstable); lance 12 gets
+// kv0's default, 2.2 (kv0's 2.1 files are lance 8's to check).
+func (in *lanceInstall) formats() []string {
+	if in.name == "lance8" {
+		return []string{lance.DataFormat21}
+	}
+	return []string{lance.DataFormat22}
+}
 
 // Set up once by TestMain.
 var (
 	buildErr  error  // the kv0 binary could not be built
-	setupErr  error  // why the lancedb suite cannot run (a failure)
-	skipWhy   string // why the suite is skipped (outside CI only)
-	dataDir   string // generated datasets and expectations
+	node      string // the node command, when found
 	kv0Binary string // path of the built kv0 command
 )
 
@@ -41,7 +76,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	setupErr = setup()
+	setup()
 	if b := os.Getenv("KV0_BINARY"); b != "" {
 		kv0Binary = b // a prebuilt binary, e.g. while the tree does not build
 	} else {
@@ -57,40 +92,60 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// setup generates (or reuses) the interop data.
-func setup() error {
+// setup installs each lancedb (npm ci) when it is missing and generates (or
+// reuses) its interop data, the installs concurrently.
+func setup() {
 	if testing.Short() {
-		skipWhy = "-short: skipping the lancedb interop suite"
-		return nil
+		for _, in := range installs {
+			in.skipWhy = "-short: skipping the lancedb interop suite"
+		}
+		return
 	}
-	node, errNode := exec.LookPath("node")
+	nodePath, errNode := exec.LookPath("node")
 	npm, errNpm := exec.LookPath("npm")
 	if errNode != nil || errNpm != nil {
-		if inCI() {
-			return fmt.Errorf("CI=true but node or npm is missing (node: %v, npm: %v)", errNode, errNpm)
+		for _, in := range installs {
+			if inCI() {
+				in.setupErr = fmt.Errorf("CI=true but node or npm is missing (node: %v, npm: %v)", errNode, errNpm)
+			} else {
+				in.skipWhy = "node or npm not found: skipping the lancedb interop suite (it fails instead when CI=true)"
+			}
 		}
-		skipWhy = "node or npm not found: skipping the lancedb interop suite (it fails instead when CI=true)"
-		return nil
+		return
 	}
-	if _, err := os.Stat(filepath.Join("node_modules", "@lancedb", "lancedb")); err != nil {
-		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("npm ci: %v\n%s", err, out)
+	node = nodePath
+	var keep []string // the .data folders of this generator
+	var wg sync.WaitGroup
+	for _, in := range installs {
+		if _, err := os.Stat(filepath.Join(in.dir, "node_modules", "@lancedb", "lancedb")); err != nil {
+			cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
+			cmd.Dir = in.dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				in.setupErr = fmt.Errorf("npm ci in %s: %v\n%s", in.dir, err, out)
+				continue
+			}
 		}
+		key, err := in.dataKey()
+		if err != nil {
+			in.setupErr = err
+			continue
+		}
+		keep = append(keep, key)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in.dataDir, in.setupErr = in.generate(key)
+		}()
 	}
-	dir, err := generate(node)
-	if err != nil {
-		return err
-	}
-	dataDir = dir
-	return nil
+	wg.Wait()
+	dropOldData(keep)
 }
 
-// generate runs gen.mjs into .data/<hash>, where hash covers the generator
-// and the pinned packages, unless a complete run is already there.
-func generate(node string) (string, error) {
+// dataKey names the .data folder of the install's generated data: a hash
+// of the generator, the scripts it loads and the install's lock.
+func (in *lanceInstall) dataKey() (string, error) {
 	h := sha256.New()
-	for _, f := range []string{"gen.mjs", "jsonl.mjs", "package-lock.json"} {
+	for _, f := range []string{"gen.mjs", "jsonl.mjs", "lancedb.mjs", filepath.Join(in.dir, "package-lock.json")} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return "", err
@@ -98,13 +153,20 @@ func generate(node string) (string, error) {
 		fmt.Fprintf(h, "%s %d\n", f, len(b))
 		h.Write(b)
 	}
-	key := hex.EncodeToString(h.Sum(nil))[:16]
+	return in.name + "-" + hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// generate runs gen.mjs into .data/<key>, unless a complete run is
+// already there, and returns the folder.
+func (in *lanceInstall) generate(key string) (string, error) {
 	if d := os.Getenv("KV0_INTEROP_DATA"); d != "" {
-		// An explicit folder, reused as it is when complete.
+		// An explicit folder (one subfolder per install), reused as it is
+		// when complete.
+		d = filepath.Join(d, in.name)
 		if _, err := os.Stat(filepath.Join(d, "done.json")); err == nil {
 			return d, nil
 		}
-		return d, runGen(node, d)
+		return d, in.runGen(d)
 	}
 	dir := filepath.Join(".data", key)
 	if _, err := os.Stat(filepath.Join(dir, "done.json")); err == nil {
@@ -119,7 +181,7 @@ func generate(node string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := runGen(node, tmp); err != nil {
+	if err := in.runGen(tmp); err != nil {
 		os.RemoveAll(tmp)
 		return "", err
 	}
@@ -129,32 +191,44 @@ func generate(node string) (string, error) {
 			return "", err
 		}
 	}
-	// Drop the data of other generator versions (it is a cache) unless it
-	// was touched in the last hour: another process may still be using or
-	// writing it.
-	if entries, err := os.ReadDir(".data"); err == nil {
-		for _, e := range entries {
-			if e.Name() == key {
-				continue
-			}
-			if info, err := e.Info(); err != nil || time.Since(info.ModTime()) < time.Hour {
-				continue
-			}
-			os.RemoveAll(filepath.Join(".data", e.Name()))
-		}
-	}
 	return dir, nil
 }
 
-func runGen(node, dir string) error {
-	cmd := exec.Command(node, "gen.mjs", dir)
+// dropOldData removes the data of other generator versions from .data (it
+// is a cache) unless it was touched in the last hour: another process may
+// still be using or writing it.
+func dropOldData(keep []string) {
+	entries, err := os.ReadDir(".data")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if slices.Contains(keep, e.Name()) {
+			continue
+		}
+		if info, err := e.Info(); err != nil || time.Since(info.ModTime()) < time.Hour {
+			continue
+		}
+		os.RemoveAll(filepath.Join(".data", e.Name()))
+	}
+}
+
+func (in *lanceInstall) runGen(dir string) error {
+	cmd := in.command("gen.mjs", dir)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	cmd.Env = append(os.Environ(), "RUST_LOG=error")
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("node gen.mjs %s: %v\n%s", dir, err, tail(stderr.String(), 4000))
+		return fmt.Errorf("KV0_LANCEDB=%s node gen.mjs %s: %v\n%s", in.dir, dir, err, tail(stderr.String(), 4000))
 	}
 	return nil
+}
+
+// command runs one of this folder's scripts with node against the
+// install's lancedb.
+func (in *lanceInstall) command(script string, args ...string) *exec.Cmd {
+	cmd := exec.Command(node, append([]string{script}, args...)...)
+	cmd.Env = append(os.Environ(), "KV0_LANCEDB="+in.dir, "RUST_LOG=error")
+	return cmd
 }
 
 func tail(s string, n int) string {
@@ -164,15 +238,33 @@ func tail(s string, n int) string {
 	return "…" + s[len(s)-n:]
 }
 
-// requireSuite fails or skips t when the suite could not be set up.
-func requireSuite(t *testing.T) {
+// forEachInstall runs f as a subtest per lancedb install, failing or
+// skipping those whose setup failed or was skipped.
+func forEachInstall(t *testing.T, f func(t *testing.T, in *lanceInstall)) {
+	for _, in := range installs {
+		t.Run(in.name, func(t *testing.T) {
+			requireInstall(t, in)
+			f(t, in)
+		})
+	}
+}
+
+// forEachFormat runs f as a subtest per data file format kv0 writes.
+func forEachFormat(t *testing.T, in *lanceInstall, f func(t *testing.T, format string)) {
+	for _, format := range in.formats() {
+		t.Run("kv0_"+format, func(t *testing.T) { f(t, format) })
+	}
+}
+
+// requireInstall fails or skips t when the install could not be set up.
+func requireInstall(t *testing.T, in *lanceInstall) {
 	t.Helper()
 	requireBinary(t)
-	if setupErr != nil {
-		t.Fatal(setupErr)
+	if in.setupErr != nil {
+		t.Fatal(in.setupErr)
 	}
-	if skipWhy != "" {
-		t.Skip(skipWhy)
+	if in.skipWhy != "" {
+		t.Skip(in.skipWhy)
 	}
 }
 
@@ -237,21 +329,28 @@ func readJSON(t *testing.T, path string, v any) bool {
 	return true
 }
 
-// TestLanceToGo compares kv0 lance cat with lancedb's reads, for every case
-// and every version, and checks info, log and tags on the way.
+// TestLanceToGo compares kv0 lance cat with lancedb's reads, for every
+// lancedb, case and version, and checks info, log and tags on the way.
 func TestLanceToGo(t *testing.T) {
-	requireSuite(t)
+	forEachInstall(t, testLanceToGo)
+}
+
+func testLanceToGo(t *testing.T, in *lanceInstall) {
 	var done struct {
-		Cases []string `json:"cases"`
+		Lancedb string   `json:"lancedb"`
+		Cases   []string `json:"cases"`
 	}
-	readJSON(t, filepath.Join(dataDir, "done.json"), &done)
+	readJSON(t, filepath.Join(in.dataDir, "done.json"), &done)
 	if len(done.Cases) == 0 {
 		t.Fatal("gen.mjs produced no cases")
+	}
+	if done.Lancedb != in.lancedb {
+		t.Fatalf("%s was generated by lancedb %s, want %s", in.dataDir, done.Lancedb, in.lancedb)
 	}
 	for _, name := range done.Cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			root := filepath.Join(dataDir, name)
+			root := filepath.Join(in.dataDir, name)
 			ds := filepath.Join(root, "t.lance")
 			exp := filepath.Join(root, "expected")
 			var versions []versionRow
@@ -291,6 +390,9 @@ func TestLanceToGo(t *testing.T) {
 				for _, e := range log {
 					for _, tag := range e.Tags {
 						gotTags[tag] = e.Version
+					}
+					if e.Operation == "Unknown" {
+						t.Errorf("log: kv0 does not know the operation of version %d", e.Version)
 					}
 				}
 				if fmt.Sprint(gotTags) != fmt.Sprint(tags) {

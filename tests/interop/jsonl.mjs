@@ -76,6 +76,17 @@ function isTie(a, p) {
   return m.length === p + 1 && m.endsWith("5");
 }
 
+// decimalString writes the unscaled value x of a decimal of scale scale
+// exactly: its digits with scale of them after the point ("-1.25", "0.05",
+// "0.00"); a negative scale appends zeros to a value other than 0.
+function decimalString(x, scale) {
+  const sign = x < 0n ? "-" : "";
+  let digits = (x < 0n ? -x : x).toString();
+  if (scale <= 0) return sign + (scale < 0 && x !== 0n ? digits + "0".repeat(-scale) : digits);
+  if (digits.length <= scale) digits = "0".repeat(scale - digits.length + 1) + digits;
+  return sign + digits.slice(0, digits.length - scale) + "." + digits.slice(digits.length - scale);
+}
+
 const B64 = (bytes) => '"' + Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64") + '"';
 const decoder = new TextDecoder("utf-8");
 
@@ -167,11 +178,24 @@ function valueEncoder(data, path) {
       const offs = data.valueOffsets;
       return (i) => B64(vals.subarray(Number(offs[i]), Number(offs[i + 1])));
     }
+    case T.FixedSizeBinary: {
+      const w = t.byteWidth;
+      return (i) => B64(vals.subarray(i * w, (i + 1) * w));
+    }
+    case T.Decimal: {
+      const words = t.bitWidth / 32; // little-endian 32-bit words, two's complement
+      return (i) => {
+        let x = 0n;
+        for (let k = words - 1; k >= 0; k--) x = (x << 32n) | BigInt(vals[i * words + k]);
+        return encodeString(decimalString(BigInt.asIntN(t.bitWidth, x), t.scale));
+      };
+    }
     case T.Timestamp:
       return (i) => '"' + timestampString(BigInt(vals[i]), t.unit) + '"';
     case T.Date:
       if (t.unit === arrow.DateUnit.DAY) return (i) => '"' + dateString(vals[i]) + '"';
       break;
+    case T.Map: // a list of its entries, each a {"key", "value"} struct
     case T.List: {
       const offs = data.valueOffsets;
       const item = encoderFor(data.children[0], path + ".item");

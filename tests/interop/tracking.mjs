@@ -1,8 +1,13 @@
-// tracking.mjs: lancedb's side of the tracking interop test (tracking_test.go).
+// tracking.mjs: lancedb's side of the tracking interop test (tracking_test.go),
+// against the lancedb KV0_LANCEDB names (lancedb.mjs).
 //
 //   node tracking.mjs dump REPO OUT
+//   node tracking.mjs compact REPO
 //
-// Opens every table of a kv0 tracking repository with lancedb and writes:
+// compact has lancedb optimize every table of the repository (compaction,
+// which remaps the series_id index, and index optimization).
+//
+// dump opens every table of a kv0 tracking repository with lancedb and writes:
 //   OUT/<table>.jsonl           every row of runs, params, series, metrics
 //                               and records/<table>, in kv0's canonical JSON
 //                               Lines (jsonl.mjs), in lancedb's scan order
@@ -16,12 +21,8 @@
 //                               plan of a series_id filter
 import fs from "node:fs";
 import path from "node:path";
-import { createRequire } from "node:module";
-import * as lancedb from "@lancedb/lancedb";
+import { lancedb } from "./lancedb.mjs";
 import { encodeTableLines, encodeFloat64 } from "./jsonl.mjs";
-
-const require = createRequire(import.meta.url);
-require("apache-arrow"); // the CommonJS build lancedb hands tables of
 
 const MARK = "__kv0_wal__/";
 const FIELDS = ["name", "experiment", "description", "tags", "status", "archived", "created_at", "updated_at", "ended_at", "kind", "target"];
@@ -186,9 +187,22 @@ async function dump(repo, out) {
   fs.writeFileSync(path.join(out, "index.json"), bigJSON(index));
 }
 
+async function compact(repo) {
+  const tables = [];
+  const db = await lancedb.connect(repo);
+  for (const name of await db.tableNames()) tables.push(await db.openTable(name));
+  const recDir = path.join(repo, "records");
+  if (fs.existsSync(recDir)) {
+    const rdb = await lancedb.connect(recDir);
+    for (const name of await rdb.tableNames()) tables.push(await rdb.openTable(name));
+  }
+  for (const t of tables) await t.optimize();
+}
+
 const [cmd, ...args] = process.argv.slice(2);
-if (cmd !== "dump") {
+const fns = { dump, compact };
+if (!fns[cmd]) {
   console.error(`unknown command ${cmd}`);
   process.exit(2);
 }
-await dump(...args);
+await fns[cmd](...args);

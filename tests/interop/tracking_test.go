@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -28,20 +27,28 @@ import (
 // reads every table with the rows kv0's reader sees, that the repository
 // computed from lancedb's rows with the tracking merge rules equals what
 // the Go API returns, and that lancedb lists and uses the BTree index.
+// Then lancedb compacts every table (its BTree index remapped, kv0's file
+// buffers gone): the Go API, reopened, returns the same, and lancedb
+// agrees; kv0 optimizes again, and lancedb agrees.
 func TestTrackingRepo(t *testing.T) {
-	node := nodeOrSkip(t)
+	forEachInstall(t, func(t *testing.T, in *lanceInstall) {
+		forEachFormat(t, in, func(t *testing.T, format string) { testTrackingRepo(t, in, format) })
+	})
+}
+
+func testTrackingRepo(t *testing.T, in *lanceInstall, format string) {
 	ctx := context.Background()
 	root := t.TempDir()
 	st := mustStore(t, root)
 	base := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	clock := base
 	now := func() time.Time { clock = clock.Add(1500 * time.Microsecond); return clock }
-	// lancedb 0.31 (lance 8) reads data files of format 2.1 only.
-	r, err := tracking.OpenRepo(ctx, st, "", tracking.RepoOptions{FlushRows: 3000, FlushInterval: -1, Now: now, DataFormat: lance.DataFormat21})
+	opts := tracking.RepoOptions{FlushRows: 3000, FlushInterval: -1, Now: now, DataFormat: format}
+	r, err := tracking.OpenRepo(ctx, st, "", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer r.Close()
+	t.Cleanup(func() { r.Close() }) // the repository open at the end
 
 	var runs []*tracking.Run
 	for i := range 5 {
@@ -108,12 +115,7 @@ func TestTrackingRepo(t *testing.T) {
 
 	check := func(stage string, wantUnindexed bool) {
 		out := filepath.Join(t.TempDir(), "dump")
-		cmd := exec.Command(node, "tracking.mjs", "dump", root, out)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("%s: node tracking.mjs: %v\n%s", stage, err, tail(stderr.String(), 4000))
-		}
+		runTracking(t, in, "dump", root, out)
 		// Every table, row for row.
 		tables := []string{"runs", "params", "series", "metrics", "records/evals", "records/samples"}
 		for _, tb := range tables {
@@ -160,13 +162,51 @@ func TestTrackingRepo(t *testing.T) {
 		if (ix.Stats.NumUnindexedRows > 0) != wantUnindexed || ix.Stats.NumIndexedRows == 0 {
 			t.Fatalf("%s: index stats %+v", stage, ix.Stats)
 		}
-		t.Logf("%s: lancedb agrees on every table; index %+v", stage, ix.Stats)
+		t.Logf("%s: lancedb %s agrees on every table; index %+v", stage, in.lancedb, ix.Stats)
+	}
+	for _, tb := range []string{"runs", "params", "series", "metrics", "records/evals", "records/samples"} {
+		requireFormat(t, filepath.Join(root, tb+".lance"), format)
 	}
 	check("after writes past Optimize", true)
 	if _, err := r.Optimize(ctx); err != nil {
 		t.Fatal(err)
 	}
 	check("after a second Optimize", false)
+
+	// lancedb compacts every table; kv0 reads the same repository.
+	before := apiView(t, r, root)
+	must(t, r.Close())
+	runTracking(t, in, "compact", root)
+	if r, err = tracking.OpenRepo(ctx, st, "", opts); err != nil {
+		t.Fatal(err)
+	}
+	if after := apiView(t, r, root); !reflect.DeepEqual(after, before) {
+		a, _ := json.Marshal(after)
+		b, _ := json.Marshal(before)
+		t.Fatalf("after lancedb's compaction the Go API returns\n%s\nbefore it\n%s", diffAt(a, b), diffAt(b, a))
+	}
+	check("after lancedb compacted every table", false)
+	run3, err := r.ResumeRun(ctx, runs[3].ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	track(run3, 4200, 4300)
+	must(t, r.Flush(ctx))
+	if _, err := r.Optimize(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("after kv0 wrote and optimized again", false)
+}
+
+// runTracking runs tracking.mjs with args against the install's lancedb.
+func runTracking(t *testing.T, in *lanceInstall, args ...string) {
+	t.Helper()
+	cmd := in.command("tracking.mjs", args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node tracking.mjs %v (lancedb %s): %v\n%s", args, in.lancedb, err, tail(stderr.String(), 4000))
+	}
 }
 
 // hasLevels reports whether some data file of the dataset at dir holds a

@@ -3,9 +3,7 @@ package interop
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -70,10 +68,10 @@ func writeBatch(from, to int64) arrow.RecordBatch {
 // lancedbAgrees runs check.mjs dump and compares every version lancedb
 // sees with kv0's reader, byte for byte in canonical JSON Lines, and the
 // tags with their versions.
-func lancedbAgrees(t *testing.T, node, root, step string) {
+func lancedbAgrees(t *testing.T, in *lanceInstall, root, step string) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "dump")
-	runNode(t, node, "dump", root, out)
+	runCheck(t, in, "dump", root, out)
 	var versions []struct{ Version, Rows uint64 }
 	readJSON(t, filepath.Join(out, "versions.json"), &versions)
 	ds := filepath.Join(root, "t.lance")
@@ -94,16 +92,17 @@ func lancedbAgrees(t *testing.T, node, root, step string) {
 			t.Fatalf("%s: tag %s: %d rows, lancedb %d", step, name, n, tg.Rows)
 		}
 	}
-	t.Logf("%s: lancedb agrees on %d versions and %d tags", step, len(versions), len(tags))
+	t.Logf("%s: lancedb %s agrees on %d versions and %d tags", step, in.lancedb, len(versions), len(tags))
 }
 
-func runNode(t *testing.T, node string, args ...string) {
+// runCheck runs check.mjs with args against the install's lancedb.
+func runCheck(t *testing.T, in *lanceInstall, args ...string) {
 	t.Helper()
-	cmd := exec.Command(node, append([]string{"check.mjs"}, args...)...)
+	cmd := in.command("check.mjs", args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("node check.mjs %v: %v\n%s", args, err, tail(stderr.String(), 4000))
+		t.Fatalf("node check.mjs %v (lancedb %s): %v\n%s", args, in.lancedb, err, tail(stderr.String(), 4000))
 	}
 }
 
@@ -116,64 +115,70 @@ func mustStore(t *testing.T, dir string) *fsstore.Store {
 	return st
 }
 
-func nodeOrSkip(t *testing.T) string {
+// requireFormat fails t unless the dataset at dir is of data file format
+// format: the tests that have kv0 write check what it wrote.
+func requireFormat(t *testing.T, dir, format string) {
 	t.Helper()
-	requireSuite(t)
-	node, err := exec.LookPath("node")
+	d, err := lance.Open(context.Background(), mustStore(t, dir), "", lance.OpenOptions{})
 	if err != nil {
-		if inCI() {
-			t.Fatal("CI=true but node is missing")
-		}
-		t.Skip("node not found")
+		t.Fatal(err)
 	}
-	return node
+	if got := d.DataFormat(); got != format {
+		t.Fatalf("kv0 wrote %s as format %s, want %s", dir, got, format)
+	}
 }
 
 // TestGoToLance: Go creates, appends, deletes (small and large), compacts,
 // tags and cleans up; lancedb checks every version after each step; then
-// lancedb appends, deletes and optimizes, and kv0 reads every version the
-// same.
+// lancedb appends, deletes, updates and optimizes, and kv0 reads every
+// version the same; kv0 appends after it.
 func TestGoToLance(t *testing.T) {
-	node := nodeOrSkip(t)
+	forEachInstall(t, func(t *testing.T, in *lanceInstall) {
+		forEachFormat(t, in, func(t *testing.T, format string) { testGoToLance(t, in, format) })
+	})
+}
+
+func testGoToLance(t *testing.T, in *lanceInstall, format string) {
 	ctx := context.Background()
 	root := t.TempDir()
 	ds := filepath.Join(root, "t.lance")
 	st := mustStore(t, ds)
 	rec := writeBatch(0, 12000)
-	// lancedb 0.31 (lance 8) reads data files of format 2.1 only.
-	d, err := lance.Create(ctx, st, "", writeSchema, lance.Batches(rec), lance.WriteOptions{MaxRowsPerFile: 5000, DataFormat: lance.DataFormat21})
+	d, err := lance.Create(ctx, st, "", writeSchema, lance.Batches(rec), lance.WriteOptions{MaxRowsPerFile: 5000, DataFormat: format})
 	rec.Release()
 	if err != nil {
 		t.Fatal(err)
 	}
-	lancedbAgrees(t, node, root, "create")
+	requireFormat(t, ds, format)
+	lancedbAgrees(t, in, root, "create")
 	rec = writeBatch(12000, 12100)
 	if d, err = d.Append(ctx, lance.Batches(rec), lance.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	rec.Release()
-	lancedbAgrees(t, node, root, "append")
+	lancedbAgrees(t, in, root, "append")
 	if d, _, err = d.Delete(ctx, "id < 20 OR label = 'row-6001-é'"); err != nil {
 		t.Fatal(err)
 	}
-	lancedbAgrees(t, node, root, "small delete")
+	lancedbAgrees(t, in, root, "small delete")
 	if d, _, err = d.Delete(ctx, "id >= 5000 AND id < 9000 AND u8 > 3"); err != nil {
 		t.Fatal(err)
 	}
-	lancedbAgrees(t, node, root, "large delete")
+	lancedbAgrees(t, in, root, "large delete")
 	if err := d.CreateTag(ctx, "before-compact", 0); err != nil {
 		t.Fatal(err)
 	}
 	if d, _, err = d.Compact(ctx, lance.CompactOptions{TargetRowsPerFragment: 6000}); err != nil {
 		t.Fatal(err)
 	}
-	lancedbAgrees(t, node, root, "compact")
+	lancedbAgrees(t, in, root, "compact")
 	if _, err := lance.CleanupOldVersions(ctx, st, "", 0, lance.CleanupOptions{Now: func() time.Time { return time.Now().Add(time.Hour) }}); err != nil {
 		t.Fatal(err)
 	}
-	lancedbAgrees(t, node, root, "cleanup")
-	runNode(t, node, "mutate", root)
-	lancedbAgrees(t, node, root, "lancedb append, delete, optimize")
+	lancedbAgrees(t, in, root, "cleanup")
+	runCheck(t, in, "mutate", root)
+	lancedbAgrees(t, in, root, "lancedb append, delete, update, optimize")
+	requireFormat(t, ds, format) // lancedb keeps the dataset's format
 	// kv0 continues after lancedb.
 	if d, err = d.Latest(ctx); err != nil {
 		t.Fatal(err)
@@ -183,23 +188,28 @@ func TestGoToLance(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.Release()
-	lancedbAgrees(t, node, root, "kv0 append after lancedb")
+	lancedbAgrees(t, in, root, "kv0 append after lancedb")
 }
 
 // TestGoOnLanceV1: kv0 writes onto a table lancedb created with V1
-// manifest names and keeps that scheme.
+// manifest names (in a data file format kv0 writes) and keeps that scheme.
 func TestGoOnLanceV1(t *testing.T) {
-	node := nodeOrSkip(t)
+	forEachInstall(t, func(t *testing.T, in *lanceInstall) {
+		forEachFormat(t, in, func(t *testing.T, format string) { testGoOnLanceV1(t, in, format) })
+	})
+}
+
+func testGoOnLanceV1(t *testing.T, in *lanceInstall, format string) {
 	ctx := context.Background()
 	root := t.TempDir()
-	runNode(t, node, "createv1", root)
+	runCheck(t, in, "createv1", root, format)
 	st := mustStore(t, filepath.Join(root, "t.lance"))
 	d, err := lance.Open(ctx, st, "", lance.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Naming() != lance.NamingV1 {
-		t.Fatalf("lancedb wrote %v names", d.Naming())
+	if d.Naming() != lance.NamingV1 || d.DataFormat() != format {
+		t.Fatalf("lancedb wrote %v names, format %s", d.Naming(), d.DataFormat())
 	}
 	b := array.NewRecordBuilder(memory.DefaultAllocator, d.ArrowSchema())
 	for i := int64(50); i < 60; i++ {
@@ -216,8 +226,7 @@ func TestGoOnLanceV1(t *testing.T) {
 	if d, _, err = d.Delete(ctx, "id < 3"); err != nil {
 		t.Fatal(err)
 	}
-	lancedbAgrees(t, node, root, "V1 names")
-	runNode(t, node, "mutate", root)
-	lancedbAgrees(t, node, root, "V1 names, lancedb after kv0")
-	_ = json.Valid
+	lancedbAgrees(t, in, root, "V1 names")
+	runCheck(t, in, "mutate", root)
+	lancedbAgrees(t, in, root, "V1 names, lancedb after kv0")
 }

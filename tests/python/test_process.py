@@ -1,5 +1,6 @@
 """Processes: a training script killed with SIGKILL and reopened, threads
-sharing handles, os.fork() with open handles, the atexit flush."""
+sharing handles, os.fork() with open handles, the atexit flush, two
+processes racing to resume one run."""
 
 import json
 import os
@@ -7,6 +8,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -288,3 +290,76 @@ def test_one_writer_per_run(tmp_path, cli):
     assert p.returncode == 0, p.stderr
     with tracking.Repo(path) as again:
         again.resume_run(run.id).finish()
+
+
+RESUMER = r"""
+import os, sys, time, kv0.tracking as tracking
+from kv0 import errors
+repo_path, run_id, gate, value, status = sys.argv[1:6]
+repo = tracking.Repo(repo_path)  # KV0_WAL_DIR: a host of its own
+open(gate + ".ready.%d" % os.getpid(), "w").close()
+deadline = time.monotonic() + 60
+while not os.path.exists(gate) and time.monotonic() < deadline:
+    time.sleep(0.0005)  # polling the gate file
+try:
+    run = repo.resume_run(run_id)
+except errors.Conflict as e:
+    print("held", e, flush=True)
+    repo.close()
+    sys.exit(3)
+print("won", flush=True)
+sys.stdin.readline()  # the test says when every racer has its answer
+for i in range(3):
+    run.track(float(value) + i, "m")
+run.finish(status)
+repo.close()
+"""
+
+
+def test_resume_race_one_wins(tmp_path):
+    # Two processes with write-ahead logs of their own (two hosts) resume
+    # one free run at the same moment, ten times: the run's create-only
+    # claim lets exactly one of them have it; the other gets Conflict.
+    path = str(tmp_path / "repo")
+    with tracking.Repo(path) as repo:
+        run = repo.start_run(name="contested")
+        run.track(1.0, "m")
+        run.finish()
+    statuses = ["failed", "aborted"]
+    winners = []
+    for rnd in range(10):
+        gate = str(tmp_path / ("gate%d" % rnd))
+        procs = []
+        for k in range(2):
+            env = dict(os.environ, PYTHONPATH=PYOUT, KV0_WAL_DIR=str(tmp_path / ("host%d" % k)))
+            procs.append(subprocess.Popen(
+                [sys.executable, "-c", RESUMER, path, run.id, gate, str(100 * (k + 1) + 10 * rnd), statuses[k]],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env))
+        try:
+            deadline = time.monotonic() + 60
+            while len([f for f in os.listdir(tmp_path) if f.startswith("gate%d.ready." % rnd)]) < 2:
+                assert time.monotonic() < deadline, "the racers did not reach the gate"
+                time.sleep(0.001)  # polling the condition above
+            open(gate, "w").close()
+            answers = [p.stdout.readline().strip() for p in procs]
+            won = [a == "won" for a in answers]
+            assert sum(won) == 1, answers
+            w = won.index(True)
+            loser = procs[1 - w]
+            assert loser.wait(timeout=60) == 3 and "held by another writer" in answers[1 - w], answers
+            out, err = procs[w].communicate("go\n", timeout=60)
+            assert procs[w].returncode == 0, err
+            winners.append(w)
+        finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+        with tracking.Repo(path, read_only=True) as repo:
+            assert repo.run(run.id)["status"] == statuses[w]
+            sid = repo.all_series(run.id)[0]["series_id"]
+            values = list(repo.read_many([sid])[0]["values"])
+            assert values[-3:] == [100 * (w + 1) + 10 * rnd + i for i in range(3)], values
+    with tracking.Repo(path, read_only=True) as repo:
+        sid = repo.all_series(run.id)[0]["series_id"]
+        assert len(repo.read_many([sid])[0]["steps"]) == 1 + 3 * 10

@@ -1,6 +1,7 @@
 // Package lancepb is the home of kv0's protobuf definitions of the Lance
-// format. The .proto files in proto/lance are wire-compatible with lance 8;
-// the Go code in the sub-packages is generated from them by `make proto`
+// format. The .proto files in proto/lance are wire-compatible with lance 8
+// (table.proto and transaction.proto with lance 12, whose fields they
+// carry); the Go code in the sub-packages is generated from them by `make proto`
 // with protoc-gen-go-lite, which writes plain structs with MarshalVT,
 // UnmarshalVT, SizeVT, CloneVT and EqualVT methods and no protobuf
 // reflection (it keeps the wasm module small). The well-known types Lance

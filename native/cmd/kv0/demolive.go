@@ -110,6 +110,10 @@ func demoLive(ctx context.Context, loc string, interval time.Duration, serveAddr
 			return fail(err)
 		}
 		locks.Store(id, lk)
+		if err := lk.RecordHolder(r.HolderID()); err != nil {
+			lk.Release(false)
+			return fail(err)
+		}
 		name := "live-" + e.name
 		run, err := r.StartRun(ctx, tracking.RunSpec{
 			ID:          id,

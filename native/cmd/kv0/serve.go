@@ -21,6 +21,7 @@ import (
 
 	"github.com/kv0/kv0/core/store"
 	"github.com/kv0/kv0/httpstore/api"
+	"github.com/kv0/kv0/native/fsstore"
 	"github.com/kv0/kv0/native/location"
 )
 
@@ -34,8 +35,16 @@ unless --listen says otherwise (default 127.0.0.1:8080; port 0 picks a free
 one), prints its URL, and stops on SIGINT or SIGTERM. --token-file requires
 "Authorization: Bearer TOKEN" on every route but /healthz. --answer-cache
 bounds the memory of the answers kept for repeated requests on unchanged
-tables. Routes: /api/v1/... (docs/http-api.md), /files/KEY (ROOT's objects,
-with Range), /wasm/ and / (the dashboard).`
+tables. --request-memory bounds what one answer holds while it is made (a
+larger one is streamed in parts when its form allows, else refused with 413)
+and --server-memory what all of them hold at once (a request finding no room
+waits a moment, then gets 503 with Retry-After); the Go runtime's soft memory
+limit is twice the latter unless GOMEMLIMIT is set. --write-timeout cuts off
+a client that takes longer than that to accept 64 KiB of an answer (a long
+answer read steadily is never cut). Routes: /api/v1/...
+(docs/http-api.md), /files/KEY (ROOT's objects, with Range), /wasm/ and /
+(the dashboard). Static folders are read as ROOT is: a symbolic link leading
+out of the folder, a FIFO, socket or device is not served.`
 
 // cmdServe runs `kv0 serve`: the HTTP read API over ROOT (httpstore/api),
 // ROOT's objects at /files/, the dashboard at / and the WebAssembly module
@@ -49,6 +58,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	webDir := fset.String("web", "", "serve the dashboard from `DIR` (default: out/web of kv0's project)")
 	wasmDir := fset.String("wasm", "", "serve the WebAssembly module from `DIR` (default: out/wasm of kv0's project)")
 	answerMB := fset.Int("answer-cache", api.DefaultAnswerCache>>20, "keep up to `MB` of encoded answers of points and stats, by the tables' versions (0: none)")
+	requestMB := fset.Int("request-memory", api.DefaultRequestMemory>>20, "one answer holds at most `MB` while it is made: larger ones are streamed in parts or refused with 413 (0: no bound)")
+	serverMB := fset.Int("server-memory", api.DefaultServerMemory>>20, "all answers hold at most `MB` at once: past it a request waits, then gets 503 (0: no bound)")
+	writeTimeout := fset.Duration("write-timeout", defaultWriteTimeout, "cut off a client that takes longer than `DURATION` to accept 64 KiB of an answer (0: never)")
 	pos, err := parseArgs(fset, args, stderr)
 	if err != nil {
 		return err
@@ -73,6 +85,24 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.answerCache = int64(*answerMB) << 20; cfg.answerCache == 0 {
 		cfg.answerCache = -1 // none
 	}
+	for _, m := range []struct {
+		name string
+		mb   int
+		dst  *int64
+	}{{"request-memory", *requestMB, &cfg.requestMemory}, {"server-memory", *serverMB, &cfg.serverMemory}} {
+		if m.mb < 0 {
+			return usagef("--%s: %d MB is negative (give 0 for no bound)", m.name, m.mb)
+		}
+		if *m.dst = int64(m.mb) << 20; *m.dst == 0 {
+			*m.dst = -1 // no bound
+		}
+	}
+	if *writeTimeout < 0 {
+		return usagef("--write-timeout: %v is negative (give 0 for none)", *writeTimeout)
+	}
+	if cfg.writeTimeout = *writeTimeout; cfg.writeTimeout == 0 {
+		cfg.writeTimeout = -1 // none
+	}
 	if serveProfile != nil {
 		stopProfile, err := serveProfile()
 		if err != nil {
@@ -86,6 +116,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if gogc, ok := serveGCPercent(os.Getenv); ok {
 		debug.SetGCPercent(gogc)
+	}
+	if limit, ok := serveMemoryLimit(os.Getenv, cfg.serverMemory); ok {
+		debug.SetMemoryLimit(limit)
 	}
 	// The signals are caught before the server starts: a SIGTERM sent as
 	// soon as the URL is printed still stops it gracefully.
@@ -110,7 +143,14 @@ type serveConfig struct {
 	open                       bool
 	webDir, wasmDir            string // "" for the defaults of staticDir
 	answerCache                int64  // api.Options.AnswerCache: 0 the default, -1 none
+	// api.Options.RequestMemory and ServerMemory: 0 the defaults, -1 no
+	// bound.
+	requestMemory, serverMemory int64
+	writeTimeout                time.Duration // holdConn's, per piece: 0 the default, -1 none
 }
+
+// defaultWriteTimeout is the default of --write-timeout.
+const defaultWriteTimeout = 30 * time.Second
 
 // server is a running kv0 serve: startServe starts it, stop ends it.
 type server struct {
@@ -147,7 +187,7 @@ func startServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) 
 	}
 	logger := log.New(stderr, "", log.LstdFlags)
 	h := api.New(st, root, api.Options{AllowOrigin: cfg.origin, Token: cfg.token, Files: true, Web: web, Wasm: wasm,
-		Logf: logger.Printf, AnswerCache: cfg.answerCache})
+		Logf: logger.Printf, AnswerCache: cfg.answerCache, RequestMemory: cfg.requestMemory, ServerMemory: cfg.serverMemory})
 	ln, err := net.Listen("tcp", cfg.listen)
 	if err != nil {
 		h.Close()
@@ -171,7 +211,11 @@ func startServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) 
 		_ = f.Sync()
 	}
 	s := &server{srv: newHTTPServer(h, logger), h: h, served: make(chan error, 1), stderr: stderr}
-	go func() { s.served <- s.srv.Serve(holdListener{ln}) }()
+	wt := cfg.writeTimeout
+	if wt == 0 {
+		wt = defaultWriteTimeout
+	}
+	go func() { s.served <- s.srv.Serve(holdListener{Listener: ln, writeTimeout: max(wt, 0)}) }()
 	if cfg.open {
 		if err := openBrowser(url); err != nil {
 			fmt.Fprintf(stderr, "kv0 serve: --open: %v\n", err)
@@ -199,14 +243,21 @@ func (s *server) stop() error {
 // staticDir returns the folder a static route serves: flag when given
 // (it must exist), else out/NAME of kv0's project, looked up next to the
 // executable (bin/kv0 -> ../out/NAME) and then in the working folder. A
-// missing default is no error: the route answers 404.
+// missing default is no error: the route answers 404. The folder is read
+// as ROOT is (fsstore.OpenConfined): a symbolic link inside it that leads
+// outside, and any file that is not regular (a FIFO, a socket, a device),
+// read as not there.
 func staticDir(flagName, flag, name string) (fs.FS, string, error) {
 	if flag != "" {
 		st, err := os.Stat(flag)
 		if err != nil || !st.IsDir() {
 			return nil, "", usagef("--%s: %s is not a folder", flagName, flag)
 		}
-		return os.DirFS(flag), flag, nil
+		fsys, err := confinedFS(flag)
+		if err != nil {
+			return nil, "", fmt.Errorf("--%s: %w", flagName, err)
+		}
+		return fsys, flag, nil
 	}
 	var candidates []string
 	if exe, err := os.Executable(); err == nil {
@@ -221,10 +272,23 @@ func staticDir(flagName, flag, name string) (fs.FS, string, error) {
 			if err != nil {
 				abs = c
 			}
-			return os.DirFS(abs), abs, nil
+			fsys, err := confinedFS(abs)
+			if err != nil {
+				return nil, "", err
+			}
+			return fsys, abs, nil
 		}
 	}
 	return nil, "", nil
+}
+
+// confinedFS is the folder dir read confined, as kv0 serve reads ROOT.
+func confinedFS(dir string) (fs.FS, error) {
+	st, err := fsstore.OpenConfined(dir)
+	if err != nil {
+		return nil, err
+	}
+	return st.FS(), nil
 }
 
 // openBrowser opens url in the desktop's browser.
@@ -262,10 +326,34 @@ func serveGCPercent(getenv func(string) string) (int, bool) {
 	return 300, true
 }
 
+// serveMemoryLimit is the Go runtime's soft memory limit of kv0 serve when
+// the environment sets none: twice the memory the answers may hold
+// (--server-memory). The server runs with GOGC=300 (serveGCPercent), which
+// lets the heap grow to four times what is live between collections: a
+// burst of answers holding their whole budget would then take four times
+// it. Under the limit the collector runs as the heap nears it instead. No
+// bound on the answers (serverMemory negative), no limit.
+func serveMemoryLimit(getenv func(string) string, serverMemory int64) (int64, bool) {
+	if getenv("GOMEMLIMIT") != "" {
+		return 0, false // the user's choice stands
+	}
+	if serverMemory == 0 {
+		serverMemory = api.DefaultServerMemory
+	}
+	if serverMemory < 0 {
+		return 0, false
+	}
+	return 2 * serverMemory, true
+}
+
 // newHTTPServer is the server of kv0 serve, for a holdListener: each
-// connection's requests carry it as their api.WriteHolder.
+// connection's requests carry it as their api.WriteHolder. Headers must
+// come within 10 s and an idle connection is closed after 2 min; there is
+// no deadline on a whole answer (a long stream read steadily is fine), but
+// the holdListener's connections cut off a client that stops reading.
 func newHTTPServer(h http.Handler, logger *log.Logger) *http.Server {
-	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: logger, ConnContext: holdContext}
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: logger,
+		ConnContext: holdContext}
 }
 
 func holdContext(ctx context.Context, c net.Conn) context.Context {
@@ -276,32 +364,67 @@ func holdContext(ctx context.Context, c net.Conn) context.Context {
 }
 
 // holdListener accepts holdConns.
-type holdListener struct{ net.Listener }
+type holdListener struct {
+	net.Listener
+	writeTimeout time.Duration // of each holdConn
+}
 
 func (l holdListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return nil, err
 	}
-	return &holdConn{Conn: c}, nil
+	return &holdConn{Conn: c, timeout: l.writeTimeout}, nil
 }
 
 // holdConn is a connection whose writes the API may hold and release at
 // once (api.WriteHolder): an answer then leaves in one write instead of
 // net/http's two (its 4 KiB buffer, then the rest). net/http writes to a
 // connection from the goroutine serving it, which is the one holding.
+//
+// Its writes also carry the server's write timeout, renewed on progress:
+// a write to the connection gets timeout to finish and, when the client
+// took at least writePiece bytes of it meanwhile, another timeout for the
+// rest, and so on. A client that stops reading (or takes less than
+// writePiece bytes per timeout) is cut off and its answer's handler ends,
+// while a long answer read steadily is never cut, and an answer still
+// leaves in one write to the socket; http.Server's WriteTimeout, a
+// deadline on the whole answer, would cut long streams.
 type holdConn struct {
 	net.Conn
-	held bool
-	buf  []byte
+	timeout time.Duration // 0: none
+	held    bool
+	buf     []byte
 }
+
+// writePiece is the least a client must take of a write per timeout.
+const writePiece = 64 << 10
 
 func (c *holdConn) Write(p []byte) (int, error) {
 	if c.held {
 		c.buf = append(c.buf, p...)
 		return len(p), nil
 	}
-	return c.Conn.Write(p)
+	return c.write(p)
+}
+
+// write writes p to the connection under the write timeout.
+func (c *holdConn) write(p []byte) (int, error) {
+	if c.timeout <= 0 {
+		return c.Conn.Write(p)
+	}
+	n := 0
+	for {
+		if err := c.Conn.SetWriteDeadline(time.Now().Add(c.timeout)); err != nil {
+			return n, err
+		}
+		m, err := c.Conn.Write(p[n:])
+		n += m
+		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) || m < writePiece {
+			return n, err
+		}
+		// The client took a piece within the timeout: it reads, slowly.
+	}
 }
 
 // Hold keeps the writes from now on.
@@ -313,7 +436,7 @@ func (c *holdConn) Release() error {
 	if len(c.buf) == 0 {
 		return nil
 	}
-	_, err := c.Conn.Write(c.buf)
+	_, err := c.write(c.buf)
 	if cap(c.buf) > 1<<20 {
 		c.buf = nil // an idle connection keeps no large buffer
 	} else {

@@ -196,7 +196,7 @@ func TestServeMatchesCLI(t *testing.T) {
 	// kv0 serve's server, whose answers leave in one write.
 	srv := httptest.NewUnstartedServer(h)
 	srv.Config = newHTTPServer(h, log.New(io.Discard, "", 0))
-	srv.Listener = holdListener{srv.Listener}
+	srv.Listener = holdListener{Listener: srv.Listener}
 	srv.Start()
 	defer srv.Close()
 	if len(sr.datasets) < 2 {
@@ -696,7 +696,7 @@ func TestServeAnswerInOneWrite(t *testing.T) {
 		var writes atomic.Int64
 		var l net.Listener = countingListener{ln, &writes}
 		if held {
-			l = holdListener{l}
+			l = holdListener{Listener: l, writeTimeout: defaultWriteTimeout}
 		}
 		srv := newHTTPServer(h, log.New(io.Discard, "", 0))
 		go srv.Serve(l)

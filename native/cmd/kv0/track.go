@@ -72,8 +72,12 @@ A writer records a heartbeat in its run at flushes, at most every 30 s. kv0 runs
 and kv0 run report a running run whose heartbeat is older than 5 minutes (or
 $KV0_CRASHED_AFTER, a duration; 0: never; heartbeats then come every fifth of
 it) as crashed. --resume refuses a run another live writer holds: one running
-on this host (a lock beside the write-ahead log), or one whose heartbeat is
-fresh and was not written by a writer of this host that has died.
+on this host (a lock beside the write-ahead log), or one whose holder showed a
+sign of life (its claim of the run, a heartbeat) less than that long ago and is
+not a writer of this host that has died. Of two writers resuming a run at once
+only one gets it (a create-only claim object in REPO/_claims); a writer whose
+run was taken over learns it at its next commit, drops what it had not
+committed of the run and exits with status 1.
 `
 
 // repoFormatUsage is the help of track and demo --format.
@@ -187,7 +191,9 @@ func (t *tracker) track(ctx context.Context, loc string, stopSignals func()) err
 }
 
 // startOrResume starts the new run or resumes the one asked for, holding
-// its run lock; a resume of a run another live writer holds is refused.
+// its run lock; a resume of a run another live writer holds is refused
+// (the run's claim decides, see tracking.ResumeRun; the lock tells it
+// whether the last holder of this host died).
 func (t *tracker) startOrResume(ctx context.Context, key string, lockPtr *atomic.Pointer[runlock.Lock]) error {
 	r := t.repo
 	if t.flags.resume == "" {
@@ -198,6 +204,9 @@ func (t *tracker) startOrResume(ctx context.Context, key string, lockPtr *atomic
 		}
 		t.lock = lk
 		lockPtr.Store(lk)
+		if err := lk.RecordHolder(r.HolderID()); err != nil {
+			return err
+		}
 		t.run, err = r.StartRun(ctx, tracking.RunSpec{ID: id, Name: t.flags.run, Experiment: t.flags.experiment})
 		return err
 	}
@@ -210,31 +219,21 @@ func (t *tracker) startOrResume(ctx context.Context, key string, lockPtr *atomic
 		return err
 	}
 	t.lock = lk
-	// Reread the run: a writer that held the lock until now may have
-	// committed a newer heartbeat.
-	if in, err = r.Run(ctx, in.ID); err != nil {
+	if err := lk.RecordHolder(r.HolderID()); err != nil {
 		return err
 	}
-	if runlock.HeldElsewhere(in.Status, in.HeartbeatAt, prev) {
-		age := time.Since(in.HeartbeatAt).Round(time.Second)
-		return runlock.Heldf("run %s is held by a live writer on another host (last heartbeat %s ago); "+
-			"it reads as crashed and can be resumed once its heartbeat is older than %s", in.ID, age, crashedAfterText())
+	if resumeGate != nil {
+		resumeGate()
 	}
 	lockPtr.Store(lk)
-	t.run, err = r.ResumeRun(ctx, in.ID)
+	t.run, err = r.ResumeRun(ctx, in.ID, prev.ResumeOptions())
 	return err
 }
 
-func crashedAfterText() string {
-	d, err := crashedAfter()
-	switch {
-	case err != nil || d == 0:
-		d = tracking.DefaultCrashedAfter
-	case d < 0:
-		return "never ($" + crashedAfterEnv + "=0)"
-	}
-	return d.String()
-}
+// resumeGate, when set (by the process tests only), runs just before
+// kv0 track claims the run it resumes, so that racing processes can be
+// released at once.
+var resumeGate func()
 
 // inputLine is one line of stdin, or the error that ends or skips one.
 type inputLine struct {
@@ -441,14 +440,21 @@ read:
 	case endErr != nil && status == "":
 		status = tracking.StatusFailed
 	}
-	finish := t.flags.resume == "" || accepted > 0 || t.flags.finish || interrupted || endErr != nil
+	// A run taken over by another writer is theirs: nothing more of it
+	// is written, its status included.
+	lost := errors.Is(endErr, tracking.ErrHeld)
+	finish := !lost && (t.flags.resume == "" || accepted > 0 || t.flags.finish || interrupted || endErr != nil)
 	var err error
-	if finish {
+	switch {
+	case lost:
+	case finish:
 		err = t.run.Finish(context.Background(), status)
-	} else {
-		err = t.repo.Flush(context.Background())
+	default:
+		// The run stays as it was, and free: another writer may resume
+		// it at once.
+		err = t.run.Release(context.Background())
 	}
-	if err == nil {
+	if err == nil && !lost {
 		t.ackHanded()
 	}
 	cerr := t.repo.Close()
@@ -462,6 +468,8 @@ read:
 	}
 	fmt.Fprintln(t.stderr, msg)
 	switch {
+	case lost:
+		return errors.Join(endErr, err)
 	case interrupted:
 		return errors.Join(fmt.Errorf("interrupted: run %s marked aborted", t.run.ID()), err)
 	case endErr != nil:

@@ -31,6 +31,7 @@ const cliEnv = "KV0_TEST_AS_CLI"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(cliEnv) == "1" {
+		setResumeGate()
 		main()
 		return
 	}
@@ -415,10 +416,14 @@ func TestTrackHeartbeatCrashedResume(t *testing.T) {
 	if in := runJSON(t, dir, here, "repo", id); in.Status != tracking.StatusRunning && in.Status != tracking.StatusCrashed {
 		t.Fatalf("resume with empty input ended the run: %s", in.Status)
 	}
-	// The run is still running with this host's fresh heartbeat: this host
-	// may resume it again (its lock file still records that heartbeat).
+	// The run is still running, with a fresh heartbeat, but the empty
+	// resume let it go (a free claim): this host and any other may resume
+	// it at once.
 	if errOut, code := resume(here, id); code != 0 {
 		t.Fatalf("second empty resume on the same host: exit %d: %s", code, errOut)
+	}
+	if errOut, code := resume(there, id); code != 0 {
+		t.Fatalf("empty resume from another host of a run let go: exit %d: %s", code, errOut)
 	}
 	// Another host sees the dead writer's run as crashed once its heartbeat
 	// is older than the threshold, and may then resume it.

@@ -207,7 +207,9 @@ class Repo:
 
     def resume_run(self, run_id):
         """A :class:`Run` writing to an existing run; default steps continue
-        after each series' last step. NotFound for unknown or deleted runs."""
+        after each series' last step. NotFound for unknown or deleted runs;
+        Conflict when another writer holds the run (a process of this host,
+        a live writer elsewhere, or one that resumed it at the same time)."""
         rid, h = self._call("resume_run", run_id=_str(run_id, "run_id"))
         return Run(self, h, rid)
 

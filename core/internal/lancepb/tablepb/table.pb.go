@@ -320,6 +320,9 @@ type IndexMetadata struct {
 	CreatedAt      *uint64      `protobuf:"varint,8,opt,name=created_at,json=createdAt,proto3,oneof" json:"createdAt,omitempty"` // milliseconds since the epoch
 	BaseId         *uint32      `protobuf:"varint,9,opt,name=base_id,json=baseId,proto3,oneof" json:"baseId,omitempty"`
 	Files          []*IndexFile `protobuf:"bytes,10,rep,name=files,proto3" json:"files,omitempty"`
+	// The trailing entries of fields the index carries rather than keys on
+	// (lance 12; such an index sets reader feature flag 128).
+	CoveringFields []int32 `protobuf:"varint,11,rep,packed,name=covering_fields,json=coveringFields,proto3" json:"coveringFields,omitempty"`
 }
 
 func (x *IndexMetadata) Reset() {
@@ -398,6 +401,13 @@ func (x *IndexMetadata) GetFiles() []*IndexFile {
 	return nil
 }
 
+func (x *IndexMetadata) GetCoveringFields() []int32 {
+	if x != nil {
+		return x.CoveringFields
+	}
+	return nil
+}
+
 type IndexSection struct {
 	unknownFields []byte
 	Indices       []*IndexMetadata `protobuf:"bytes,1,rep,name=indices,proto3" json:"indices,omitempty"`
@@ -448,6 +458,9 @@ type DataFragment struct {
 	//	*DataFragment_InlineCreatedAtVersions
 	//	*DataFragment_ExternalCreatedAtVersions
 	CreatedAtVersionSequence isDataFragment_CreatedAtVersionSequence `protobuf_oneof:"created_at_version_sequence"`
+	// Files of new values for some cells of the fragment, oldest first
+	// (lance 12; only with reader feature flag 64, and kv0 reads neither).
+	Overlays []*DataOverlayFile `protobuf:"bytes,11,rep,name=overlays,proto3" json:"overlays,omitempty"`
 }
 
 func (x *DataFragment) Reset() {
@@ -547,6 +560,13 @@ func (x *DataFragment) GetExternalCreatedAtVersions() *ExternalFile {
 	return nil
 }
 
+func (x *DataFragment) GetOverlays() []*DataOverlayFile {
+	if x != nil {
+		return x.Overlays
+	}
+	return nil
+}
+
 type isDataFragment_RowIdSequence interface {
 	isDataFragment_RowIdSequence()
 }
@@ -594,6 +614,98 @@ type DataFragment_ExternalCreatedAtVersions struct {
 func (*DataFragment_InlineCreatedAtVersions) isDataFragment_CreatedAtVersionSequence() {}
 
 func (*DataFragment_ExternalCreatedAtVersions) isDataFragment_CreatedAtVersionSequence() {}
+
+// DataOverlayFile holds new values for some (row offset, field) cells of a
+// fragment, one column per field id of data_file, without an offset column.
+type DataOverlayFile struct {
+	unknownFields []byte
+	DataFile      *DataFile `protobuf:"bytes,1,opt,name=data_file,json=dataFile,proto3" json:"dataFile,omitempty"`
+	// Types that are assignable to Coverage:
+	//
+	//	*DataOverlayFile_SharedOffsetBitmap
+	//	*DataOverlayFile_FieldCoverage
+	Coverage         isDataOverlayFile_Coverage `protobuf_oneof:"coverage"`
+	CommittedVersion uint64                     `protobuf:"varint,3,opt,name=committed_version,json=committedVersion,proto3" json:"committedVersion,omitempty"` // the version whose commit added the overlay
+}
+
+func (x *DataOverlayFile) Reset() {
+	*x = DataOverlayFile{}
+}
+
+func (*DataOverlayFile) ProtoMessage() {}
+
+func (x *DataOverlayFile) GetDataFile() *DataFile {
+	if x != nil {
+		return x.DataFile
+	}
+	return nil
+}
+
+func (m *DataOverlayFile) GetCoverage() isDataOverlayFile_Coverage {
+	if m != nil {
+		return m.Coverage
+	}
+	return nil
+}
+
+func (x *DataOverlayFile) GetSharedOffsetBitmap() []byte {
+	if x, ok := x.GetCoverage().(*DataOverlayFile_SharedOffsetBitmap); ok {
+		return x.SharedOffsetBitmap
+	}
+	return nil
+}
+
+func (x *DataOverlayFile) GetFieldCoverage() *FieldCoverage {
+	if x, ok := x.GetCoverage().(*DataOverlayFile_FieldCoverage); ok {
+		return x.FieldCoverage
+	}
+	return nil
+}
+
+func (x *DataOverlayFile) GetCommittedVersion() uint64 {
+	if x != nil {
+		return x.CommittedVersion
+	}
+	return 0
+}
+
+type isDataOverlayFile_Coverage interface {
+	isDataOverlayFile_Coverage()
+}
+
+type DataOverlayFile_SharedOffsetBitmap struct {
+	// Row offsets (portable 32-bit roaring bitmap) every field covers.
+	SharedOffsetBitmap []byte `protobuf:"bytes,2,opt,name=shared_offset_bitmap,json=sharedOffsetBitmap,proto3,oneof"`
+}
+
+type DataOverlayFile_FieldCoverage struct {
+	// Row offsets per field, for overlays whose fields cover different rows.
+	FieldCoverage *FieldCoverage `protobuf:"bytes,4,opt,name=field_coverage,json=fieldCoverage,proto3,oneof"`
+}
+
+func (*DataOverlayFile_SharedOffsetBitmap) isDataOverlayFile_Coverage() {}
+
+func (*DataOverlayFile_FieldCoverage) isDataOverlayFile_Coverage() {}
+
+// FieldCoverage has one roaring bitmap of row offsets per field of the
+// overlay's data file, in the same order.
+type FieldCoverage struct {
+	unknownFields []byte
+	OffsetBitmaps [][]byte `protobuf:"bytes,1,rep,name=offset_bitmaps,json=offsetBitmaps,proto3" json:"offsetBitmaps,omitempty"`
+}
+
+func (x *FieldCoverage) Reset() {
+	*x = FieldCoverage{}
+}
+
+func (*FieldCoverage) ProtoMessage() {}
+
+func (x *FieldCoverage) GetOffsetBitmaps() [][]byte {
+	if x != nil {
+		return x.OffsetBitmaps
+	}
+	return nil
+}
 
 type DataFile struct {
 	unknownFields    []byte
@@ -1094,6 +1206,9 @@ func (m *IndexMetadata) CloneVT() *IndexMetadata {
 			r.Files[k] = v.CloneVT()
 		}
 	}
+	if rhs := m.CoveringFields; rhs != nil {
+		r.CoveringFields = slices.Clone(rhs)
+	}
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = slices.Clone(m.unknownFields)
 	}
@@ -1168,6 +1283,12 @@ func (m *DataFragment) CloneVT() *DataFragment {
 		r.CreatedAtVersionSequence = m.CreatedAtVersionSequence.(interface {
 			CloneOneofVT() isDataFragment_CreatedAtVersionSequence
 		}).CloneOneofVT()
+	}
+	if rhs := m.Overlays; rhs != nil {
+		r.Overlays = make([]*DataOverlayFile, len(rhs))
+		for k, v := range rhs {
+			r.Overlays[k] = v.CloneVT()
+		}
 	}
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = slices.Clone(m.unknownFields)
@@ -1260,6 +1381,77 @@ func (m *DataFragment_ExternalCreatedAtVersions) CloneVT() *DataFragment_Externa
 }
 
 func (m *DataFragment_ExternalCreatedAtVersions) CloneOneofVT() isDataFragment_CreatedAtVersionSequence {
+	return m.CloneVT()
+}
+
+func (m *DataOverlayFile) CloneVT() *DataOverlayFile {
+	if m == nil {
+		return (*DataOverlayFile)(nil)
+	}
+	r := new(DataOverlayFile)
+	r.DataFile = m.DataFile.CloneVT()
+	r.CommittedVersion = m.CommittedVersion
+	if m.Coverage != nil {
+		r.Coverage = m.Coverage.(interface {
+			CloneOneofVT() isDataOverlayFile_Coverage
+		}).CloneOneofVT()
+	}
+	if len(m.unknownFields) > 0 {
+		r.unknownFields = slices.Clone(m.unknownFields)
+	}
+	return r
+}
+
+func (m *DataOverlayFile) CloneMessageVT() protobuf_go_lite.CloneMessage {
+	return m.CloneVT()
+}
+
+func (m *DataOverlayFile_SharedOffsetBitmap) CloneVT() *DataOverlayFile_SharedOffsetBitmap {
+	if m == nil {
+		return (*DataOverlayFile_SharedOffsetBitmap)(nil)
+	}
+	r := new(DataOverlayFile_SharedOffsetBitmap)
+	if rhs := m.SharedOffsetBitmap; rhs != nil {
+		r.SharedOffsetBitmap = slices.Clone(rhs)
+	}
+	return r
+}
+
+func (m *DataOverlayFile_SharedOffsetBitmap) CloneOneofVT() isDataOverlayFile_Coverage {
+	return m.CloneVT()
+}
+
+func (m *DataOverlayFile_FieldCoverage) CloneVT() *DataOverlayFile_FieldCoverage {
+	if m == nil {
+		return (*DataOverlayFile_FieldCoverage)(nil)
+	}
+	r := new(DataOverlayFile_FieldCoverage)
+	r.FieldCoverage = m.FieldCoverage.CloneVT()
+	return r
+}
+
+func (m *DataOverlayFile_FieldCoverage) CloneOneofVT() isDataOverlayFile_Coverage {
+	return m.CloneVT()
+}
+
+func (m *FieldCoverage) CloneVT() *FieldCoverage {
+	if m == nil {
+		return (*FieldCoverage)(nil)
+	}
+	r := new(FieldCoverage)
+	if rhs := m.OffsetBitmaps; rhs != nil {
+		r.OffsetBitmaps = make([][]byte, len(rhs))
+		for k, v := range rhs {
+			r.OffsetBitmaps[k] = slices.Clone(v)
+		}
+	}
+	if len(m.unknownFields) > 0 {
+		r.unknownFields = slices.Clone(m.unknownFields)
+	}
+	return r
+}
+
+func (m *FieldCoverage) CloneMessageVT() protobuf_go_lite.CloneMessage {
 	return m.CloneVT()
 }
 
@@ -1653,6 +1845,15 @@ func (this *IndexMetadata) EqualVT(that *IndexMetadata) bool {
 			}
 		}
 	}
+	if len(this.CoveringFields) != len(that.CoveringFields) {
+		return false
+	}
+	for i, vx := range this.CoveringFields {
+		vy := that.CoveringFields[i]
+		if vx != vy {
+			return false
+		}
+	}
 	return string(this.unknownFields) == string(that.unknownFields)
 }
 
@@ -1779,6 +1980,23 @@ func (this *DataFragment) EqualVT(that *DataFragment) bool {
 	}
 	if this.PhysicalRows != that.PhysicalRows {
 		return false
+	}
+	if len(this.Overlays) != len(that.Overlays) {
+		return false
+	}
+	for i, vx := range this.Overlays {
+		vy := that.Overlays[i]
+		if p, q := vx, vy; p != q {
+			if p == nil {
+				p = &DataOverlayFile{}
+			}
+			if q == nil {
+				q = &DataOverlayFile{}
+			}
+			if !p.EqualVT(q) {
+				return false
+			}
+		}
 	}
 	return string(this.unknownFields) == string(that.unknownFields)
 }
@@ -1916,6 +2134,107 @@ func (this *DataFragment_ExternalCreatedAtVersions) EqualVT(thatIface isDataFrag
 	return true
 }
 
+func (this *DataOverlayFile) EqualVT(that *DataOverlayFile) bool {
+	if this == that {
+		return true
+	} else if this == nil || that == nil {
+		return false
+	}
+	if this.Coverage == nil && that.Coverage != nil {
+		return false
+	} else if this.Coverage != nil {
+		if that.Coverage == nil {
+			return false
+		}
+		if !this.Coverage.(interface {
+			EqualVT(isDataOverlayFile_Coverage) bool
+		}).EqualVT(that.Coverage) {
+			return false
+		}
+	}
+	if !this.DataFile.EqualVT(that.DataFile) {
+		return false
+	}
+	if this.CommittedVersion != that.CommittedVersion {
+		return false
+	}
+	return string(this.unknownFields) == string(that.unknownFields)
+}
+
+func (this *DataOverlayFile) EqualMessageVT(thatMsg any) bool {
+	that, ok := thatMsg.(*DataOverlayFile)
+	if !ok {
+		return false
+	}
+	return this.EqualVT(that)
+}
+func (this *DataOverlayFile_SharedOffsetBitmap) EqualVT(thatIface isDataOverlayFile_Coverage) bool {
+	that, ok := thatIface.(*DataOverlayFile_SharedOffsetBitmap)
+	if !ok {
+		return false
+	}
+	if this == that {
+		return true
+	}
+	if this == nil && that != nil || this != nil && that == nil {
+		return false
+	}
+	if string(this.SharedOffsetBitmap) != string(that.SharedOffsetBitmap) {
+		return false
+	}
+	return true
+}
+
+func (this *DataOverlayFile_FieldCoverage) EqualVT(thatIface isDataOverlayFile_Coverage) bool {
+	that, ok := thatIface.(*DataOverlayFile_FieldCoverage)
+	if !ok {
+		return false
+	}
+	if this == that {
+		return true
+	}
+	if this == nil && that != nil || this != nil && that == nil {
+		return false
+	}
+	if p, q := this.FieldCoverage, that.FieldCoverage; p != q {
+		if p == nil {
+			p = &FieldCoverage{}
+		}
+		if q == nil {
+			q = &FieldCoverage{}
+		}
+		if !p.EqualVT(q) {
+			return false
+		}
+	}
+	return true
+}
+
+func (this *FieldCoverage) EqualVT(that *FieldCoverage) bool {
+	if this == that {
+		return true
+	} else if this == nil || that == nil {
+		return false
+	}
+	if len(this.OffsetBitmaps) != len(that.OffsetBitmaps) {
+		return false
+	}
+	for i, vx := range this.OffsetBitmaps {
+		vy := that.OffsetBitmaps[i]
+		if string(vx) != string(vy) {
+			return false
+		}
+	}
+	return string(this.unknownFields) == string(that.unknownFields)
+}
+
+func (this *FieldCoverage) EqualMessageVT(thatMsg any) bool {
+	that, ok := thatMsg.(*FieldCoverage)
+	if !ok {
+		return false
+	}
+	return this.EqualVT(that)
+}
 func (this *DataFile) EqualVT(that *DataFile) bool {
 	if this == that {
 		return true
@@ -2533,6 +2852,27 @@ func (m *IndexMetadata) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if len(m.CoveringFields) > 0 {
+		var pksize2 int
+		for _, num := range m.CoveringFields {
+			pksize2 += protobuf_go_lite.SizeOfVarint(uint64(num))
+		}
+		i -= pksize2
+		j1 := i
+		for _, num1 := range m.CoveringFields {
+			num := uint64(num1)
+			for num >= 1<<7 {
+				dAtA[j1] = uint8(uint64(num)&0x7f | 0x80)
+				num >>= 7
+				j1++
+			}
+			dAtA[j1] = uint8(num)
+			j1++
+		}
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(pksize2))
+		i--
+		dAtA[i] = 0x5a
+	}
 	if len(m.Files) > 0 {
 		for iNdEx := len(m.Files) - 1; iNdEx >= 0; iNdEx-- {
 			size, err := m.Files[iNdEx].MarshalToSizedBufferVT(dAtA[:i])
@@ -2590,23 +2930,23 @@ func (m *IndexMetadata) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		dAtA[i] = 0x1a
 	}
 	if len(m.Fields) > 0 {
-		var pksize2 int
+		var pksize4 int
 		for _, num := range m.Fields {
-			pksize2 += protobuf_go_lite.SizeOfVarint(uint64(num))
+			pksize4 += protobuf_go_lite.SizeOfVarint(uint64(num))
 		}
-		i -= pksize2
-		j1 := i
+		i -= pksize4
+		j3 := i
 		for _, num1 := range m.Fields {
 			num := uint64(num1)
 			for num >= 1<<7 {
-				dAtA[j1] = uint8(uint64(num)&0x7f | 0x80)
+				dAtA[j3] = uint8(uint64(num)&0x7f | 0x80)
 				num >>= 7
-				j1++
+				j3++
 			}
-			dAtA[j1] = uint8(num)
-			j1++
+			dAtA[j3] = uint8(num)
+			j3++
 		}
-		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(pksize2))
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(pksize4))
 		i--
 		dAtA[i] = 0x12
 	}
@@ -2758,6 +3098,18 @@ func (m *DataFragment) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		}
 		i -= size
 	}
+	if len(m.Overlays) > 0 {
+		for iNdEx := len(m.Overlays) - 1; iNdEx >= 0; iNdEx-- {
+			size, err := m.Overlays[iNdEx].MarshalToSizedBufferVT(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(size))
+			i--
+			dAtA[i] = 0x5a
+		}
+	}
 	if m.PhysicalRows != 0 {
 		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(m.PhysicalRows))
 		i--
@@ -2904,6 +3256,142 @@ func (m *DataFragment_ExternalCreatedAtVersions) MarshalToSizedBufferVT(dAtA []b
 	}
 	return len(dAtA) - i, nil
 }
+func (m *DataOverlayFile) MarshalVT() (dAtA []byte, err error) {
+	if m == nil {
+		return nil, nil
+	}
+	size := m.SizeVT()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBufferVT(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *DataOverlayFile) MarshalToVT(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVT(dAtA[:size])
+}
+
+func (m *DataOverlayFile) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+	if m == nil {
+		return 0, nil
+	}
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.unknownFields != nil {
+		i -= len(m.unknownFields)
+		copy(dAtA[i:], m.unknownFields)
+	}
+	if vtmsg, ok := m.Coverage.(interface {
+		MarshalToSizedBufferVT([]byte) (int, error)
+	}); ok {
+		size, err := vtmsg.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+	}
+	if m.CommittedVersion != 0 {
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(m.CommittedVersion))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.DataFile != nil {
+		size, err := m.DataFile.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *DataOverlayFile_SharedOffsetBitmap) MarshalToVT(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVT(dAtA[:size])
+}
+
+func (m *DataOverlayFile_SharedOffsetBitmap) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	i -= len(m.SharedOffsetBitmap)
+	copy(dAtA[i:], m.SharedOffsetBitmap)
+	i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(len(m.SharedOffsetBitmap)))
+	i--
+	dAtA[i] = 0x12
+	return len(dAtA) - i, nil
+}
+func (m *DataOverlayFile_FieldCoverage) MarshalToVT(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVT(dAtA[:size])
+}
+
+func (m *DataOverlayFile_FieldCoverage) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	if m.FieldCoverage != nil {
+		size, err := m.FieldCoverage.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0x22
+	} else {
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, 0)
+		i--
+		dAtA[i] = 0x22
+	}
+	return len(dAtA) - i, nil
+}
+func (m *FieldCoverage) MarshalVT() (dAtA []byte, err error) {
+	if m == nil {
+		return nil, nil
+	}
+	size := m.SizeVT()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBufferVT(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *FieldCoverage) MarshalToVT(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVT(dAtA[:size])
+}
+
+func (m *FieldCoverage) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+	if m == nil {
+		return 0, nil
+	}
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.unknownFields != nil {
+		i -= len(m.unknownFields)
+		copy(dAtA[i:], m.unknownFields)
+	}
+	if len(m.OffsetBitmaps) > 0 {
+		for iNdEx := len(m.OffsetBitmaps) - 1; iNdEx >= 0; iNdEx-- {
+			i -= len(m.OffsetBitmaps[iNdEx])
+			copy(dAtA[i:], m.OffsetBitmaps[iNdEx])
+			i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(len(m.OffsetBitmaps[iNdEx])))
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
 func (m *DataFile) MarshalVT() (dAtA []byte, err error) {
 	if m == nil {
 		return nil, nil
@@ -3361,6 +3849,13 @@ func (m *IndexMetadata) SizeVT() (n int) {
 			n += 1 + l + protobuf_go_lite.SizeOfVarint(uint64(l))
 		}
 	}
+	if len(m.CoveringFields) > 0 {
+		l = 0
+		for _, e := range m.CoveringFields {
+			l += protobuf_go_lite.SizeOfVarint(uint64(e))
+		}
+		n += 1 + protobuf_go_lite.SizeOfVarint(uint64(l)) + l
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -3421,6 +3916,12 @@ func (m *DataFragment) SizeVT() (n int) {
 	}
 	if vtmsg, ok := m.CreatedAtVersionSequence.(interface{ SizeVT() int }); ok {
 		n += vtmsg.SizeVT()
+	}
+	if len(m.Overlays) > 0 {
+		for _, e := range m.Overlays {
+			l = e.SizeVT()
+			n += 1 + l + protobuf_go_lite.SizeOfVarint(uint64(l))
+		}
 	}
 	n += len(m.unknownFields)
 	return n
@@ -3498,6 +3999,66 @@ func (m *DataFragment_ExternalCreatedAtVersions) SizeVT() (n int) {
 	}
 	return n
 }
+func (m *DataOverlayFile) SizeVT() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.DataFile != nil {
+		l = m.DataFile.SizeVT()
+		n += 1 + l + protobuf_go_lite.SizeOfVarint(uint64(l))
+	}
+	if vtmsg, ok := m.Coverage.(interface{ SizeVT() int }); ok {
+		n += vtmsg.SizeVT()
+	}
+	if m.CommittedVersion != 0 {
+		n += 1 + protobuf_go_lite.SizeOfVarint(uint64(m.CommittedVersion))
+	}
+	n += len(m.unknownFields)
+	return n
+}
+
+func (m *DataOverlayFile_SharedOffsetBitmap) SizeVT() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.SharedOffsetBitmap)
+	n += 1 + l + protobuf_go_lite.SizeOfVarint(uint64(l))
+	return n
+}
+func (m *DataOverlayFile_FieldCoverage) SizeVT() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.FieldCoverage != nil {
+		l = m.FieldCoverage.SizeVT()
+		n += 1 + l + protobuf_go_lite.SizeOfVarint(uint64(l))
+	} else {
+		n += 2
+	}
+	return n
+}
+func (m *FieldCoverage) SizeVT() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.OffsetBitmaps) > 0 {
+		for _, b := range m.OffsetBitmaps {
+			l = len(b)
+			n += 1 + l + protobuf_go_lite.SizeOfVarint(uint64(l))
+		}
+	}
+	n += len(m.unknownFields)
+	return n
+}
+
 func (m *DataFile) SizeVT() (n int) {
 	if m == nil {
 		return 0
@@ -4901,6 +5462,54 @@ func (m *IndexMetadata) UnmarshalVT(dAtA []byte) error {
 				return err
 			}
 			iNdEx = postIndex
+		case 11:
+			if wireType == 0 {
+				var v int32
+				v, iNdEx, err = protobuf_go_lite.DecodeVarintInt32(dAtA, iNdEx)
+				if err != nil {
+					return err
+				}
+				m.CoveringFields = append(m.CoveringFields, v)
+			} else if wireType == 2 {
+				var packedLen int
+				var _v uint64
+				_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+				packedLen = int(_v)
+				if err != nil {
+					return err
+				}
+				if packedLen < 0 {
+					return protobuf_go_lite.ErrInvalidLength
+				}
+				postIndex := iNdEx + packedLen
+				if postIndex < 0 {
+					return protobuf_go_lite.ErrInvalidLength
+				}
+				if postIndex > l {
+					return io.ErrUnexpectedEOF
+				}
+				var elementCount int
+				var count int
+				for _, integer := range dAtA[iNdEx:postIndex] {
+					if integer < 128 {
+						count++
+					}
+				}
+				elementCount = count
+				if elementCount != 0 && len(m.CoveringFields) == 0 {
+					m.CoveringFields = make([]int32, 0, elementCount)
+				}
+				for iNdEx < postIndex {
+					var v int32
+					v, iNdEx, err = protobuf_go_lite.DecodeVarintInt32(dAtA, iNdEx)
+					if err != nil {
+						return err
+					}
+					m.CoveringFields = append(m.CoveringFields, v)
+				}
+			} else {
+				return fmt.Errorf("proto: wrong wireType = %d for field CoveringFields", wireType)
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protobuf_go_lite.Skip(dAtA[iNdEx:])
@@ -5298,6 +5907,235 @@ func (m *DataFragment) UnmarshalVT(dAtA []byte) error {
 				}
 				m.CreatedAtVersionSequence = &DataFragment_ExternalCreatedAtVersions{ExternalCreatedAtVersions: v}
 			}
+			iNdEx = postIndex
+		case 11:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Overlays", wireType)
+			}
+			var msglen int
+			var _v uint64
+			_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			msglen = int(_v)
+			if err != nil {
+				return err
+			}
+			if msglen < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Overlays = append(m.Overlays, &DataOverlayFile{})
+			if err := m.Overlays[len(m.Overlays)-1].UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := protobuf_go_lite.Skip(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.unknownFields = append(m.unknownFields, dAtA[iNdEx:iNdEx+skippy]...)
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *DataOverlayFile) UnmarshalVT(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	var err error
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		wire, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+		if err != nil {
+			return err
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: DataOverlayFile: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: DataOverlayFile: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field DataFile", wireType)
+			}
+			var msglen int
+			var _v uint64
+			_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			msglen = int(_v)
+			if err != nil {
+				return err
+			}
+			if msglen < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.DataFile == nil {
+				m.DataFile = &DataFile{}
+			}
+			if err := m.DataFile.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field SharedOffsetBitmap", wireType)
+			}
+			var byteLen int
+			var _v uint64
+			_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			byteLen = int(_v)
+			if err != nil {
+				return err
+			}
+			if byteLen < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			postIndex := iNdEx + byteLen
+			if postIndex < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			v := make([]byte, postIndex-iNdEx)
+			copy(v, dAtA[iNdEx:postIndex])
+			m.Coverage = &DataOverlayFile_SharedOffsetBitmap{SharedOffsetBitmap: v}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field CommittedVersion", wireType)
+			}
+			m.CommittedVersion = 0
+			m.CommittedVersion, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			if err != nil {
+				return err
+			}
+		case 4:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FieldCoverage", wireType)
+			}
+			var msglen int
+			var _v uint64
+			_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			msglen = int(_v)
+			if err != nil {
+				return err
+			}
+			if msglen < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if oneof, ok := m.Coverage.(*DataOverlayFile_FieldCoverage); ok {
+				if err := oneof.FieldCoverage.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+					return err
+				}
+			} else {
+				v := &FieldCoverage{}
+				if err := v.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+					return err
+				}
+				m.Coverage = &DataOverlayFile_FieldCoverage{FieldCoverage: v}
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := protobuf_go_lite.Skip(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.unknownFields = append(m.unknownFields, dAtA[iNdEx:iNdEx+skippy]...)
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *FieldCoverage) UnmarshalVT(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	var err error
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		wire, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+		if err != nil {
+			return err
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: FieldCoverage: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: FieldCoverage: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field OffsetBitmaps", wireType)
+			}
+			var byteLen int
+			var _v uint64
+			_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			byteLen = int(_v)
+			if err != nil {
+				return err
+			}
+			if byteLen < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			postIndex := iNdEx + byteLen
+			if postIndex < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.OffsetBitmaps = append(m.OffsetBitmaps, make([]byte, postIndex-iNdEx))
+			copy(m.OffsetBitmaps[len(m.OffsetBitmaps)-1], dAtA[iNdEx:postIndex])
 			iNdEx = postIndex
 		default:
 			iNdEx = preIndex

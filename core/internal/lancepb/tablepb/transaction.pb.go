@@ -71,8 +71,10 @@ type Transaction struct {
 	//	*Transaction_Project_
 	//	*Transaction_UpdateConfig_
 	//	*Transaction_DataReplacement_
+	//	*Transaction_UpdateMemWalState_
 	//	*Transaction_Clone_
 	//	*Transaction_UpdateBases_
+	//	*Transaction_DataOverlay_
 	Operation isTransaction_Operation `protobuf_oneof:"operation"`
 }
 
@@ -201,6 +203,13 @@ func (x *Transaction) GetDataReplacement() *Transaction_DataReplacement {
 	return nil
 }
 
+func (x *Transaction) GetUpdateMemWalState() *Transaction_UpdateMemWalState {
+	if x, ok := x.GetOperation().(*Transaction_UpdateMemWalState_); ok {
+		return x.UpdateMemWalState
+	}
+	return nil
+}
+
 func (x *Transaction) GetClone() *Transaction_Clone {
 	if x, ok := x.GetOperation().(*Transaction_Clone_); ok {
 		return x.Clone
@@ -211,6 +220,13 @@ func (x *Transaction) GetClone() *Transaction_Clone {
 func (x *Transaction) GetUpdateBases() *Transaction_UpdateBases {
 	if x, ok := x.GetOperation().(*Transaction_UpdateBases_); ok {
 		return x.UpdateBases
+	}
+	return nil
+}
+
+func (x *Transaction) GetDataOverlay() *Transaction_DataOverlay {
+	if x, ok := x.GetOperation().(*Transaction_DataOverlay_); ok {
+		return x.DataOverlay
 	}
 	return nil
 }
@@ -267,13 +283,20 @@ type Transaction_DataReplacement_ struct {
 	DataReplacement *Transaction_DataReplacement `protobuf:"bytes,111,opt,name=data_replacement,json=dataReplacement,proto3,oneof"`
 }
 
+type Transaction_UpdateMemWalState_ struct {
+	UpdateMemWalState *Transaction_UpdateMemWalState `protobuf:"bytes,112,opt,name=update_mem_wal_state,json=updateMemWalState,proto3,oneof"`
+}
+
 type Transaction_Clone_ struct {
-	// 112 (in-memory WAL state) is not used by kv0.
 	Clone *Transaction_Clone `protobuf:"bytes,113,opt,name=clone,proto3,oneof"`
 }
 
 type Transaction_UpdateBases_ struct {
 	UpdateBases *Transaction_UpdateBases `protobuf:"bytes,114,opt,name=update_bases,json=updateBases,proto3,oneof"`
+}
+
+type Transaction_DataOverlay_ struct {
+	DataOverlay *Transaction_DataOverlay `protobuf:"bytes,115,opt,name=data_overlay,json=dataOverlay,proto3,oneof"`
 }
 
 func (*Transaction_Append_) isTransaction_Operation() {}
@@ -300,9 +323,13 @@ func (*Transaction_UpdateConfig_) isTransaction_Operation() {}
 
 func (*Transaction_DataReplacement_) isTransaction_Operation() {}
 
+func (*Transaction_UpdateMemWalState_) isTransaction_Operation() {}
+
 func (*Transaction_Clone_) isTransaction_Operation() {}
 
 func (*Transaction_UpdateBases_) isTransaction_Operation() {}
+
+func (*Transaction_DataOverlay_) isTransaction_Operation() {}
 
 type Transaction_Append struct {
 	unknownFields []byte
@@ -479,6 +506,9 @@ type Transaction_Merge struct {
 	Fragments      []*DataFragment   `protobuf:"bytes,1,rep,name=fragments,proto3" json:"fragments,omitempty"`
 	Schema         []*filepb.Field   `protobuf:"bytes,2,rep,name=schema,proto3" json:"schema,omitempty"`
 	SchemaMetadata map[string][]byte `protobuf:"bytes,3,rep,name=schema_metadata,json=schemaMetadata,proto3" json:"schemaMetadata,omitempty" protobuf_key:"bytes,1,opt,name=key,proto3" protobuf_val:"bytes,2,opt,name=value,proto3"`
+	// The merge adds no field that rows written against the older schema
+	// could not leave out (lance 12; conflict resolution reads it).
+	PreservesNullability bool `protobuf:"varint,4,opt,name=preserves_nullability,json=preservesNullability,proto3" json:"preservesNullability,omitempty"`
 }
 
 func (x *Transaction_Merge) Reset() {
@@ -508,9 +538,17 @@ func (x *Transaction_Merge) GetSchemaMetadata() map[string][]byte {
 	return nil
 }
 
+func (x *Transaction_Merge) GetPreservesNullability() bool {
+	if x != nil {
+		return x.PreservesNullability
+	}
+	return false
+}
+
 type Transaction_Project struct {
-	unknownFields []byte
-	Schema        []*filepb.Field `protobuf:"bytes,1,rep,name=schema,proto3" json:"schema,omitempty"`
+	unknownFields        []byte
+	Schema               []*filepb.Field `protobuf:"bytes,1,rep,name=schema,proto3" json:"schema,omitempty"`
+	PreservesNullability bool            `protobuf:"varint,2,opt,name=preserves_nullability,json=preservesNullability,proto3" json:"preservesNullability,omitempty"` // as in Merge: true for renames and drops
 }
 
 func (x *Transaction_Project) Reset() {
@@ -524,6 +562,13 @@ func (x *Transaction_Project) GetSchema() []*filepb.Field {
 		return x.Schema
 	}
 	return nil
+}
+
+func (x *Transaction_Project) GetPreservesNullability() bool {
+	if x != nil {
+		return x.PreservesNullability
+	}
+	return false
 }
 
 type Transaction_Restore struct {
@@ -612,6 +657,144 @@ func (x *Transaction_Clone) GetBranchName() string {
 	return ""
 }
 
+// ExactKeySetFilter lists the 64-bit hashes of the keys a merge insert
+// inserted (few rows).
+type Transaction_ExactKeySetFilter struct {
+	unknownFields []byte
+	KeyHashes     []uint64 `protobuf:"varint,1,rep,packed,name=key_hashes,json=keyHashes,proto3" json:"keyHashes,omitempty"`
+}
+
+func (x *Transaction_ExactKeySetFilter) Reset() {
+	*x = Transaction_ExactKeySetFilter{}
+}
+
+func (*Transaction_ExactKeySetFilter) ProtoMessage() {}
+
+func (x *Transaction_ExactKeySetFilter) GetKeyHashes() []uint64 {
+	if x != nil {
+		return x.KeyHashes
+	}
+	return nil
+}
+
+// BloomFilter is a split-block bloom filter of those hashes (many rows).
+// Field 4 (double probability, the false-positive rate it was sized for)
+// is kept as unknown bytes: tagdecode decodes no fixed-width fields.
+type Transaction_BloomFilter struct {
+	unknownFields []byte
+	Bitmap        []byte `protobuf:"bytes,1,opt,name=bitmap,proto3" json:"bitmap,omitempty"`
+	NumBits       uint32 `protobuf:"varint,2,opt,name=num_bits,json=numBits,proto3" json:"numBits,omitempty"`
+	NumberOfItems uint64 `protobuf:"varint,3,opt,name=number_of_items,json=numberOfItems,proto3" json:"numberOfItems,omitempty"`
+}
+
+func (x *Transaction_BloomFilter) Reset() {
+	*x = Transaction_BloomFilter{}
+}
+
+func (*Transaction_BloomFilter) ProtoMessage() {}
+
+func (x *Transaction_BloomFilter) GetBitmap() []byte {
+	if x != nil {
+		return x.Bitmap
+	}
+	return nil
+}
+
+func (x *Transaction_BloomFilter) GetNumBits() uint32 {
+	if x != nil {
+		return x.NumBits
+	}
+	return 0
+}
+
+func (x *Transaction_BloomFilter) GetNumberOfItems() uint64 {
+	if x != nil {
+		return x.NumberOfItems
+	}
+	return 0
+}
+
+// KeyExistenceFilter describes the primary keys a merge insert inserted,
+// for conflict detection.
+type Transaction_KeyExistenceFilter struct {
+	unknownFields []byte
+	FieldIds      []int32 `protobuf:"varint,1,rep,packed,name=field_ids,json=fieldIds,proto3" json:"fieldIds,omitempty"`
+	// Types that are assignable to Data:
+	//
+	//	*Transaction_KeyExistenceFilter_Exact
+	//	*Transaction_KeyExistenceFilter_Bloom
+	Data isTransaction_KeyExistenceFilter_Data `protobuf_oneof:"data"`
+}
+
+func (x *Transaction_KeyExistenceFilter) Reset() {
+	*x = Transaction_KeyExistenceFilter{}
+}
+
+func (*Transaction_KeyExistenceFilter) ProtoMessage() {}
+
+func (x *Transaction_KeyExistenceFilter) GetFieldIds() []int32 {
+	if x != nil {
+		return x.FieldIds
+	}
+	return nil
+}
+
+func (m *Transaction_KeyExistenceFilter) GetData() isTransaction_KeyExistenceFilter_Data {
+	if m != nil {
+		return m.Data
+	}
+	return nil
+}
+
+func (x *Transaction_KeyExistenceFilter) GetExact() *Transaction_ExactKeySetFilter {
+	if x, ok := x.GetData().(*Transaction_KeyExistenceFilter_Exact); ok {
+		return x.Exact
+	}
+	return nil
+}
+
+func (x *Transaction_KeyExistenceFilter) GetBloom() *Transaction_BloomFilter {
+	if x, ok := x.GetData().(*Transaction_KeyExistenceFilter_Bloom); ok {
+		return x.Bloom
+	}
+	return nil
+}
+
+type isTransaction_KeyExistenceFilter_Data interface {
+	isTransaction_KeyExistenceFilter_Data()
+}
+
+type Transaction_KeyExistenceFilter_Exact struct {
+	Exact *Transaction_ExactKeySetFilter `protobuf:"bytes,2,opt,name=exact,proto3,oneof"`
+}
+
+type Transaction_KeyExistenceFilter_Bloom struct {
+	Bloom *Transaction_BloomFilter `protobuf:"bytes,3,opt,name=bloom,proto3,oneof"`
+}
+
+func (*Transaction_KeyExistenceFilter_Exact) isTransaction_KeyExistenceFilter_Data() {}
+
+func (*Transaction_KeyExistenceFilter_Bloom) isTransaction_KeyExistenceFilter_Data() {}
+
+// UInt32List is a sorted list of distinct row offsets of one fragment.
+type Transaction_UInt32List struct {
+	unknownFields []byte
+	Values        []uint32 `protobuf:"varint,1,rep,packed,name=values,proto3" json:"values,omitempty"`
+}
+
+func (x *Transaction_UInt32List) Reset() {
+	*x = Transaction_UInt32List{}
+}
+
+func (*Transaction_UInt32List) ProtoMessage() {}
+
+func (x *Transaction_UInt32List) GetValues() []uint32 {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
 type Transaction_Update struct {
 	unknownFields      []byte
 	RemovedFragmentIds []uint64        `protobuf:"varint,1,rep,packed,name=removed_fragment_ids,json=removedFragmentIds,proto3" json:"removedFragmentIds,omitempty"`
@@ -619,8 +802,13 @@ type Transaction_Update struct {
 	NewFragments       []*DataFragment `protobuf:"bytes,3,rep,name=new_fragments,json=newFragments,proto3" json:"newFragments,omitempty"`
 	FieldsModified     []uint32        `protobuf:"varint,4,rep,packed,name=fields_modified,json=fieldsModified,proto3" json:"fieldsModified,omitempty"`
 	// field 5 (merged in-memory WAL state) is not used by kv0 and kept as unknown bytes.
-	FieldsForPreservingFragBitmap []uint32               `protobuf:"varint,6,rep,packed,name=fields_for_preserving_frag_bitmap,json=fieldsForPreservingFragBitmap,proto3" json:"fieldsForPreservingFragBitmap,omitempty"`
-	UpdateMode                    Transaction_UpdateMode `protobuf:"varint,7,opt,name=update_mode,json=updateMode,proto3" json:"updateMode,omitempty"`
+	FieldsForPreservingFragBitmap []uint32                        `protobuf:"varint,6,rep,packed,name=fields_for_preserving_frag_bitmap,json=fieldsForPreservingFragBitmap,proto3" json:"fieldsForPreservingFragBitmap,omitempty"`
+	UpdateMode                    Transaction_UpdateMode          `protobuf:"varint,7,opt,name=update_mode,json=updateMode,proto3" json:"updateMode,omitempty"`
+	InsertedRows                  *Transaction_KeyExistenceFilter `protobuf:"bytes,8,opt,name=inserted_rows,json=insertedRows,proto3,oneof" json:"insertedRows,omitempty"`
+	// The row offsets per fragment a column rewrite matched: the older
+	// form, then roaring bitmaps (writers since lance 12 write only 10).
+	UpdatedFragmentOffsets       map[uint64]*Transaction_UInt32List `protobuf:"bytes,9,rep,name=updated_fragment_offsets,json=updatedFragmentOffsets,proto3" json:"updatedFragmentOffsets,omitempty" protobuf_key:"varint,1,opt,name=key,proto3" protobuf_val:"bytes,2,opt,name=value,proto3"`
+	UpdatedFragmentOffsetBitmaps map[uint64][]byte                  `protobuf:"bytes,10,rep,name=updated_fragment_offset_bitmaps,json=updatedFragmentOffsetBitmaps,proto3" json:"updatedFragmentOffsetBitmaps,omitempty" protobuf_key:"varint,1,opt,name=key,proto3" protobuf_val:"bytes,2,opt,name=value,proto3"`
 }
 
 func (x *Transaction_Update) Reset() {
@@ -669,6 +857,27 @@ func (x *Transaction_Update) GetUpdateMode() Transaction_UpdateMode {
 		return x.UpdateMode
 	}
 	return Transaction_REWRITE_ROWS
+}
+
+func (x *Transaction_Update) GetInsertedRows() *Transaction_KeyExistenceFilter {
+	if x != nil {
+		return x.InsertedRows
+	}
+	return nil
+}
+
+func (x *Transaction_Update) GetUpdatedFragmentOffsets() map[uint64]*Transaction_UInt32List {
+	if x != nil {
+		return x.UpdatedFragmentOffsets
+	}
+	return nil
+}
+
+func (x *Transaction_Update) GetUpdatedFragmentOffsetBitmaps() map[uint64][]byte {
+	if x != nil {
+		return x.UpdatedFragmentOffsetBitmaps
+	}
+	return nil
 }
 
 type Transaction_UpdateMapEntry struct {
@@ -859,6 +1068,64 @@ func (x *Transaction_UpdateBases) GetNewBases() []*BasePath {
 	return nil
 }
 
+// UpdateMemWalState records merged in-memory WAL state; kv0 keeps its
+// fields as unknown bytes and only names the operation.
+type Transaction_UpdateMemWalState struct {
+	unknownFields []byte
+}
+
+func (x *Transaction_UpdateMemWalState) Reset() {
+	*x = Transaction_UpdateMemWalState{}
+}
+
+func (*Transaction_UpdateMemWalState) ProtoMessage() {}
+
+// DataOverlayGroup appends overlay files to one fragment's list.
+type Transaction_DataOverlayGroup struct {
+	unknownFields []byte
+	FragmentId    uint64             `protobuf:"varint,1,opt,name=fragment_id,json=fragmentId,proto3" json:"fragmentId,omitempty"`
+	Overlays      []*DataOverlayFile `protobuf:"bytes,2,rep,name=overlays,proto3" json:"overlays,omitempty"`
+}
+
+func (x *Transaction_DataOverlayGroup) Reset() {
+	*x = Transaction_DataOverlayGroup{}
+}
+
+func (*Transaction_DataOverlayGroup) ProtoMessage() {}
+
+func (x *Transaction_DataOverlayGroup) GetFragmentId() uint64 {
+	if x != nil {
+		return x.FragmentId
+	}
+	return 0
+}
+
+func (x *Transaction_DataOverlayGroup) GetOverlays() []*DataOverlayFile {
+	if x != nil {
+		return x.Overlays
+	}
+	return nil
+}
+
+// DataOverlay adds overlay files (new values for some cells) to fragments.
+type Transaction_DataOverlay struct {
+	unknownFields []byte
+	Groups        []*Transaction_DataOverlayGroup `protobuf:"bytes,1,rep,name=groups,proto3" json:"groups,omitempty"`
+}
+
+func (x *Transaction_DataOverlay) Reset() {
+	*x = Transaction_DataOverlay{}
+}
+
+func (*Transaction_DataOverlay) ProtoMessage() {}
+
+func (x *Transaction_DataOverlay) GetGroups() []*Transaction_DataOverlayGroup {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
 type Transaction_TransactionPropertiesEntry struct {
 	unknownFields []byte
 	Key           string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
@@ -939,10 +1206,11 @@ func (x *Transaction_Overwrite_ConfigUpsertValuesEntry) GetValue() string {
 
 type Transaction_Rewrite_RewrittenIndex struct {
 	unknownFields   []byte
-	OldId           *UUID      `protobuf:"bytes,1,opt,name=old_id,json=oldId,proto3" json:"oldId,omitempty"`
-	NewId           *UUID      `protobuf:"bytes,2,opt,name=new_id,json=newId,proto3" json:"newId,omitempty"`
-	NewIndexDetails *wktpb.Any `protobuf:"bytes,3,opt,name=new_index_details,json=newIndexDetails,proto3" json:"newIndexDetails,omitempty"`
-	NewIndexVersion uint32     `protobuf:"varint,4,opt,name=new_index_version,json=newIndexVersion,proto3" json:"newIndexVersion,omitempty"`
+	OldId           *UUID        `protobuf:"bytes,1,opt,name=old_id,json=oldId,proto3" json:"oldId,omitempty"`
+	NewId           *UUID        `protobuf:"bytes,2,opt,name=new_id,json=newId,proto3" json:"newId,omitempty"`
+	NewIndexDetails *wktpb.Any   `protobuf:"bytes,3,opt,name=new_index_details,json=newIndexDetails,proto3" json:"newIndexDetails,omitempty"`
+	NewIndexVersion uint32       `protobuf:"varint,4,opt,name=new_index_version,json=newIndexVersion,proto3" json:"newIndexVersion,omitempty"`
+	NewIndexFiles   []*IndexFile `protobuf:"bytes,5,rep,name=new_index_files,json=newIndexFiles,proto3" json:"newIndexFiles,omitempty"` // empty when the writer did not record them
 }
 
 func (x *Transaction_Rewrite_RewrittenIndex) Reset() {
@@ -977,6 +1245,13 @@ func (x *Transaction_Rewrite_RewrittenIndex) GetNewIndexVersion() uint32 {
 		return x.NewIndexVersion
 	}
 	return 0
+}
+
+func (x *Transaction_Rewrite_RewrittenIndex) GetNewIndexFiles() []*IndexFile {
+	if x != nil {
+		return x.NewIndexFiles
+	}
+	return nil
 }
 
 type Transaction_Rewrite_RewriteGroup struct {
@@ -1025,6 +1300,58 @@ func (x *Transaction_Merge_SchemaMetadataEntry) GetKey() string {
 }
 
 func (x *Transaction_Merge_SchemaMetadataEntry) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+type Transaction_Update_UpdatedFragmentOffsetsEntry struct {
+	unknownFields []byte
+	Key           uint64                  `protobuf:"varint,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value         *Transaction_UInt32List `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+}
+
+func (x *Transaction_Update_UpdatedFragmentOffsetsEntry) Reset() {
+	*x = Transaction_Update_UpdatedFragmentOffsetsEntry{}
+}
+
+func (*Transaction_Update_UpdatedFragmentOffsetsEntry) ProtoMessage() {}
+
+func (x *Transaction_Update_UpdatedFragmentOffsetsEntry) GetKey() uint64 {
+	if x != nil {
+		return x.Key
+	}
+	return 0
+}
+
+func (x *Transaction_Update_UpdatedFragmentOffsetsEntry) GetValue() *Transaction_UInt32List {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+type Transaction_Update_UpdatedFragmentOffsetBitmapsEntry struct {
+	unknownFields []byte
+	Key           uint64 `protobuf:"varint,1,opt,name=key,proto3" json:"key,omitempty"`
+	Value         []byte `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+}
+
+func (x *Transaction_Update_UpdatedFragmentOffsetBitmapsEntry) Reset() {
+	*x = Transaction_Update_UpdatedFragmentOffsetBitmapsEntry{}
+}
+
+func (*Transaction_Update_UpdatedFragmentOffsetBitmapsEntry) ProtoMessage() {}
+
+func (x *Transaction_Update_UpdatedFragmentOffsetBitmapsEntry) GetKey() uint64 {
+	if x != nil {
+		return x.Key
+	}
+	return 0
+}
+
+func (x *Transaction_Update_UpdatedFragmentOffsetBitmapsEntry) GetValue() []byte {
 	if x != nil {
 		return x.Value
 	}
@@ -1303,6 +1630,12 @@ func (m *Transaction_Rewrite_RewrittenIndex) CloneVT() *Transaction_Rewrite_Rewr
 	r.NewId = m.NewId.CloneVT()
 	r.NewIndexDetails = m.NewIndexDetails.CloneVT()
 	r.NewIndexVersion = m.NewIndexVersion
+	if rhs := m.NewIndexFiles; rhs != nil {
+		r.NewIndexFiles = make([]*IndexFile, len(rhs))
+		for k, v := range rhs {
+			r.NewIndexFiles[k] = v.CloneVT()
+		}
+	}
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = slices.Clone(m.unknownFields)
 	}
@@ -1384,6 +1717,7 @@ func (m *Transaction_Merge) CloneVT() *Transaction_Merge {
 		return (*Transaction_Merge)(nil)
 	}
 	r := new(Transaction_Merge)
+	r.PreservesNullability = m.PreservesNullability
 	if rhs := m.Fragments; rhs != nil {
 		r.Fragments = make([]*DataFragment, len(rhs))
 		for k, v := range rhs {
@@ -1417,6 +1751,7 @@ func (m *Transaction_Project) CloneVT() *Transaction_Project {
 		return (*Transaction_Project)(nil)
 	}
 	r := new(Transaction_Project)
+	r.PreservesNullability = m.PreservesNullability
 	if rhs := m.Schema; rhs != nil {
 		r.Schema = make([]*filepb.Field, len(rhs))
 		for k, v := range rhs {
@@ -1491,12 +1826,118 @@ func (m *Transaction_Clone) CloneMessageVT() protobuf_go_lite.CloneMessage {
 	return m.CloneVT()
 }
 
+func (m *Transaction_ExactKeySetFilter) CloneVT() *Transaction_ExactKeySetFilter {
+	if m == nil {
+		return (*Transaction_ExactKeySetFilter)(nil)
+	}
+	r := new(Transaction_ExactKeySetFilter)
+	if rhs := m.KeyHashes; rhs != nil {
+		r.KeyHashes = slices.Clone(rhs)
+	}
+	if len(m.unknownFields) > 0 {
+		r.unknownFields = slices.Clone(m.unknownFields)
+	}
+	return r
+}
+
+func (m *Transaction_ExactKeySetFilter) CloneMessageVT() protobuf_go_lite.CloneMessage {
+	return m.CloneVT()
+}
+
+func (m *Transaction_BloomFilter) CloneVT() *Transaction_BloomFilter {
+	if m == nil {
+		return (*Transaction_BloomFilter)(nil)
+	}
+	r := new(Transaction_BloomFilter)
+	r.NumBits = m.NumBits
+	r.NumberOfItems = m.NumberOfItems
+	if rhs := m.Bitmap; rhs != nil {
+		r.Bitmap = slices.Clone(rhs)
+	}
+	if len(m.unknownFields) > 0 {
+		r.unknownFields = slices.Clone(m.unknownFields)
+	}
+	return r
+}
+
+func (m *Transaction_BloomFilter) CloneMessageVT() protobuf_go_lite.CloneMessage {
+	return m.CloneVT()
+}
+
+func (m *Transaction_KeyExistenceFilter) CloneVT() *Transaction_KeyExistenceFilter {
+	if m == nil {
+		return (*Transaction_KeyExistenceFilter)(nil)
+	}
+	r := new(Transaction_KeyExistenceFilter)
+	if rhs := m.FieldIds; rhs != nil {
+		r.FieldIds = slices.Clone(rhs)
+	}
+	if m.Data != nil {
+		r.Data = m.Data.(interface {
+			CloneOneofVT() isTransaction_KeyExistenceFilter_Data
+		}).CloneOneofVT()
+	}
+	if len(m.unknownFields) > 0 {
+		r.unknownFields = slices.Clone(m.unknownFields)
+	}
+	return r
+}
+
+func (m *Transaction_KeyExistenceFilter) CloneMessageVT() protobuf_go_lite.CloneMessage {
+	return m.CloneVT()
+}
+
+func (m *Transaction_KeyExistenceFilter_Exact) CloneVT() *Transaction_KeyExistenceFilter_Exact {
+	if m == nil {
+		return (*Transaction_KeyExistenceFilter_Exact)(nil)
+	}
+	r := new(Transaction_KeyExistenceFilter_Exact)
+	r.Exact = m.Exact.CloneVT()
+	return r
+}
+
+func (m *Transaction_KeyExistenceFilter_Exact) CloneOneofVT() isTransaction_KeyExistenceFilter_Data {
+	return m.CloneVT()
+}
+
+func (m *Transaction_KeyExistenceFilter_Bloom) CloneVT() *Transaction_KeyExistenceFilter_Bloom {
+	if m == nil {
+		return (*Transaction_KeyExistenceFilter_Bloom)(nil)
+	}
+	r := new(Transaction_KeyExistenceFilter_Bloom)
+	r.Bloom = m.Bloom.CloneVT()
+	return r
+}
+
+func (m *Transaction_KeyExistenceFilter_Bloom) CloneOneofVT() isTransaction_KeyExistenceFilter_Data {
+	return m.CloneVT()
+}
+
+func (m *Transaction_UInt32List) CloneVT() *Transaction_UInt32List {
+	if m == nil {
+		return (*Transaction_UInt32List)(nil)
+	}
+	r := new(Transaction_UInt32List)
+	if rhs := m.Values; rhs != nil {
+		r.Values = slices.Clone(rhs)
+	}
+	if len(m.unknownFields) > 0 {
+		r.unknownFields = slices.Clone(m.unknownFields)
+	}
+	return r
+}
+
+func (m *Transaction_UInt32List) CloneMessageVT() protobuf_go_lite.CloneMessage {
+	return m.CloneVT()
+}
+
 func (m *Transaction_Update) CloneVT() *Transaction_Update {
 	if m == nil {
 		return (*Transaction_Update)(nil)
 	}
 	r := new(Transaction_Update)
 	r.UpdateMode = m.UpdateMode
+	r.InsertedRows = m.InsertedRows.CloneVT()
 	if rhs := m.RemovedFragmentIds; rhs != nil {
 		r.RemovedFragmentIds = slices.Clone(rhs)
 	}
@@ -1517,6 +1958,18 @@ func (m *Transaction_Update) CloneVT() *Transaction_Update {
 	}
 	if rhs := m.FieldsForPreservingFragBitmap; rhs != nil {
 		r.FieldsForPreservingFragBitmap = slices.Clone(rhs)
+	}
+	if rhs := m.UpdatedFragmentOffsets; rhs != nil {
+		r.UpdatedFragmentOffsets = make(map[uint64]*Transaction_UInt32List, len(rhs))
+		for k, v := range rhs {
+			r.UpdatedFragmentOffsets[k] = v.CloneVT()
+		}
+	}
+	if rhs := m.UpdatedFragmentOffsetBitmaps; rhs != nil {
+		r.UpdatedFragmentOffsetBitmaps = make(map[uint64][]byte, len(rhs))
+		for k, v := range rhs {
+			r.UpdatedFragmentOffsetBitmaps[k] = slices.Clone(v)
+		}
 	}
 	if len(m.unknownFields) > 0 {
 		r.unknownFields = slices.Clone(m.unknownFields)
@@ -1683,6 +2136,64 @@ func (m *Transaction_UpdateBases) CloneVT() *Transaction_UpdateBases {
 }
 
 func (m *Transaction_UpdateBases) CloneMessageVT() protobuf_go_lite.CloneMessage {
+	return m.CloneVT()
+}
+
+func (m *Transaction_UpdateMemWalState) CloneVT() *Transaction_UpdateMemWalState {
+	if m == nil {
+		return (*Transaction_UpdateMemWalState)(nil)
+	}
+	r := new(Transaction_UpdateMemWalState)
+	if len(m.unknownFields) > 0 {
+		r.unknownFields = slices.Clone(m.unknownFields)
+	}
+	return r
+}
+
+func (m *Transaction_UpdateMemWalState) CloneMessageVT() protobuf_go_lite.CloneMessage {
+	return m.CloneVT()
+}
+
+func (m *Transaction_DataOverlayGroup) CloneVT() *Transaction_DataOverlayGroup {
+	if m == nil {
+		return (*Transaction_DataOverlayGroup)(nil)
+	}
+	r := new(Transaction_DataOverlayGroup)
+	r.FragmentId = m.FragmentId
+	if rhs := m.Overlays; rhs != nil {
+		r.Overlays = make([]*DataOverlayFile, len(rhs))
+		for k, v := range rhs {
+			r.Overlays[k] = v.CloneVT()
+		}
+	}
+	if len(m.unknownFields) > 0 {
+		r.unknownFields = slices.Clone(m.unknownFields)
+	}
+	return r
+}
+
+func (m *Transaction_DataOverlayGroup) CloneMessageVT() protobuf_go_lite.CloneMessage {
+	return m.CloneVT()
+}
+
+func (m *Transaction_DataOverlay) CloneVT() *Transaction_DataOverlay {
+	if m == nil {
+		return (*Transaction_DataOverlay)(nil)
+	}
+	r := new(Transaction_DataOverlay)
+	if rhs := m.Groups; rhs != nil {
+		r.Groups = make([]*Transaction_DataOverlayGroup, len(rhs))
+		for k, v := range rhs {
+			r.Groups[k] = v.CloneVT()
+		}
+	}
+	if len(m.unknownFields) > 0 {
+		r.unknownFields = slices.Clone(m.unknownFields)
+	}
+	return r
+}
+
+func (m *Transaction_DataOverlay) CloneMessageVT() protobuf_go_lite.CloneMessage {
 	return m.CloneVT()
 }
 
@@ -1868,6 +2379,19 @@ func (m *Transaction_DataReplacement_) CloneOneofVT() isTransaction_Operation {
 	return m.CloneVT()
 }
 
+func (m *Transaction_UpdateMemWalState_) CloneVT() *Transaction_UpdateMemWalState_ {
+	if m == nil {
+		return (*Transaction_UpdateMemWalState_)(nil)
+	}
+	r := new(Transaction_UpdateMemWalState_)
+	r.UpdateMemWalState = m.UpdateMemWalState.CloneVT()
+	return r
+}
+
+func (m *Transaction_UpdateMemWalState_) CloneOneofVT() isTransaction_Operation {
+	return m.CloneVT()
+}
+
 func (m *Transaction_Clone_) CloneVT() *Transaction_Clone_ {
 	if m == nil {
 		return (*Transaction_Clone_)(nil)
@@ -1891,6 +2415,19 @@ func (m *Transaction_UpdateBases_) CloneVT() *Transaction_UpdateBases_ {
 }
 
 func (m *Transaction_UpdateBases_) CloneOneofVT() isTransaction_Operation {
+	return m.CloneVT()
+}
+
+func (m *Transaction_DataOverlay_) CloneVT() *Transaction_DataOverlay_ {
+	if m == nil {
+		return (*Transaction_DataOverlay_)(nil)
+	}
+	r := new(Transaction_DataOverlay_)
+	r.DataOverlay = m.DataOverlay.CloneVT()
+	return r
+}
+
+func (m *Transaction_DataOverlay_) CloneOneofVT() isTransaction_Operation {
 	return m.CloneVT()
 }
 
@@ -2131,6 +2668,23 @@ func (this *Transaction_Rewrite_RewrittenIndex) EqualVT(that *Transaction_Rewrit
 	if this.NewIndexVersion != that.NewIndexVersion {
 		return false
 	}
+	if len(this.NewIndexFiles) != len(that.NewIndexFiles) {
+		return false
+	}
+	for i, vx := range this.NewIndexFiles {
+		vy := that.NewIndexFiles[i]
+		if p, q := vx, vy; p != q {
+			if p == nil {
+				p = &IndexFile{}
+			}
+			if q == nil {
+				q = &IndexFile{}
+			}
+			if !p.EqualVT(q) {
+				return false
+			}
+		}
+	}
 	return string(this.unknownFields) == string(that.unknownFields)
 }
 
@@ -2327,6 +2881,9 @@ func (this *Transaction_Merge) EqualVT(that *Transaction_Merge) bool {
 			return false
 		}
 	}
+	if this.PreservesNullability != that.PreservesNullability {
+		return false
+	}
 	return string(this.unknownFields) == string(that.unknownFields)
 }
 
@@ -2359,6 +2916,9 @@ func (this *Transaction_Project) EqualVT(that *Transaction_Project) bool {
 				return false
 			}
 		}
+	}
+	if this.PreservesNullability != that.PreservesNullability {
+		return false
 	}
 	return string(this.unknownFields) == string(that.unknownFields)
 }
@@ -2439,6 +2999,168 @@ func (this *Transaction_Clone) EqualMessageVT(thatMsg any) bool {
 	}
 	return this.EqualVT(that)
 }
+func (this *Transaction_ExactKeySetFilter) EqualVT(that *Transaction_ExactKeySetFilter) bool {
+	if this == that {
+		return true
+	} else if this == nil || that == nil {
+		return false
+	}
+	if len(this.KeyHashes) != len(that.KeyHashes) {
+		return false
+	}
+	for i, vx := range this.KeyHashes {
+		vy := that.KeyHashes[i]
+		if vx != vy {
+			return false
+		}
+	}
+	return string(this.unknownFields) == string(that.unknownFields)
+}
+
+func (this *Transaction_ExactKeySetFilter) EqualMessageVT(thatMsg any) bool {
+	that, ok := thatMsg.(*Transaction_ExactKeySetFilter)
+	if !ok {
+		return false
+	}
+	return this.EqualVT(that)
+}
+func (this *Transaction_BloomFilter) EqualVT(that *Transaction_BloomFilter) bool {
+	if this == that {
+		return true
+	} else if this == nil || that == nil {
+		return false
+	}
+	if string(this.Bitmap) != string(that.Bitmap) {
+		return false
+	}
+	if this.NumBits != that.NumBits {
+		return false
+	}
+	if this.NumberOfItems != that.NumberOfItems {
+		return false
+	}
+	return string(this.unknownFields) == string(that.unknownFields)
+}
+
+func (this *Transaction_BloomFilter) EqualMessageVT(thatMsg any) bool {
+	that, ok := thatMsg.(*Transaction_BloomFilter)
+	if !ok {
+		return false
+	}
+	return this.EqualVT(that)
+}
+func (this *Transaction_KeyExistenceFilter) EqualVT(that *Transaction_KeyExistenceFilter) bool {
+	if this == that {
+		return true
+	} else if this == nil || that == nil {
+		return false
+	}
+	if this.Data == nil && that.Data != nil {
+		return false
+	} else if this.Data != nil {
+		if that.Data == nil {
+			return false
+		}
+		if !this.Data.(interface {
+			EqualVT(isTransaction_KeyExistenceFilter_Data) bool
+		}).EqualVT(that.Data) {
+			return false
+		}
+	}
+	if len(this.FieldIds) != len(that.FieldIds) {
+		return false
+	}
+	for i, vx := range this.FieldIds {
+		vy := that.FieldIds[i]
+		if vx != vy {
+			return false
+		}
+	}
+	return string(this.unknownFields) == string(that.unknownFields)
+}
+
+func (this *Transaction_KeyExistenceFilter) EqualMessageVT(thatMsg any) bool {
+	that, ok := thatMsg.(*Transaction_KeyExistenceFilter)
+	if !ok {
+		return false
+	}
+	return this.EqualVT(that)
+}
+func (this *Transaction_KeyExistenceFilter_Exact) EqualVT(thatIface isTransaction_KeyExistenceFilter_Data) bool {
+	that, ok := thatIface.(*Transaction_KeyExistenceFilter_Exact)
+	if !ok {
+		return false
+	}
+	if this == that {
+		return true
+	}
+	if this == nil && that != nil || this != nil && that == nil {
+		return false
+	}
+	if p, q := this.Exact, that.Exact; p != q {
+		if p == nil {
+			p = &Transaction_ExactKeySetFilter{}
+		}
+		if q == nil {
+			q = &Transaction_ExactKeySetFilter{}
+		}
+		if !p.EqualVT(q) {
+			return false
+		}
+	}
+	return true
+}
+
+func (this *Transaction_KeyExistenceFilter_Bloom) EqualVT(thatIface isTransaction_KeyExistenceFilter_Data) bool {
+	that, ok := thatIface.(*Transaction_KeyExistenceFilter_Bloom)
+	if !ok {
+		return false
+	}
+	if this == that {
+		return true
+	}
+	if this == nil && that != nil || this != nil && that == nil {
+		return false
+	}
+	if p, q := this.Bloom, that.Bloom; p != q {
+		if p == nil {
+			p = &Transaction_BloomFilter{}
+		}
+		if q == nil {
+			q = &Transaction_BloomFilter{}
+		}
+		if !p.EqualVT(q) {
+			return false
+		}
+	}
+	return true
+}
+
+func (this *Transaction_UInt32List) EqualVT(that *Transaction_UInt32List) bool {
+	if this == that {
+		return true
+	} else if this == nil || that == nil {
+		return false
+	}
+	if len(this.Values) != len(that.Values) {
+		return false
+	}
+	for i, vx := range this.Values {
+		vy := that.Values[i]
+		if vx != vy {
+			return false
+		}
+	}
+	return string(this.unknownFields) == string(that.unknownFields)
+}
+
+func (this *Transaction_UInt32List) EqualMessageVT(thatMsg any) bool {
+	that, ok := thatMsg.(*Transaction_UInt32List)
+	if !ok {
+		return false
+	}
+	return this.EqualVT(that)
+}
 func (this *Transaction_Update) EqualVT(that *Transaction_Update) bool {
 	if this == that {
 		return true
@@ -2508,6 +3230,41 @@ func (this *Transaction_Update) EqualVT(that *Transaction_Update) bool {
 	}
 	if this.UpdateMode != that.UpdateMode {
 		return false
+	}
+	if !this.InsertedRows.EqualVT(that.InsertedRows) {
+		return false
+	}
+	if len(this.UpdatedFragmentOffsets) != len(that.UpdatedFragmentOffsets) {
+		return false
+	}
+	for i, vx := range this.UpdatedFragmentOffsets {
+		vy, ok := that.UpdatedFragmentOffsets[i]
+		if !ok {
+			return false
+		}
+		if p, q := vx, vy; p != q {
+			if p == nil {
+				p = &Transaction_UInt32List{}
+			}
+			if q == nil {
+				q = &Transaction_UInt32List{}
+			}
+			if !p.EqualVT(q) {
+				return false
+			}
+		}
+	}
+	if len(this.UpdatedFragmentOffsetBitmaps) != len(that.UpdatedFragmentOffsetBitmaps) {
+		return false
+	}
+	for i, vx := range this.UpdatedFragmentOffsetBitmaps {
+		vy, ok := that.UpdatedFragmentOffsetBitmaps[i]
+		if !ok {
+			return false
+		}
+		if string(vx) != string(vy) {
+			return false
+		}
 	}
 	return string(this.unknownFields) == string(that.unknownFields)
 }
@@ -2786,6 +3543,91 @@ func (this *Transaction_UpdateBases) EqualVT(that *Transaction_UpdateBases) bool
 
 func (this *Transaction_UpdateBases) EqualMessageVT(thatMsg any) bool {
 	that, ok := thatMsg.(*Transaction_UpdateBases)
+	if !ok {
+		return false
+	}
+	return this.EqualVT(that)
+}
+func (this *Transaction_UpdateMemWalState) EqualVT(that *Transaction_UpdateMemWalState) bool {
+	if this == that {
+		return true
+	} else if this == nil || that == nil {
+		return false
+	}
+	return string(this.unknownFields) == string(that.unknownFields)
+}
+
+func (this *Transaction_UpdateMemWalState) EqualMessageVT(thatMsg any) bool {
+	that, ok := thatMsg.(*Transaction_UpdateMemWalState)
+	if !ok {
+		return false
+	}
+	return this.EqualVT(that)
+}
+func (this *Transaction_DataOverlayGroup) EqualVT(that *Transaction_DataOverlayGroup) bool {
+	if this == that {
+		return true
+	} else if this == nil || that == nil {
+		return false
+	}
+	if this.FragmentId != that.FragmentId {
+		return false
+	}
+	if len(this.Overlays) != len(that.Overlays) {
+		return false
+	}
+	for i, vx := range this.Overlays {
+		vy := that.Overlays[i]
+		if p, q := vx, vy; p != q {
+			if p == nil {
+				p = &DataOverlayFile{}
+			}
+			if q == nil {
+				q = &DataOverlayFile{}
+			}
+			if !p.EqualVT(q) {
+				return false
+			}
+		}
+	}
+	return string(this.unknownFields) == string(that.unknownFields)
+}
+
+func (this *Transaction_DataOverlayGroup) EqualMessageVT(thatMsg any) bool {
+	that, ok := thatMsg.(*Transaction_DataOverlayGroup)
+	if !ok {
+		return false
+	}
+	return this.EqualVT(that)
+}
+func (this *Transaction_DataOverlay) EqualVT(that *Transaction_DataOverlay) bool {
+	if this == that {
+		return true
+	} else if this == nil || that == nil {
+		return false
+	}
+	if len(this.Groups) != len(that.Groups) {
+		return false
+	}
+	for i, vx := range this.Groups {
+		vy := that.Groups[i]
+		if p, q := vx, vy; p != q {
+			if p == nil {
+				p = &Transaction_DataOverlayGroup{}
+			}
+			if q == nil {
+				q = &Transaction_DataOverlayGroup{}
+			}
+			if !p.EqualVT(q) {
+				return false
+			}
+		}
+	}
+	return string(this.unknownFields) == string(that.unknownFields)
+}
+
+func (this *Transaction_DataOverlay) EqualMessageVT(thatMsg any) bool {
+	that, ok := thatMsg.(*Transaction_DataOverlay)
 	if !ok {
 		return false
 	}
@@ -3140,6 +3982,31 @@ func (this *Transaction_DataReplacement_) EqualVT(thatIface isTransaction_Operat
 	return true
 }
 
+func (this *Transaction_UpdateMemWalState_) EqualVT(thatIface isTransaction_Operation) bool {
+	that, ok := thatIface.(*Transaction_UpdateMemWalState_)
+	if !ok {
+		return false
+	}
+	if this == that {
+		return true
+	}
+	if this == nil && that != nil || this != nil && that == nil {
+		return false
+	}
+	if p, q := this.UpdateMemWalState, that.UpdateMemWalState; p != q {
+		if p == nil {
+			p = &Transaction_UpdateMemWalState{}
+		}
+		if q == nil {
+			q = &Transaction_UpdateMemWalState{}
+		}
+		if !p.EqualVT(q) {
+			return false
+		}
+	}
+	return true
+}
+
 func (this *Transaction_Clone_) EqualVT(thatIface isTransaction_Operation) bool {
 	that, ok := thatIface.(*Transaction_Clone_)
 	if !ok {
@@ -3182,6 +4049,31 @@ func (this *Transaction_UpdateBases_) EqualVT(thatIface isTransaction_Operation)
 		}
 		if q == nil {
 			q = &Transaction_UpdateBases{}
+		}
+		if !p.EqualVT(q) {
+			return false
+		}
+	}
+	return true
+}
+
+func (this *Transaction_DataOverlay_) EqualVT(thatIface isTransaction_Operation) bool {
+	that, ok := thatIface.(*Transaction_DataOverlay_)
+	if !ok {
+		return false
+	}
+	if this == that {
+		return true
+	}
+	if this == nil && that != nil || this != nil && that == nil {
+		return false
+	}
+	if p, q := this.DataOverlay, that.DataOverlay; p != q {
+		if p == nil {
+			p = &Transaction_DataOverlay{}
+		}
+		if q == nil {
+			q = &Transaction_DataOverlay{}
 		}
 		if !p.EqualVT(q) {
 			return false
@@ -3501,6 +4393,18 @@ func (m *Transaction_Rewrite_RewrittenIndex) MarshalToSizedBufferVT(dAtA []byte)
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if len(m.NewIndexFiles) > 0 {
+		for iNdEx := len(m.NewIndexFiles) - 1; iNdEx >= 0; iNdEx-- {
+			size, err := m.NewIndexFiles[iNdEx].MarshalToSizedBufferVT(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(size))
+			i--
+			dAtA[i] = 0x2a
+		}
+	}
 	if m.NewIndexVersion != 0 {
 		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(m.NewIndexVersion))
 		i--
@@ -3707,6 +4611,16 @@ func (m *Transaction_Merge) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.PreservesNullability {
+		i--
+		if m.PreservesNullability {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x20
+	}
 	if len(m.SchemaMetadata) > 0 {
 		for k := range m.SchemaMetadata {
 			v := m.SchemaMetadata[k]
@@ -3782,6 +4696,16 @@ func (m *Transaction_Project) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.PreservesNullability {
+		i--
+		if m.PreservesNullability {
+			dAtA[i] = 1
+		} else {
+			dAtA[i] = 0
+		}
+		i--
+		dAtA[i] = 0x10
 	}
 	if len(m.Schema) > 0 {
 		for iNdEx := len(m.Schema) - 1; iNdEx >= 0; iNdEx-- {
@@ -3943,6 +4867,271 @@ func (m *Transaction_Clone) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	return len(dAtA) - i, nil
 }
 
+func (m *Transaction_ExactKeySetFilter) MarshalVT() (dAtA []byte, err error) {
+	if m == nil {
+		return nil, nil
+	}
+	size := m.SizeVT()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBufferVT(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Transaction_ExactKeySetFilter) MarshalToVT(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVT(dAtA[:size])
+}
+
+func (m *Transaction_ExactKeySetFilter) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+	if m == nil {
+		return 0, nil
+	}
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.unknownFields != nil {
+		i -= len(m.unknownFields)
+		copy(dAtA[i:], m.unknownFields)
+	}
+	if len(m.KeyHashes) > 0 {
+		var pksize2 int
+		for _, num := range m.KeyHashes {
+			pksize2 += protobuf_go_lite.SizeOfVarint(uint64(num))
+		}
+		i -= pksize2
+		j1 := i
+		for _, num := range m.KeyHashes {
+			for num >= 1<<7 {
+				dAtA[j1] = uint8(uint64(num)&0x7f | 0x80)
+				num >>= 7
+				j1++
+			}
+			dAtA[j1] = uint8(num)
+			j1++
+		}
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(pksize2))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *Transaction_BloomFilter) MarshalVT() (dAtA []byte, err error) {
+	if m == nil {
+		return nil, nil
+	}
+	size := m.SizeVT()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBufferVT(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Transaction_BloomFilter) MarshalToVT(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVT(dAtA[:size])
+}
+
+func (m *Transaction_BloomFilter) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+	if m == nil {
+		return 0, nil
+	}
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.unknownFields != nil {
+		i -= len(m.unknownFields)
+		copy(dAtA[i:], m.unknownFields)
+	}
+	if m.NumberOfItems != 0 {
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(m.NumberOfItems))
+		i--
+		dAtA[i] = 0x18
+	}
+	if m.NumBits != 0 {
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(m.NumBits))
+		i--
+		dAtA[i] = 0x10
+	}
+	if len(m.Bitmap) > 0 {
+		i -= len(m.Bitmap)
+		copy(dAtA[i:], m.Bitmap)
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(len(m.Bitmap)))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *Transaction_KeyExistenceFilter) MarshalVT() (dAtA []byte, err error) {
+	if m == nil {
+		return nil, nil
+	}
+	size := m.SizeVT()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBufferVT(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Transaction_KeyExistenceFilter) MarshalToVT(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVT(dAtA[:size])
+}
+
+func (m *Transaction_KeyExistenceFilter) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+	if m == nil {
+		return 0, nil
+	}
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.unknownFields != nil {
+		i -= len(m.unknownFields)
+		copy(dAtA[i:], m.unknownFields)
+	}
+	if vtmsg, ok := m.Data.(interface {
+		MarshalToSizedBufferVT([]byte) (int, error)
+	}); ok {
+		size, err := vtmsg.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+	}
+	if len(m.FieldIds) > 0 {
+		var pksize2 int
+		for _, num := range m.FieldIds {
+			pksize2 += protobuf_go_lite.SizeOfVarint(uint64(num))
+		}
+		i -= pksize2
+		j1 := i
+		for _, num1 := range m.FieldIds {
+			num := uint64(num1)
+			for num >= 1<<7 {
+				dAtA[j1] = uint8(uint64(num)&0x7f | 0x80)
+				num >>= 7
+				j1++
+			}
+			dAtA[j1] = uint8(num)
+			j1++
+		}
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(pksize2))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *Transaction_KeyExistenceFilter_Exact) MarshalToVT(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVT(dAtA[:size])
+}
+
+func (m *Transaction_KeyExistenceFilter_Exact) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	if m.Exact != nil {
+		size, err := m.Exact.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0x12
+	} else {
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, 0)
+		i--
+		dAtA[i] = 0x12
+	}
+	return len(dAtA) - i, nil
+}
+func (m *Transaction_KeyExistenceFilter_Bloom) MarshalToVT(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVT(dAtA[:size])
+}
+
+func (m *Transaction_KeyExistenceFilter_Bloom) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	if m.Bloom != nil {
+		size, err := m.Bloom.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0x1a
+	} else {
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, 0)
+		i--
+		dAtA[i] = 0x1a
+	}
+	return len(dAtA) - i, nil
+}
+func (m *Transaction_UInt32List) MarshalVT() (dAtA []byte, err error) {
+	if m == nil {
+		return nil, nil
+	}
+	size := m.SizeVT()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBufferVT(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Transaction_UInt32List) MarshalToVT(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVT(dAtA[:size])
+}
+
+func (m *Transaction_UInt32List) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+	if m == nil {
+		return 0, nil
+	}
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.unknownFields != nil {
+		i -= len(m.unknownFields)
+		copy(dAtA[i:], m.unknownFields)
+	}
+	if len(m.Values) > 0 {
+		var pksize2 int
+		for _, num := range m.Values {
+			pksize2 += protobuf_go_lite.SizeOfVarint(uint64(num))
+		}
+		i -= pksize2
+		j1 := i
+		for _, num := range m.Values {
+			for num >= 1<<7 {
+				dAtA[j1] = uint8(uint64(num)&0x7f | 0x80)
+				num >>= 7
+				j1++
+			}
+			dAtA[j1] = uint8(num)
+			j1++
+		}
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(pksize2))
+		i--
+		dAtA[i] = 0xa
+	}
+	return len(dAtA) - i, nil
+}
+
 func (m *Transaction_Update) MarshalVT() (dAtA []byte, err error) {
 	if m == nil {
 		return nil, nil
@@ -3972,6 +5161,53 @@ func (m *Transaction_Update) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 	if m.unknownFields != nil {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
+	}
+	if len(m.UpdatedFragmentOffsetBitmaps) > 0 {
+		for k := range m.UpdatedFragmentOffsetBitmaps {
+			v := m.UpdatedFragmentOffsetBitmaps[k]
+			baseI := i
+			i -= len(v)
+			copy(dAtA[i:], v)
+			i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(len(v)))
+			i--
+			dAtA[i] = 0x12
+			i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(k))
+			i--
+			dAtA[i] = 0x8
+			i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(baseI-i))
+			i--
+			dAtA[i] = 0x52
+		}
+	}
+	if len(m.UpdatedFragmentOffsets) > 0 {
+		for k := range m.UpdatedFragmentOffsets {
+			v := m.UpdatedFragmentOffsets[k]
+			baseI := i
+			size, err := v.MarshalToSizedBufferVT(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(size))
+			i--
+			dAtA[i] = 0x12
+			i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(k))
+			i--
+			dAtA[i] = 0x8
+			i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(baseI-i))
+			i--
+			dAtA[i] = 0x4a
+		}
+	}
+	if m.InsertedRows != nil {
+		size, err := m.InsertedRows.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0x42
 	}
 	if m.UpdateMode != 0 {
 		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(m.UpdateMode))
@@ -4507,6 +5743,134 @@ func (m *Transaction_UpdateBases) MarshalToSizedBufferVT(dAtA []byte) (int, erro
 	return len(dAtA) - i, nil
 }
 
+func (m *Transaction_UpdateMemWalState) MarshalVT() (dAtA []byte, err error) {
+	if m == nil {
+		return nil, nil
+	}
+	size := m.SizeVT()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBufferVT(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Transaction_UpdateMemWalState) MarshalToVT(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVT(dAtA[:size])
+}
+
+func (m *Transaction_UpdateMemWalState) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+	if m == nil {
+		return 0, nil
+	}
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.unknownFields != nil {
+		i -= len(m.unknownFields)
+		copy(dAtA[i:], m.unknownFields)
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *Transaction_DataOverlayGroup) MarshalVT() (dAtA []byte, err error) {
+	if m == nil {
+		return nil, nil
+	}
+	size := m.SizeVT()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBufferVT(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Transaction_DataOverlayGroup) MarshalToVT(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVT(dAtA[:size])
+}
+
+func (m *Transaction_DataOverlayGroup) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+	if m == nil {
+		return 0, nil
+	}
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.unknownFields != nil {
+		i -= len(m.unknownFields)
+		copy(dAtA[i:], m.unknownFields)
+	}
+	if len(m.Overlays) > 0 {
+		for iNdEx := len(m.Overlays) - 1; iNdEx >= 0; iNdEx-- {
+			size, err := m.Overlays[iNdEx].MarshalToSizedBufferVT(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(size))
+			i--
+			dAtA[i] = 0x12
+		}
+	}
+	if m.FragmentId != 0 {
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(m.FragmentId))
+		i--
+		dAtA[i] = 0x8
+	}
+	return len(dAtA) - i, nil
+}
+
+func (m *Transaction_DataOverlay) MarshalVT() (dAtA []byte, err error) {
+	if m == nil {
+		return nil, nil
+	}
+	size := m.SizeVT()
+	dAtA = make([]byte, size)
+	n, err := m.MarshalToSizedBufferVT(dAtA[:size])
+	if err != nil {
+		return nil, err
+	}
+	return dAtA[:n], nil
+}
+
+func (m *Transaction_DataOverlay) MarshalToVT(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVT(dAtA[:size])
+}
+
+func (m *Transaction_DataOverlay) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+	if m == nil {
+		return 0, nil
+	}
+	i := len(dAtA)
+	_ = i
+	var l int
+	_ = l
+	if m.unknownFields != nil {
+		i -= len(m.unknownFields)
+		copy(dAtA[i:], m.unknownFields)
+	}
+	if len(m.Groups) > 0 {
+		for iNdEx := len(m.Groups) - 1; iNdEx >= 0; iNdEx-- {
+			size, err := m.Groups[iNdEx].MarshalToSizedBufferVT(dAtA[:i])
+			if err != nil {
+				return 0, err
+			}
+			i -= size
+			i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(size))
+			i--
+			dAtA[i] = 0xa
+		}
+	}
+	return len(dAtA) - i, nil
+}
+
 func (m *Transaction) MarshalVT() (dAtA []byte, err error) {
 	if m == nil {
 		return nil, nil
@@ -4911,6 +6275,33 @@ func (m *Transaction_DataReplacement_) MarshalToSizedBufferVT(dAtA []byte) (int,
 	}
 	return len(dAtA) - i, nil
 }
+func (m *Transaction_UpdateMemWalState_) MarshalToVT(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVT(dAtA[:size])
+}
+
+func (m *Transaction_UpdateMemWalState_) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	if m.UpdateMemWalState != nil {
+		size, err := m.UpdateMemWalState.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0x7
+		i--
+		dAtA[i] = 0x82
+	} else {
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, 0)
+		i--
+		dAtA[i] = 0x7
+		i--
+		dAtA[i] = 0x82
+	}
+	return len(dAtA) - i, nil
+}
 func (m *Transaction_Clone_) MarshalToVT(dAtA []byte) (int, error) {
 	size := m.SizeVT()
 	return m.MarshalToSizedBufferVT(dAtA[:size])
@@ -4962,6 +6353,33 @@ func (m *Transaction_UpdateBases_) MarshalToSizedBufferVT(dAtA []byte) (int, err
 		dAtA[i] = 0x7
 		i--
 		dAtA[i] = 0x92
+	}
+	return len(dAtA) - i, nil
+}
+func (m *Transaction_DataOverlay_) MarshalToVT(dAtA []byte) (int, error) {
+	size := m.SizeVT()
+	return m.MarshalToSizedBufferVT(dAtA[:size])
+}
+
+func (m *Transaction_DataOverlay_) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
+	i := len(dAtA)
+	if m.DataOverlay != nil {
+		size, err := m.DataOverlay.MarshalToSizedBufferVT(dAtA[:i])
+		if err != nil {
+			return 0, err
+		}
+		i -= size
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, uint64(size))
+		i--
+		dAtA[i] = 0x7
+		i--
+		dAtA[i] = 0x9a
+	} else {
+		i = protobuf_go_lite.EncodeVarint(dAtA, i, 0)
+		i--
+		dAtA[i] = 0x7
+		i--
+		dAtA[i] = 0x9a
 	}
 	return len(dAtA) - i, nil
 }
@@ -5096,6 +6514,12 @@ func (m *Transaction_Rewrite_RewrittenIndex) SizeVT() (n int) {
 	if m.NewIndexVersion != 0 {
 		n += 1 + protobuf_go_lite.SizeOfVarint(uint64(m.NewIndexVersion))
 	}
+	if len(m.NewIndexFiles) > 0 {
+		for _, e := range m.NewIndexFiles {
+			l = e.SizeVT()
+			n += 1 + l + protobuf_go_lite.SizeOfVarint(uint64(l))
+		}
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -5183,6 +6607,9 @@ func (m *Transaction_Merge) SizeVT() (n int) {
 			n += mapEntrySize + 1 + protobuf_go_lite.SizeOfVarint(uint64(mapEntrySize))
 		}
 	}
+	if m.PreservesNullability {
+		n += 2
+	}
 	n += len(m.unknownFields)
 	return n
 }
@@ -5198,6 +6625,9 @@ func (m *Transaction_Project) SizeVT() (n int) {
 			l = e.SizeVT()
 			n += 1 + l + protobuf_go_lite.SizeOfVarint(uint64(l))
 		}
+	}
+	if m.PreservesNullability {
+		n += 2
 	}
 	n += len(m.unknownFields)
 	return n
@@ -5257,6 +6687,108 @@ func (m *Transaction_Clone) SizeVT() (n int) {
 	return n
 }
 
+func (m *Transaction_ExactKeySetFilter) SizeVT() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.KeyHashes) > 0 {
+		l = 0
+		for _, e := range m.KeyHashes {
+			l += protobuf_go_lite.SizeOfVarint(uint64(e))
+		}
+		n += 1 + protobuf_go_lite.SizeOfVarint(uint64(l)) + l
+	}
+	n += len(m.unknownFields)
+	return n
+}
+
+func (m *Transaction_BloomFilter) SizeVT() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	l = len(m.Bitmap)
+	if l > 0 {
+		n += 1 + l + protobuf_go_lite.SizeOfVarint(uint64(l))
+	}
+	if m.NumBits != 0 {
+		n += 1 + protobuf_go_lite.SizeOfVarint(uint64(m.NumBits))
+	}
+	if m.NumberOfItems != 0 {
+		n += 1 + protobuf_go_lite.SizeOfVarint(uint64(m.NumberOfItems))
+	}
+	n += len(m.unknownFields)
+	return n
+}
+
+func (m *Transaction_KeyExistenceFilter) SizeVT() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.FieldIds) > 0 {
+		l = 0
+		for _, e := range m.FieldIds {
+			l += protobuf_go_lite.SizeOfVarint(uint64(e))
+		}
+		n += 1 + protobuf_go_lite.SizeOfVarint(uint64(l)) + l
+	}
+	if vtmsg, ok := m.Data.(interface{ SizeVT() int }); ok {
+		n += vtmsg.SizeVT()
+	}
+	n += len(m.unknownFields)
+	return n
+}
+
+func (m *Transaction_KeyExistenceFilter_Exact) SizeVT() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Exact != nil {
+		l = m.Exact.SizeVT()
+		n += 1 + l + protobuf_go_lite.SizeOfVarint(uint64(l))
+	} else {
+		n += 2
+	}
+	return n
+}
+func (m *Transaction_KeyExistenceFilter_Bloom) SizeVT() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.Bloom != nil {
+		l = m.Bloom.SizeVT()
+		n += 1 + l + protobuf_go_lite.SizeOfVarint(uint64(l))
+	} else {
+		n += 2
+	}
+	return n
+}
+func (m *Transaction_UInt32List) SizeVT() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Values) > 0 {
+		l = 0
+		for _, e := range m.Values {
+			l += protobuf_go_lite.SizeOfVarint(uint64(e))
+		}
+		n += 1 + protobuf_go_lite.SizeOfVarint(uint64(l)) + l
+	}
+	n += len(m.unknownFields)
+	return n
+}
+
 func (m *Transaction_Update) SizeVT() (n int) {
 	if m == nil {
 		return 0
@@ -5298,6 +6830,32 @@ func (m *Transaction_Update) SizeVT() (n int) {
 	}
 	if m.UpdateMode != 0 {
 		n += 1 + protobuf_go_lite.SizeOfVarint(uint64(m.UpdateMode))
+	}
+	if m.InsertedRows != nil {
+		l = m.InsertedRows.SizeVT()
+		n += 1 + l + protobuf_go_lite.SizeOfVarint(uint64(l))
+	}
+	if len(m.UpdatedFragmentOffsets) > 0 {
+		for k, v := range m.UpdatedFragmentOffsets {
+			_ = k
+			_ = v
+			l = 0
+			if v != nil {
+				l = v.SizeVT()
+			}
+			l += 1 + protobuf_go_lite.SizeOfVarint(uint64(l))
+			mapEntrySize := 1 + protobuf_go_lite.SizeOfVarint(uint64(k)) + l
+			n += mapEntrySize + 1 + protobuf_go_lite.SizeOfVarint(uint64(mapEntrySize))
+		}
+	}
+	if len(m.UpdatedFragmentOffsetBitmaps) > 0 {
+		for k, v := range m.UpdatedFragmentOffsetBitmaps {
+			_ = k
+			_ = v
+			l = 1 + len(v) + protobuf_go_lite.SizeOfVarint(uint64(len(v)))
+			mapEntrySize := 1 + protobuf_go_lite.SizeOfVarint(uint64(k)) + l
+			n += mapEntrySize + 1 + protobuf_go_lite.SizeOfVarint(uint64(mapEntrySize))
+		}
 	}
 	n += len(m.unknownFields)
 	return n
@@ -5469,6 +7027,51 @@ func (m *Transaction_UpdateBases) SizeVT() (n int) {
 	_ = l
 	if len(m.NewBases) > 0 {
 		for _, e := range m.NewBases {
+			l = e.SizeVT()
+			n += 1 + l + protobuf_go_lite.SizeOfVarint(uint64(l))
+		}
+	}
+	n += len(m.unknownFields)
+	return n
+}
+
+func (m *Transaction_UpdateMemWalState) SizeVT() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	n += len(m.unknownFields)
+	return n
+}
+
+func (m *Transaction_DataOverlayGroup) SizeVT() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.FragmentId != 0 {
+		n += 1 + protobuf_go_lite.SizeOfVarint(uint64(m.FragmentId))
+	}
+	if len(m.Overlays) > 0 {
+		for _, e := range m.Overlays {
+			l = e.SizeVT()
+			n += 1 + l + protobuf_go_lite.SizeOfVarint(uint64(l))
+		}
+	}
+	n += len(m.unknownFields)
+	return n
+}
+
+func (m *Transaction_DataOverlay) SizeVT() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if len(m.Groups) > 0 {
+		for _, e := range m.Groups {
 			l = e.SizeVT()
 			n += 1 + l + protobuf_go_lite.SizeOfVarint(uint64(l))
 		}
@@ -5677,6 +7280,20 @@ func (m *Transaction_DataReplacement_) SizeVT() (n int) {
 	}
 	return n
 }
+func (m *Transaction_UpdateMemWalState_) SizeVT() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.UpdateMemWalState != nil {
+		l = m.UpdateMemWalState.SizeVT()
+		n += 2 + l + protobuf_go_lite.SizeOfVarint(uint64(l))
+	} else {
+		n += 3
+	}
+	return n
+}
 func (m *Transaction_Clone_) SizeVT() (n int) {
 	if m == nil {
 		return 0
@@ -5699,6 +7316,20 @@ func (m *Transaction_UpdateBases_) SizeVT() (n int) {
 	_ = l
 	if m.UpdateBases != nil {
 		l = m.UpdateBases.SizeVT()
+		n += 2 + l + protobuf_go_lite.SizeOfVarint(uint64(l))
+	} else {
+		n += 3
+	}
+	return n
+}
+func (m *Transaction_DataOverlay_) SizeVT() (n int) {
+	if m == nil {
+		return 0
+	}
+	var l int
+	_ = l
+	if m.DataOverlay != nil {
+		l = m.DataOverlay.SizeVT()
 		n += 2 + l + protobuf_go_lite.SizeOfVarint(uint64(l))
 	} else {
 		n += 3
@@ -6417,6 +8048,32 @@ func (m *Transaction_Rewrite_RewrittenIndex) UnmarshalVT(dAtA []byte) error {
 			if err != nil {
 				return err
 			}
+		case 5:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NewIndexFiles", wireType)
+			}
+			var msglen int
+			var _v uint64
+			_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			msglen = int(_v)
+			if err != nil {
+				return err
+			}
+			if msglen < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.NewIndexFiles = append(m.NewIndexFiles, &IndexFile{})
+			if err := m.NewIndexFiles[len(m.NewIndexFiles)-1].UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
 			skippy, err := protobuf_go_lite.Skip(dAtA[iNdEx:])
@@ -6841,6 +8498,18 @@ func (m *Transaction_Merge) UnmarshalVT(dAtA []byte) error {
 			}
 			m.SchemaMetadata[mapkey] = mapvalue
 			iNdEx = postIndex
+		case 4:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PreservesNullability", wireType)
+			}
+			var v int
+			var _v uint64
+			_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			v = int(_v)
+			if err != nil {
+				return err
+			}
+			m.PreservesNullability = bool(v != 0)
 		default:
 			iNdEx = preIndex
 			skippy, err := protobuf_go_lite.Skip(dAtA[iNdEx:])
@@ -6909,6 +8578,18 @@ func (m *Transaction_Project) UnmarshalVT(dAtA []byte) error {
 				return err
 			}
 			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field PreservesNullability", wireType)
+			}
+			var v int
+			var _v uint64
+			_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			v = int(_v)
+			if err != nil {
+				return err
+			}
+			m.PreservesNullability = bool(v != 0)
 		default:
 			iNdEx = preIndex
 			skippy, err := protobuf_go_lite.Skip(dAtA[iNdEx:])
@@ -7164,6 +8845,428 @@ func (m *Transaction_Clone) UnmarshalVT(dAtA []byte) error {
 	}
 	return nil
 }
+func (m *Transaction_ExactKeySetFilter) UnmarshalVT(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	var err error
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		wire, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+		if err != nil {
+			return err
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Transaction_ExactKeySetFilter: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Transaction_ExactKeySetFilter: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType == 0 {
+				var v uint64
+				v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+				if err != nil {
+					return err
+				}
+				m.KeyHashes = append(m.KeyHashes, v)
+			} else if wireType == 2 {
+				var packedLen int
+				var _v uint64
+				_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+				packedLen = int(_v)
+				if err != nil {
+					return err
+				}
+				if packedLen < 0 {
+					return protobuf_go_lite.ErrInvalidLength
+				}
+				postIndex := iNdEx + packedLen
+				if postIndex < 0 {
+					return protobuf_go_lite.ErrInvalidLength
+				}
+				if postIndex > l {
+					return io.ErrUnexpectedEOF
+				}
+				var elementCount int
+				var count int
+				for _, integer := range dAtA[iNdEx:postIndex] {
+					if integer < 128 {
+						count++
+					}
+				}
+				elementCount = count
+				if elementCount != 0 && len(m.KeyHashes) == 0 {
+					m.KeyHashes = make([]uint64, 0, elementCount)
+				}
+				for iNdEx < postIndex {
+					var v uint64
+					v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+					if err != nil {
+						return err
+					}
+					m.KeyHashes = append(m.KeyHashes, v)
+				}
+			} else {
+				return fmt.Errorf("proto: wrong wireType = %d for field KeyHashes", wireType)
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := protobuf_go_lite.Skip(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.unknownFields = append(m.unknownFields, dAtA[iNdEx:iNdEx+skippy]...)
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *Transaction_BloomFilter) UnmarshalVT(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	var err error
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		wire, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+		if err != nil {
+			return err
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Transaction_BloomFilter: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Transaction_BloomFilter: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Bitmap", wireType)
+			}
+			var byteLen int
+			var _v uint64
+			_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			byteLen = int(_v)
+			if err != nil {
+				return err
+			}
+			if byteLen < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			postIndex := iNdEx + byteLen
+			if postIndex < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Bitmap = append(m.Bitmap[:0], dAtA[iNdEx:postIndex]...)
+			if m.Bitmap == nil {
+				m.Bitmap = []byte{}
+			}
+			iNdEx = postIndex
+		case 2:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NumBits", wireType)
+			}
+			m.NumBits = 0
+			m.NumBits, iNdEx, err = protobuf_go_lite.DecodeVarintUint32(dAtA, iNdEx)
+			if err != nil {
+				return err
+			}
+		case 3:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field NumberOfItems", wireType)
+			}
+			m.NumberOfItems = 0
+			m.NumberOfItems, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			if err != nil {
+				return err
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := protobuf_go_lite.Skip(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.unknownFields = append(m.unknownFields, dAtA[iNdEx:iNdEx+skippy]...)
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *Transaction_KeyExistenceFilter) UnmarshalVT(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	var err error
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		wire, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+		if err != nil {
+			return err
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Transaction_KeyExistenceFilter: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Transaction_KeyExistenceFilter: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType == 0 {
+				var v int32
+				v, iNdEx, err = protobuf_go_lite.DecodeVarintInt32(dAtA, iNdEx)
+				if err != nil {
+					return err
+				}
+				m.FieldIds = append(m.FieldIds, v)
+			} else if wireType == 2 {
+				var packedLen int
+				var _v uint64
+				_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+				packedLen = int(_v)
+				if err != nil {
+					return err
+				}
+				if packedLen < 0 {
+					return protobuf_go_lite.ErrInvalidLength
+				}
+				postIndex := iNdEx + packedLen
+				if postIndex < 0 {
+					return protobuf_go_lite.ErrInvalidLength
+				}
+				if postIndex > l {
+					return io.ErrUnexpectedEOF
+				}
+				var elementCount int
+				var count int
+				for _, integer := range dAtA[iNdEx:postIndex] {
+					if integer < 128 {
+						count++
+					}
+				}
+				elementCount = count
+				if elementCount != 0 && len(m.FieldIds) == 0 {
+					m.FieldIds = make([]int32, 0, elementCount)
+				}
+				for iNdEx < postIndex {
+					var v int32
+					v, iNdEx, err = protobuf_go_lite.DecodeVarintInt32(dAtA, iNdEx)
+					if err != nil {
+						return err
+					}
+					m.FieldIds = append(m.FieldIds, v)
+				}
+			} else {
+				return fmt.Errorf("proto: wrong wireType = %d for field FieldIds", wireType)
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Exact", wireType)
+			}
+			var msglen int
+			var _v uint64
+			_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			msglen = int(_v)
+			if err != nil {
+				return err
+			}
+			if msglen < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if oneof, ok := m.Data.(*Transaction_KeyExistenceFilter_Exact); ok {
+				if err := oneof.Exact.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+					return err
+				}
+			} else {
+				v := &Transaction_ExactKeySetFilter{}
+				if err := v.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+					return err
+				}
+				m.Data = &Transaction_KeyExistenceFilter_Exact{Exact: v}
+			}
+			iNdEx = postIndex
+		case 3:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Bloom", wireType)
+			}
+			var msglen int
+			var _v uint64
+			_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			msglen = int(_v)
+			if err != nil {
+				return err
+			}
+			if msglen < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if oneof, ok := m.Data.(*Transaction_KeyExistenceFilter_Bloom); ok {
+				if err := oneof.Bloom.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+					return err
+				}
+			} else {
+				v := &Transaction_BloomFilter{}
+				if err := v.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+					return err
+				}
+				m.Data = &Transaction_KeyExistenceFilter_Bloom{Bloom: v}
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := protobuf_go_lite.Skip(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.unknownFields = append(m.unknownFields, dAtA[iNdEx:iNdEx+skippy]...)
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *Transaction_UInt32List) UnmarshalVT(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	var err error
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		wire, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+		if err != nil {
+			return err
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Transaction_UInt32List: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Transaction_UInt32List: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType == 0 {
+				var v uint32
+				v, iNdEx, err = protobuf_go_lite.DecodeVarintUint32(dAtA, iNdEx)
+				if err != nil {
+					return err
+				}
+				m.Values = append(m.Values, v)
+			} else if wireType == 2 {
+				var packedLen int
+				var _v uint64
+				_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+				packedLen = int(_v)
+				if err != nil {
+					return err
+				}
+				if packedLen < 0 {
+					return protobuf_go_lite.ErrInvalidLength
+				}
+				postIndex := iNdEx + packedLen
+				if postIndex < 0 {
+					return protobuf_go_lite.ErrInvalidLength
+				}
+				if postIndex > l {
+					return io.ErrUnexpectedEOF
+				}
+				var elementCount int
+				var count int
+				for _, integer := range dAtA[iNdEx:postIndex] {
+					if integer < 128 {
+						count++
+					}
+				}
+				elementCount = count
+				if elementCount != 0 && len(m.Values) == 0 {
+					m.Values = make([]uint32, 0, elementCount)
+				}
+				for iNdEx < postIndex {
+					var v uint32
+					v, iNdEx, err = protobuf_go_lite.DecodeVarintUint32(dAtA, iNdEx)
+					if err != nil {
+						return err
+					}
+					m.Values = append(m.Values, v)
+				}
+			} else {
+				return fmt.Errorf("proto: wrong wireType = %d for field Values", wireType)
+			}
+		default:
+			iNdEx = preIndex
+			skippy, err := protobuf_go_lite.Skip(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.unknownFields = append(m.unknownFields, dAtA[iNdEx:iNdEx+skippy]...)
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
 func (m *Transaction_Update) UnmarshalVT(dAtA []byte) error {
 	l := len(dAtA)
 	iNdEx := 0
@@ -7391,6 +9494,189 @@ func (m *Transaction_Update) UnmarshalVT(dAtA []byte) error {
 			if err != nil {
 				return err
 			}
+		case 8:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field InsertedRows", wireType)
+			}
+			var msglen int
+			var _v uint64
+			_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			msglen = int(_v)
+			if err != nil {
+				return err
+			}
+			if msglen < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.InsertedRows == nil {
+				m.InsertedRows = &Transaction_KeyExistenceFilter{}
+			}
+			if err := m.InsertedRows.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		case 9:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field UpdatedFragmentOffsets", wireType)
+			}
+			var msglen int
+			var _v uint64
+			_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			msglen = int(_v)
+			if err != nil {
+				return err
+			}
+			if msglen < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.UpdatedFragmentOffsets == nil {
+				m.UpdatedFragmentOffsets = make(map[uint64]*Transaction_UInt32List)
+			}
+			var mapkey uint64
+			var mapvalue *Transaction_UInt32List
+			for iNdEx < postIndex {
+				entryPreIndex := iNdEx
+				var wire uint64
+				wire, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+				if err != nil {
+					return err
+				}
+				fieldNum := int32(wire >> 3)
+				if fieldNum == 1 {
+					mapkey, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+					if err != nil {
+						return err
+					}
+				} else if fieldNum == 2 {
+					var mapmsglen int
+					var _v uint64
+					_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+					mapmsglen = int(_v)
+					if err != nil {
+						return err
+					}
+					if mapmsglen < 0 {
+						return protobuf_go_lite.ErrInvalidLength
+					}
+					postmsgIndex := iNdEx + mapmsglen
+					if postmsgIndex < 0 {
+						return protobuf_go_lite.ErrInvalidLength
+					}
+					if postmsgIndex > l {
+						return io.ErrUnexpectedEOF
+					}
+					mapvalue = &Transaction_UInt32List{}
+					if err := mapvalue.UnmarshalVT(dAtA[iNdEx:postmsgIndex]); err != nil {
+						return err
+					}
+					iNdEx = postmsgIndex
+				} else {
+					iNdEx = entryPreIndex
+					skippy, err := protobuf_go_lite.Skip(dAtA[iNdEx:])
+					if err != nil {
+						return err
+					}
+					if (skippy < 0) || (iNdEx+skippy) < 0 {
+						return protobuf_go_lite.ErrInvalidLength
+					}
+					if (iNdEx + skippy) > postIndex {
+						return io.ErrUnexpectedEOF
+					}
+					iNdEx += skippy
+				}
+			}
+			m.UpdatedFragmentOffsets[mapkey] = mapvalue
+			iNdEx = postIndex
+		case 10:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field UpdatedFragmentOffsetBitmaps", wireType)
+			}
+			var msglen int
+			var _v uint64
+			_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			msglen = int(_v)
+			if err != nil {
+				return err
+			}
+			if msglen < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if m.UpdatedFragmentOffsetBitmaps == nil {
+				m.UpdatedFragmentOffsetBitmaps = make(map[uint64][]byte)
+			}
+			var mapkey uint64
+			var mapvalue []byte
+			for iNdEx < postIndex {
+				entryPreIndex := iNdEx
+				var wire uint64
+				wire, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+				if err != nil {
+					return err
+				}
+				fieldNum := int32(wire >> 3)
+				if fieldNum == 1 {
+					mapkey, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+					if err != nil {
+						return err
+					}
+				} else if fieldNum == 2 {
+					var mapbyteLen uint64
+					mapbyteLen, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+					if err != nil {
+						return err
+					}
+					intMapbyteLen := int(mapbyteLen)
+					if intMapbyteLen < 0 {
+						return protobuf_go_lite.ErrInvalidLength
+					}
+					postbytesIndex := iNdEx + intMapbyteLen
+					if postbytesIndex < 0 {
+						return protobuf_go_lite.ErrInvalidLength
+					}
+					if postbytesIndex > l {
+						return io.ErrUnexpectedEOF
+					}
+					mapvalue = make([]byte, mapbyteLen)
+					copy(mapvalue, dAtA[iNdEx:postbytesIndex])
+					iNdEx = postbytesIndex
+				} else {
+					iNdEx = entryPreIndex
+					skippy, err := protobuf_go_lite.Skip(dAtA[iNdEx:])
+					if err != nil {
+						return err
+					}
+					if (skippy < 0) || (iNdEx+skippy) < 0 {
+						return protobuf_go_lite.ErrInvalidLength
+					}
+					if (iNdEx + skippy) > postIndex {
+						return io.ErrUnexpectedEOF
+					}
+					iNdEx += skippy
+				}
+			}
+			m.UpdatedFragmentOffsetBitmaps[mapkey] = mapvalue
+			iNdEx = postIndex
 		default:
 			iNdEx = preIndex
 			skippy, err := protobuf_go_lite.Skip(dAtA[iNdEx:])
@@ -8410,6 +10696,193 @@ func (m *Transaction_UpdateBases) UnmarshalVT(dAtA []byte) error {
 	}
 	return nil
 }
+func (m *Transaction_UpdateMemWalState) UnmarshalVT(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	var err error
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		wire, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+		if err != nil {
+			return err
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Transaction_UpdateMemWalState: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Transaction_UpdateMemWalState: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		default:
+			iNdEx = preIndex
+			skippy, err := protobuf_go_lite.Skip(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.unknownFields = append(m.unknownFields, dAtA[iNdEx:iNdEx+skippy]...)
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *Transaction_DataOverlayGroup) UnmarshalVT(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	var err error
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		wire, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+		if err != nil {
+			return err
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Transaction_DataOverlayGroup: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Transaction_DataOverlayGroup: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field FragmentId", wireType)
+			}
+			m.FragmentId = 0
+			m.FragmentId, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			if err != nil {
+				return err
+			}
+		case 2:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Overlays", wireType)
+			}
+			var msglen int
+			var _v uint64
+			_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			msglen = int(_v)
+			if err != nil {
+				return err
+			}
+			if msglen < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Overlays = append(m.Overlays, &DataOverlayFile{})
+			if err := m.Overlays[len(m.Overlays)-1].UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := protobuf_go_lite.Skip(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.unknownFields = append(m.unknownFields, dAtA[iNdEx:iNdEx+skippy]...)
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
+func (m *Transaction_DataOverlay) UnmarshalVT(dAtA []byte) error {
+	l := len(dAtA)
+	iNdEx := 0
+	var err error
+	for iNdEx < l {
+		preIndex := iNdEx
+		var wire uint64
+		wire, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+		if err != nil {
+			return err
+		}
+		fieldNum := int32(wire >> 3)
+		wireType := int(wire & 0x7)
+		if wireType == 4 {
+			return fmt.Errorf("proto: Transaction_DataOverlay: wiretype end group for non-group")
+		}
+		if fieldNum <= 0 {
+			return fmt.Errorf("proto: Transaction_DataOverlay: illegal tag %d (wire type %d)", fieldNum, wire)
+		}
+		switch fieldNum {
+		case 1:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Groups", wireType)
+			}
+			var msglen int
+			var _v uint64
+			_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			msglen = int(_v)
+			if err != nil {
+				return err
+			}
+			if msglen < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.Groups = append(m.Groups, &Transaction_DataOverlayGroup{})
+			if err := m.Groups[len(m.Groups)-1].UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+				return err
+			}
+			iNdEx = postIndex
+		default:
+			iNdEx = preIndex
+			skippy, err := protobuf_go_lite.Skip(dAtA[iNdEx:])
+			if err != nil {
+				return err
+			}
+			if (skippy < 0) || (iNdEx+skippy) < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if (iNdEx + skippy) > l {
+				return io.ErrUnexpectedEOF
+			}
+			m.unknownFields = append(m.unknownFields, dAtA[iNdEx:iNdEx+skippy]...)
+			iNdEx += skippy
+		}
+	}
+
+	if iNdEx > l {
+		return io.ErrUnexpectedEOF
+	}
+	return nil
+}
 func (m *Transaction) UnmarshalVT(dAtA []byte) error {
 	l := len(dAtA)
 	iNdEx := 0
@@ -8968,6 +11441,39 @@ func (m *Transaction) UnmarshalVT(dAtA []byte) error {
 				m.Operation = &Transaction_DataReplacement_{DataReplacement: v}
 			}
 			iNdEx = postIndex
+		case 112:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field UpdateMemWalState", wireType)
+			}
+			var msglen int
+			var _v uint64
+			_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			msglen = int(_v)
+			if err != nil {
+				return err
+			}
+			if msglen < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if oneof, ok := m.Operation.(*Transaction_UpdateMemWalState_); ok {
+				if err := oneof.UpdateMemWalState.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+					return err
+				}
+			} else {
+				v := &Transaction_UpdateMemWalState{}
+				if err := v.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+					return err
+				}
+				m.Operation = &Transaction_UpdateMemWalState_{UpdateMemWalState: v}
+			}
+			iNdEx = postIndex
 		case 113:
 			if wireType != 2 {
 				return fmt.Errorf("proto: wrong wireType = %d for field Clone", wireType)
@@ -9032,6 +11538,39 @@ func (m *Transaction) UnmarshalVT(dAtA []byte) error {
 					return err
 				}
 				m.Operation = &Transaction_UpdateBases_{UpdateBases: v}
+			}
+			iNdEx = postIndex
+		case 115:
+			if wireType != 2 {
+				return fmt.Errorf("proto: wrong wireType = %d for field DataOverlay", wireType)
+			}
+			var msglen int
+			var _v uint64
+			_v, iNdEx, err = protobuf_go_lite.DecodeVarint(dAtA, iNdEx)
+			msglen = int(_v)
+			if err != nil {
+				return err
+			}
+			if msglen < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			postIndex := iNdEx + msglen
+			if postIndex < 0 {
+				return protobuf_go_lite.ErrInvalidLength
+			}
+			if postIndex > l {
+				return io.ErrUnexpectedEOF
+			}
+			if oneof, ok := m.Operation.(*Transaction_DataOverlay_); ok {
+				if err := oneof.DataOverlay.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+					return err
+				}
+			} else {
+				v := &Transaction_DataOverlay{}
+				if err := v.UnmarshalVT(dAtA[iNdEx:postIndex]); err != nil {
+					return err
+				}
+				m.Operation = &Transaction_DataOverlay_{DataOverlay: v}
 			}
 			iNdEx = postIndex
 		default:
