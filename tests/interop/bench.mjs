@@ -8,14 +8,23 @@
 //   ROWS  rows to write (default 10,000,000), in batches of 1,000,000
 //   KV0_BENCH_WRITE_RUNS  write runs, the best is reported (default 1)
 //   KV0_BENCH_RUNS        scan runs, the best is reported (default 3)
-import * as lancedb from "@lancedb/lancedb";
+//   KV0_BENCH_SCAN=0      time the write only
+//   KV0_BENCH_LANCEDB     a folder whose node_modules holds the lancedb to
+//                         use (default: this one's, lancedb 0.31 = lance 8;
+//                         a folder with lancedb 0.39 benchmarks lance 12),
+//                         with its defaults (lance 8 writes data files of
+//                         format 2.1, lance 12 of 2.2)
 import { createRequire } from "node:module";
 import fs from "node:fs";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 
 // lancedb loads apache-arrow as CommonJS; load the same copy so its
 // instanceof checks accept our tables.
-const arrow = createRequire(import.meta.url)("apache-arrow");
+const lancedbDir = process.env.KV0_BENCH_LANCEDB || path.dirname(fileURLToPath(import.meta.url));
+const require = createRequire(path.join(path.resolve(lancedbDir), "package.json"));
+const lancedb = require("@lancedb/lancedb");
+const arrow = require("apache-arrow");
 
 const dir = process.argv[2];
 const rows = Number(process.argv[3] || 10_000_000);
@@ -79,7 +88,8 @@ async function timed(fn) {
   return [r, Number(process.hrtime.bigint() - t) / 1e9];
 }
 
-const out = { rows };
+const lancedbPkg = path.join(path.resolve(lancedbDir), "node_modules", "@lancedb", "lancedb", "package.json");
+const out = { rows, lancedb: JSON.parse(fs.readFileSync(lancedbPkg, "utf8")).version };
 const tablePath = path.join(dir, "metrics.lance");
 {
   // The write measurement: every run, into a fresh folder (best of
@@ -107,6 +117,10 @@ const tablePath = path.join(dir, "metrics.lance");
   out.write_seconds = best;
   out.write_rows_per_s = rows / best;
   out.write_mb_per_s = inputBytes / best / 1e6;
+}
+if (process.env.KV0_BENCH_SCAN === "0") {
+  console.log(JSON.stringify(out));
+  process.exit(0);
 }
 const db = await lancedb.connect(dir);
 out.bytes_on_disk = duBytes(tablePath);
