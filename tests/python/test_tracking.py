@@ -307,6 +307,17 @@ def test_track_many_handles_signals_between_chunks(repo, monkeypatch):
     chunk in flight, not after the whole call: the chunks before it stay
     tracked, none after."""
     import signal
+    # A process started in the background (nohup, CI runners) inherits an
+    # ignored SIGINT, and Python then leaves it ignored: install the
+    # handler a terminal's Ctrl-C would meet.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _track_many_interrupted(repo, monkeypatch, signal)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _track_many_interrupted(repo, monkeypatch, signal):
     run = repo.start_run()
     real = tracking.lib
     calls = []
