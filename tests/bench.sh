@@ -17,9 +17,16 @@ echo "$rows" > "$dir/rows"
 writeruns=${KV0_BENCH_WRITE_RUNS:-1}
 export KV0_BENCH_ROWS=$rows KV0_BENCH_WRITE_RUNS=$writeruns
 
-echo "== lancedb 0.31 (node): write and scan $rows rows" >&2
+echo "== lancedb 0.31 (lance 8, node): write and scan $rows rows (format 2.1, its default)" >&2
 lance_json=$(cd tests/interop && node bench.mjs "$dir" "$rows")
 echo "$lance_json" >&2
+
+# lance 12 writes the scan table with its defaults (format 2.2) into
+# $dir/lance12 and scans it; its write is not timed.
+echo "== lancedb 0.39 (lance 12, node): scan $rows rows (format 2.2, its default)" >&2
+mkdir -p "$dir/lance12"
+lance12_json=$(cd tests/interop && KV0_LANCEDB=lance12 KV0_BENCH_WRITE_RUNS=0 node bench.mjs "$dir/lance12" "$rows" 2>/dev/null)
+echo "$lance12_json" >&2
 
 # The Go writer is given the same rows: TestMetricsMatchLancedb checks the
 # generator against the table lancedb wrote before the write is timed.
@@ -28,7 +35,7 @@ go_write=$(KV0_BENCH_DIR="$dir" go test -run='^TestMetricsMatchLancedb$' -bench=
 	-benchtime="${writeruns}x" -count=1 -v ./tests/bench/ | grep -v '^=== ')
 echo "$go_write" >&2
 
-echo "== kv0 (Go): scan" >&2
+echo "== kv0 (Go): scan both tables" >&2
 go_out=$(KV0_BENCH_DIR="$dir" go test -run='^$' -bench='^BenchmarkScanMetrics$' -benchtime=3x -count=1 ./tests/bench/)
 echo "$go_out" >&2
 
@@ -39,9 +46,19 @@ echo "$go_commit" >&2
 field() { echo "$1" | sed -n "s/.*\"$2\":\([0-9.e+]*\).*/\1/p"; }
 metric() { echo "${3:-$go_out}" | awk -v m="$2" -v b="$1" '$1 ~ b { for (i = 2; i < NF; i++) if ($(i+1) == m) print $i }'; }
 toarrow=$(field "$lance_json" toarrow_rows_per_s)
+toarrowcpu=$(field "$lance_json" toarrow_rows_per_cpu_s)
 native=$(field "$lance_json" native_rows_per_s)
-goscan=$(metric BenchmarkScanMetrics rows/s)
-gorss=$(metric BenchmarkScanMetrics peak-RSS-MiB)
+nativecpu=$(field "$lance_json" native_rows_per_cpu_s)
+toarrow12=$(field "$lance12_json" toarrow_rows_per_s)
+toarrowcpu12=$(field "$lance12_json" toarrow_rows_per_cpu_s)
+native12=$(field "$lance12_json" native_rows_per_s)
+nativecpu12=$(field "$lance12_json" native_rows_per_cpu_s)
+goscan=$(metric 'BenchmarkScanMetrics/lance8-' rows/s)
+goscancpu=$(metric 'BenchmarkScanMetrics/lance8-' rows/cpu-s)
+gorss=$(metric 'BenchmarkScanMetrics/lance8-' peak-RSS-MiB)
+goscan12=$(metric 'BenchmarkScanMetrics/lance12-' rows/s)
+goscancpu12=$(metric 'BenchmarkScanMetrics/lance12-' rows/cpu-s)
+gorss12=$(metric 'BenchmarkScanMetrics/lance12-' peak-RSS-MiB)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f×", a / b; else print "n/a" }'; }
 mrows() { awk -v a="$1" 'BEGIN { printf "%.1fM", a / 1e6 }'; }
 num() { awk -v a="$1" -v d="${2:-1}" 'BEGIN { printf "%.*f", d, a }'; }
@@ -67,13 +84,17 @@ Write of the metrics table ($rows rows in 1M-row batches, 32 bytes of input a ro
 
 Commits of one-row appends on local disk (fsync; kv0, one writer): $(num "$commits" 0) commits/s
 
-Full scan of the metrics table ($rows rows, 4 columns, written by lancedb with its defaults)
+Full scan of the metrics table ($rows rows, 4 columns) as each lance writes it by default: rows a second of
+wall time, and rows a CPU-second of the process (every thread)
 
-| reader | rows/s | kv0 ÷ this |
-|---|---|---|
-| kv0 Go reader → Arrow batches | $(mrows "$goscan") | 1.00× |
-| lancedb \`query().toArrow()\` | $(mrows "$toarrow") | $(ratio "$goscan" "$toarrow") |
-| lance native scan (filter matching no row) | $(mrows "$native") | $(ratio "$goscan" "$native") |
+| table | reader | rows/s | rows/CPU-s | kv0 ÷ this | kv0 ÷ this, CPU |
+|---|---|---|---|---|---|
+| lance 12, format 2.2 | kv0 Go reader → Arrow batches | $(mrows "$goscan12") | $(mrows "$goscancpu12") | 1.00× | 1.00× |
+| | lance 12 native scan (filter matching no row) | $(mrows "$native12") | $(mrows "$nativecpu12") | $(ratio "$goscan12" "$native12") | $(ratio "$goscancpu12" "$nativecpu12") |
+| | lancedb 0.39 \`query().toArrow()\` | $(mrows "$toarrow12") | $(mrows "$toarrowcpu12") | $(ratio "$goscan12" "$toarrow12") | $(ratio "$goscancpu12" "$toarrowcpu12") |
+| lance 8, format 2.1 | kv0 Go reader → Arrow batches | $(mrows "$goscan") | $(mrows "$goscancpu") | 1.00× | 1.00× |
+| | lance 8 native scan (filter matching no row) | $(mrows "$native") | $(mrows "$nativecpu") | $(ratio "$goscan" "$native") | $(ratio "$goscancpu" "$nativecpu") |
+| | lancedb 0.31 \`query().toArrow()\` | $(mrows "$toarrow") | $(mrows "$toarrowcpu") | $(ratio "$goscan" "$toarrow") | $(ratio "$goscancpu" "$toarrowcpu") |
 
-kv0 peak RSS during the scan: ${gorss} MiB
+kv0 peak RSS during the scans: ${gorss12} MiB (2.2), ${gorss} MiB (2.1)
 TABLE
