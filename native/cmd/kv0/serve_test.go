@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -50,12 +51,18 @@ func fixturesDir(t *testing.T) string {
 	return d
 }
 
+// v22Dir is the datasets lance 12 wrote in format 2.2 (and two in 2.1),
+// core/lancefile/testdata/v22 (see its README).
+const v22Dir = "../../../core/lancefile/testdata/v22"
+
 // serveRoot is a folder holding a tracking repository (written by kv0
 // demo and kv0 track) and datasets: the lance-samples fixtures under
-// fixtures/ and one written by kv0 with versions and tags.
+// fixtures/, lance 12's tables under v22/ and one written by kv0 with
+// versions and tags.
 type serveRoot struct {
 	dir      string
-	datasets []string // paths under dir
+	datasets []string            // paths under dir
+	columns  map[string][]string // each dataset's top-level columns
 	runs     []tracking.RunInfo
 }
 
@@ -142,6 +149,31 @@ func buildServeRoot(dir, fixtures string) (*serveRoot, error) {
 			sr.datasets = append(sr.datasets, "fixtures/"+v+"/kv.lance")
 		}
 		sr.datasets = append(sr.datasets, "fixtures/bigdel/t.lance", "fixtures/bigdel/t2.lance")
+		tables, err := filepath.Glob(filepath.Join(v22Dir, "*.lance"))
+		if err != nil || len(tables) == 0 {
+			return nil, fmt.Errorf("lance 12's tables in %s: %v", v22Dir, err)
+		}
+		for _, tb := range tables {
+			name := "v22/" + filepath.Base(tb)
+			if err := os.CopyFS(filepath.Join(dir, name), os.DirFS(tb)); err != nil {
+				return nil, err
+			}
+			sr.datasets = append(sr.datasets, name)
+		}
+	}
+	sr.columns = map[string][]string{}
+	for _, ds := range sr.datasets {
+		sub, err := fsstore.OpenExisting(filepath.Join(dir, ds))
+		if err != nil {
+			return nil, err
+		}
+		d, err := lance.Open(ctx, sub, "", lance.OpenOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ds, err)
+		}
+		for _, f := range d.ArrowSchema().Fields() {
+			sr.columns[ds] = append(sr.columns[ds], f.Name)
+		}
 	}
 	rr, err := tracking.OpenRepo(ctx, st, "", tracking.RepoOptions{ReadOnly: true})
 	if err != nil {
@@ -206,17 +238,22 @@ func TestServeMatchesCLI(t *testing.T) {
 	t.Run("rows", func(t *testing.T) {
 		for _, ds := range sr.datasets {
 			loc := filepath.Join(sr.dir, ds)
-			for _, o := range []struct{ flags, query []string }{
-				{nil, nil},
-				{[]string{"--version", "1"}, []string{"version=1"}},
-				{[]string{"--limit", "7", "--columns", "key,seq"}, []string{"limit=7", "columns=key,seq"}},
-				{[]string{"--where", "seq >= 150 AND op = 1", "--limit", "20"}, []string{"where=seq >= 150 AND op = 1", "limit=20"}},
-				{[]string{"--columns", "s,id", "--where", "id < 30 OR s IS NULL"}, []string{"columns=s,id", "where=id < 30 OR s IS NULL"}},
-				{[]string{"--tag", "v-one", "--limit", "3"}, []string{"tag=v-one", "limit=3"}},
-				{[]string{"--where", "id >= 1190 OR id < 3"}, []string{"where=id >= 1190 OR id < 3"}},
-				{[]string{"--limit", "0"}, []string{"limit=0"}},
+			// needs: the columns a case names, which the dataset must have.
+			for _, o := range []struct{ flags, query, needs []string }{
+				{nil, nil, nil},
+				{[]string{"--version", "1"}, []string{"version=1"}, nil},
+				{[]string{"--limit", "7", "--columns", "key,seq"}, []string{"limit=7", "columns=key,seq"}, []string{"key", "seq"}},
+				{[]string{"--where", "seq >= 150 AND op = 1", "--limit", "20"}, []string{"where=seq >= 150 AND op = 1", "limit=20"}, []string{"seq", "op"}},
+				{[]string{"--columns", "s,id", "--where", "id < 30 OR s IS NULL"}, []string{"columns=s,id", "where=id < 30 OR s IS NULL"}, []string{"s", "id"}},
+				{[]string{"--tag", "v-one", "--limit", "3"}, []string{"tag=v-one", "limit=3"}, nil},
+				{[]string{"--where", "id >= 1190 OR id < 3"}, []string{"where=id >= 1190 OR id < 3"}, []string{"id"}},
+				{[]string{"--limit", "0"}, []string{"limit=0"}, nil},
+				// lance 12's dictionaries, constants and nested columns, filtered.
+				{[]string{"--columns", "sd,cat,i64d,ld", "--where", "cat = 'red' AND i64d > 0"}, []string{"columns=sd,cat,i64d,ld", "where=cat = 'red' AND i64d > 0"}, []string{"sd", "cat", "i64d", "ld"}},
+				{[]string{"--columns", "ts_ns,f32,d32,id", "--where", "f32 < 0 OR ts_ns IS NULL", "--limit", "50"}, []string{"columns=ts_ns,f32,d32,id", "where=f32 < 0 OR ts_ns IS NULL", "limit=50"}, []string{"ts_ns", "f32", "d32", "id"}},
+				{[]string{"--columns", "cstr,lsc,ci64,nstruct", "--where", "id > 600 AND id <= 650"}, []string{"columns=cstr,lsc,ci64,nstruct", "where=id > 600 AND id <= 650"}, []string{"cstr", "lsc", "ci64", "nstruct", "id"}},
 			} {
-				if !compatible(t, sr, ds, o.flags) {
+				if !compatible(sr, ds, o.flags, o.needs) {
 					continue
 				}
 				want := cli(t, append([]string{"lance", "cat", loc}, o.flags...)...)
@@ -240,7 +277,7 @@ func TestServeMatchesCLI(t *testing.T) {
 				flags []string
 				query string
 			}{{nil, ""}, {[]string{"--version", "1"}, "?version=1"}, {[]string{"--tag", "v-one"}, "?tag=v-one"}} {
-				if !compatible(t, sr, ds, o.flags) {
+				if !compatible(sr, ds, o.flags, nil) {
 					continue
 				}
 				want := cli(t, append([]string{"lance", "info", "--json", loc}, o.flags...)...)
@@ -371,20 +408,16 @@ func TestServeMatchesCLI(t *testing.T) {
 	})
 }
 
-// compatible reports whether the flags apply to the dataset (columns and
-// tags that it has).
-func compatible(t *testing.T, sr *serveRoot, ds string, flags []string) bool {
-	kv0, kvFixture := strings.HasPrefix(ds, "kv0/"), strings.HasSuffix(ds, "/kv.lance")
-	joined := strings.Join(flags, " ")
-	switch {
-	case strings.Contains(joined, "v-one"):
-		return kv0
-	case strings.Contains(joined, "seq"):
-		return kvFixture
-	case strings.Contains(joined, "s,id"):
-		return kv0
-	case strings.Contains(joined, "id "):
-		return !kvFixture
+// compatible reports whether the flags apply to the dataset: it has the
+// columns needs names, and the tag when they name one.
+func compatible(sr *serveRoot, ds string, flags, needs []string) bool {
+	if slices.Contains(flags, "--tag") && !strings.HasPrefix(ds, "kv0/") {
+		return false
+	}
+	for _, c := range needs {
+		if !slices.Contains(sr.columns[ds], c) {
+			return false
+		}
 	}
 	return true
 }
