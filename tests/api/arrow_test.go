@@ -171,6 +171,19 @@ func TestArrowMatchesJSONLinesInNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	paths = append(paths, "fixtures/default/kv.lance", "fixtures/v2_0/kv.lance", "fixtures/bigdel/t.lance")
+	// lance 12's tables (format 2.2, two in 2.1): every type it writes.
+	v22 := filepath.Join("..", "..", "core", "lancefile", "testdata", "v22")
+	tables, err := filepath.Glob(filepath.Join(v22, "*.lance"))
+	if err != nil || len(tables) == 0 {
+		t.Fatalf("lance 12's tables in %s: %v", v22, err)
+	}
+	for _, tb := range tables {
+		name := "v22/" + filepath.Base(tb)
+		if err := os.CopyFS(filepath.Join(dir, name), os.DirFS(tb)); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, name)
+	}
 	srv := httptest.NewServer(api.New(st, "", api.Options{}))
 	defer srv.Close()
 	for _, query := range []string{"", "limit=333", "where=i8%20%3C%2010", "columns=st,s,ts&limit=5"} {
