@@ -5,6 +5,9 @@
 #   KV0_BENCH_DIR         where the lancedb-written data lives (default out/bench)
 #   KV0_BENCH_ROWS        rows of the metrics table (default 10,000,000)
 #   KV0_BENCH_WRITE_RUNS  write runs of each side, the best counts (default 1)
+#   KV0_BENCH_LANCEDB12   a folder whose node_modules holds lancedb 0.39
+#                         (lance 12), for the 2.2 write and scan (default
+#                         tests/interop/lance12; without it those rows are left out)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${KV0_BENCH_DIR:-out/bench}
@@ -17,26 +20,36 @@ echo "$rows" > "$dir/rows"
 writeruns=${KV0_BENCH_WRITE_RUNS:-1}
 export KV0_BENCH_ROWS=$rows KV0_BENCH_WRITE_RUNS=$writeruns
 
-echo "== lancedb 0.31 (lance 8, node): write and scan $rows rows (format 2.1, its default)" >&2
+echo "== lancedb 0.31 (lance 8, format 2.1): write and scan $rows rows" >&2
 lance_json=$(cd tests/interop && node bench.mjs "$dir" "$rows")
 echo "$lance_json" >&2
 
-# lance 12 writes the scan table with its defaults (format 2.2) into
-# $dir/lance12 and scans it; its write is not timed.
-echo "== lancedb 0.39 (lance 12, node): scan $rows rows (format 2.2, its default)" >&2
-mkdir -p "$dir/lance12"
-lance12_json=$(cd tests/interop && KV0_LANCEDB=lance12 KV0_BENCH_WRITE_RUNS=0 node bench.mjs "$dir/lance12" "$rows" 2>/dev/null)
-echo "$lance12_json" >&2
+l12=${KV0_BENCH_LANCEDB12:-tests/interop/lance12}
+lance12_json=
+if [ -d "$l12/node_modules/@lancedb/lancedb" ]; then
+	l12=$(cd "$l12" && pwd)
+	echo "== lancedb 0.39 (lance 12, format 2.2): write and scan $rows rows" >&2
+	mkdir -p "$dir/lance12"
+	lance12_json=$(cd tests/interop && KV0_BENCH_LANCEDB="$l12" node bench.mjs "$dir/lance12" "$rows")
+	echo "$lance12_json" >&2
+else
+	echo "== no lancedb 0.39 in $l12: the 2.2 write and scan have no lance 12 rows" >&2
+fi
 
 # The Go writer is given the same rows: TestMetricsMatchLancedb checks the
 # generator against the table lancedb wrote before the write is timed.
-echo "== kv0 (Go): write $rows rows" >&2
+echo "== kv0 (Go): write $rows rows, formats 2.1 and 2.2" >&2
 go_write=$(KV0_BENCH_DIR="$dir" go test -run='^TestMetricsMatchLancedb$' -bench='^BenchmarkWriteMetrics$' \
 	-benchtime="${writeruns}x" -count=1 -v ./tests/bench/ | grep -v '^=== ')
 echo "$go_write" >&2
 
-echo "== kv0 (Go): scan both tables" >&2
-go_out=$(KV0_BENCH_DIR="$dir" go test -run='^$' -bench='^BenchmarkScanMetrics$' -benchtime=3x -count=1 ./tests/bench/)
+# One process a table, so that each peak RSS is its own.
+echo "== kv0 (Go): scan the tables" >&2
+tables=lance8
+if [ -n "$lance12_json" ]; then tables="lance12 lance8"; fi
+go_out=$(for t in $tables; do
+	KV0_BENCH_DIR="$dir" go test -run='^$' -bench="^BenchmarkScanMetrics\$/^$t\$" -benchtime=3x -count=1 ./tests/bench/
+done)
 echo "$go_out" >&2
 
 echo "== kv0 (Go): commits of one-row appends on local disk" >&2
@@ -60,6 +73,7 @@ goscan12=$(metric 'BenchmarkScanMetrics/lance12-' rows/s)
 goscancpu12=$(metric 'BenchmarkScanMetrics/lance12-' rows/cpu-s)
 gorss12=$(metric 'BenchmarkScanMetrics/lance12-' peak-RSS-MiB)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f×", a / b; else print "n/a" }'; }
+ratio3() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.4f×", a / b; else print "n/a" }'; }
 mrows() { awk -v a="$1" 'BEGIN { printf "%.1fM", a / 1e6 }'; }
 num() { awk -v a="$1" -v d="${2:-1}" 'BEGIN { printf "%.*f", d, a }'; }
 mb() { awk -v a="$1" 'BEGIN { printf "%.1f MB", a / 1e6 }'; }
@@ -68,19 +82,42 @@ perrow() { awk -v a="$1" -v r="$rows" 'BEGIN { printf "%.2f", a / r }'; }
 lwrite=$(field "$lance_json" write_rows_per_s)
 lwritemb=$(field "$lance_json" write_mb_per_s)
 lbytes=$(field "$lance_json" write_bytes_on_disk)
-gwrite=$(metric BenchmarkWriteMetrics rows/s "$go_write")
-gwritemb=$(metric BenchmarkWriteMetrics MB/s "$go_write")
-gbytes=$(metric BenchmarkWriteMetrics bytes-on-disk "$go_write")
+gwrite=$(metric 'BenchmarkWriteMetrics/format=2[.]1' rows/s "$go_write")
+gwritemb=$(metric 'BenchmarkWriteMetrics/format=2[.]1' MB/s "$go_write")
+gbytes=$(metric 'BenchmarkWriteMetrics/format=2[.]1' bytes-on-disk "$go_write")
+gwrite22=$(metric 'BenchmarkWriteMetrics/format=2[.]2' rows/s "$go_write")
+gwritemb22=$(metric 'BenchmarkWriteMetrics/format=2[.]2' MB/s "$go_write")
+gbytes22=$(metric 'BenchmarkWriteMetrics/format=2[.]2' bytes-on-disk "$go_write")
 commits=$(metric BenchmarkCommitAppend commits/s "$go_commit")
 
 cat <<TABLE
 
-Write of the metrics table ($rows rows in 1M-row batches, 32 bytes of input a row, local disk, best of $writeruns)
+Write of the metrics table ($rows rows in 1M-row batches, 32 bytes of input a row, local disk, best of $writeruns), format 2.2
 
 | writer | rows/s | MB/s of input | bytes on disk | bytes/row | rows/s ÷ lancedb | bytes ÷ lancedb |
 |---|---|---|---|---|---|---|
-| kv0 Go writer (\`lance.Create\`, fsstore) | $(mrows "$gwrite") | $(num "$gwritemb") | $(mb "$gbytes") | $(perrow "$gbytes") | $(ratio "$gwrite" "$lwrite") | $(ratio "$gbytes" "$lbytes") |
-| lancedb \`createTable\` + \`add\` | $(mrows "$lwrite") | $(num "$lwritemb") | $(mb "$lbytes") | $(perrow "$lbytes") | 1.00× | 1.00× |
+TABLE
+if [ -n "$lance12_json" ]; then
+	l12write=$(field "$lance12_json" write_rows_per_s)
+	l12writemb=$(field "$lance12_json" write_mb_per_s)
+	l12bytes=$(field "$lance12_json" write_bytes_on_disk)
+	cat <<TABLE
+| kv0 Go writer (\`lance.Create\`, fsstore) | $(mrows "$gwrite22") | $(num "$gwritemb22") | $(mb "$gbytes22") | $(perrow "$gbytes22") | $(ratio "$gwrite22" "$l12write") | $(ratio3 "$gbytes22" "$l12bytes") |
+| lancedb 0.39 (lance 12) \`createTable\` + \`add\` | $(mrows "$l12write") | $(num "$l12writemb") | $(mb "$l12bytes") | $(perrow "$l12bytes") | 1.00× | 1.00× |
+TABLE
+else
+	cat <<TABLE
+| kv0 Go writer (\`lance.Create\`, fsstore) | $(mrows "$gwrite22") | $(num "$gwritemb22") | $(mb "$gbytes22") | $(perrow "$gbytes22") | n/a | n/a |
+TABLE
+fi
+cat <<TABLE
+
+The same in format 2.1
+
+| writer | rows/s | MB/s of input | bytes on disk | bytes/row | rows/s ÷ lancedb | bytes ÷ lancedb |
+|---|---|---|---|---|---|---|
+| kv0 Go writer (\`lance.Create\`, fsstore) | $(mrows "$gwrite") | $(num "$gwritemb") | $(mb "$gbytes") | $(perrow "$gbytes") | $(ratio "$gwrite" "$lwrite") | $(ratio3 "$gbytes" "$lbytes") |
+| lancedb 0.31 (lance 8) \`createTable\` + \`add\` | $(mrows "$lwrite") | $(num "$lwritemb") | $(mb "$lbytes") | $(perrow "$lbytes") | 1.00× | 1.00× |
 
 Commits of one-row appends on local disk (fsync; kv0, one writer): $(num "$commits" 0) commits/s
 

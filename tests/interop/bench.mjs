@@ -7,17 +7,26 @@
 //         times writing the table (createTable with the first batch, then
 //         add) into a fresh folder under DIR
 //   ROWS  rows to write (default 10,000,000), in batches of 1,000,000
-//   KV0_LANCEDB           the lancedb install (lancedb.mjs): "." lance 8, "lance12" lance 12
+//   KV0_BENCH_LANCEDB     the lancedb install to use: a folder whose
+//                         node_modules holds it (default: this one's,
+//                         lancedb 0.31 = lance 8; tests/interop/lance12 holds
+//                         lancedb 0.39 = lance 12), with its defaults (lance
+//                         8 writes data files of format 2.1, lance 12 of 2.2);
+//                         KV0_LANCEDB (lancedb.mjs) names one too
 //   KV0_BENCH_WRITE_RUNS  write runs, the best is reported (default 1; 0 times
 //                         no write and only writes the scan table if missing)
 //   KV0_BENCH_RUNS        scan runs, the best is reported (default 3)
+//   KV0_BENCH_SCAN=0      time the write only
 // Scan rates are rows per second of wall time (best run) and rows per
 // second of the process's CPU time, all of lance's threads (best run).
 import fs from "node:fs";
 import path from "node:path";
+
 // lancedb hands tables to apache-arrow's CommonJS build; lancedb.mjs loads
-// that same copy, so its instanceof checks accept our tables.
-import { lancedb, arrow, lancedbVersion, lanceMajor } from "./lancedb.mjs";
+// that same copy, so its instanceof checks accept our tables. It reads
+// KV0_LANCEDB when it loads, hence the dynamic import.
+if (process.env.KV0_BENCH_LANCEDB) process.env.KV0_LANCEDB = path.resolve(process.env.KV0_BENCH_LANCEDB);
+const { lancedb, arrow, lancedbVersion, lanceMajor } = await import("./lancedb.mjs");
 
 const dir = process.argv[2];
 const rows = Number(process.argv[3] || 10_000_000);
@@ -128,6 +137,10 @@ if (writeRuns > 0) {
   out.write_seconds = best;
   out.write_rows_per_s = rows / best;
   out.write_mb_per_s = inputBytes / best / 1e6;
+}
+if (process.env.KV0_BENCH_SCAN === "0") {
+  console.log(JSON.stringify(out));
+  process.exit(0);
 }
 const db = await lancedb.connect(dir);
 out.bytes_on_disk = duBytes(tablePath);

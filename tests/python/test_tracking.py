@@ -418,3 +418,27 @@ def test_run_block_status(tmp_path):
         with run:
             other.close()
             boom()
+
+
+@pytest.mark.parametrize("create,want,other", [(None, "2.2", "2.1"), ("2.1", "2.1", "2.2")])
+def test_repo_data_format(tmp_path, cli, create, want, other):
+    """A repository's tables get data_format's Lance file format (default
+    2.2; 2.1 for lance 8 readers) and keep it; the other one raises
+    InvalidArgument."""
+    import json
+    import subprocess
+    path = str(tmp_path / "repo")
+    with tracking.Repo(path, data_format=create) as repo:
+        with repo.start_run(name="a") as run:
+            run.track(1.0, "loss")
+    with tracking.Repo(path) as repo:  # no format: the repository's
+        with repo.start_run(name="b", params={"lr": 0.1}) as run:
+            run.track(2.0, "loss")
+    for table in ["runs", "params", "series", "metrics"]:
+        p = subprocess.run([cli, "lance", "info", "--json", os.path.join(path, table + ".lance")], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        assert json.loads(p.stdout)["data_format"] == want, table
+    with pytest.raises(kv0.errors.InvalidArgument, match=want):
+        tracking.Repo(path, data_format=other)
+    with pytest.raises(kv0.errors.InvalidArgument, match="bogus"):
+        tracking.Repo(str(tmp_path / "other"), data_format="bogus")

@@ -38,6 +38,8 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	interval := 100 * time.Millisecond
 	durationVar(fs, &interval, "interval", time.Millisecond, time.Minute, "with --live: a step of each live run every `D`")
 	serveAddr := fs.String("serve", "", "with --live: serve REPO at `ADDR` meanwhile, as kv0 serve --listen ADDR does")
+	var format string
+	formatVar(fs, &format, repoFormatUsage)
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
@@ -73,7 +75,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fmt.Errorf("%s already holds a repository; the demo writes a new one (choose another location)", loc)
 		}
 	}
-	r, err := openRepoWith(ctx, loc, repoOpen{writable: true, create: *create})
+	r, err := openRepoWith(ctx, loc, repoOpen{writable: true, create: *create, opts: tracking.RepoOptions{DataFormat: format}})
 	if err != nil {
 		return err
 	}
