@@ -57,8 +57,10 @@ const v22Dir = "../../../core/lancefile/testdata/v22"
 
 // serveRoot is a folder holding a tracking repository (written by kv0
 // demo and kv0 track) and datasets: the lance-samples fixtures under
-// fixtures/, lance 12's tables under v22/ and one written by kv0 with
-// versions and tags.
+// fixtures/, lance 12's tables under v22/, two written by kv0 with
+// versions and tags (formats 2.2 and 2.1), the tables of a 2.1 demo
+// repository under repo21/ and key-value databases of both formats under
+// kvdb/.
 type serveRoot struct {
 	dir      string
 	datasets []string            // paths under dir
@@ -130,17 +132,56 @@ func buildServeRoot(dir, fixtures string) (*serveRoot, error) {
 		}
 		return b.NewRecordBatch()
 	}
-	d, err := lance.Create(ctx, st, "kv0/t.lance", schema, lance.Batches(mk(0, 500)), lance.WriteOptions{})
-	if err != nil {
-		return nil, err
+	// The same in format 2.1 as kv0/t21.lance.
+	for _, w := range []struct{ name, format string }{{"kv0/t.lance", ""}, {"kv0/t21.lance", lance.DataFormat21}} {
+		d, err := lance.Create(ctx, st, w.name, schema, lance.Batches(mk(0, 500)), lance.WriteOptions{DataFormat: w.format})
+		if err != nil {
+			return nil, err
+		}
+		if d, err = d.Append(ctx, lance.Batches(mk(500, 700)), lance.WriteOptions{MaxRowsPerFile: 300}); err != nil {
+			return nil, err
+		}
+		if err := d.CreateTag(ctx, "v-one", 1); err != nil {
+			return nil, err
+		}
+		sr.datasets = append(sr.datasets, w.name)
 	}
-	if d, err = d.Append(ctx, lance.Batches(mk(500, 700)), lance.WriteOptions{MaxRowsPerFile: 300}); err != nil {
-		return nil, err
+	// The repository at the root is in format 2.2 (kv0's default); the
+	// tables of a demo repository in 2.1, and key-value databases in both
+	// formats (their write-ahead logs beside the root), are datasets too.
+	if code := run(ctx, []string{"demo", filepath.Join(dir, "repo21"), "--runs", "1", "--steps", "200", "--format", "2.1"}, &out, &errOut); code != 0 {
+		return nil, fmt.Errorf("demo --format 2.1: %s", errOut.String())
 	}
-	if err := d.CreateTag(ctx, "v-one", 1); err != nil {
-		return nil, err
+	sr.datasets = append(sr.datasets, "repo21/runs.lance", "repo21/metrics.lance")
+	wal := filepath.Join(filepath.Dir(dir), filepath.Base(dir)+"-wal")
+	for _, db := range []struct{ name, format string }{{"kvdb/db.lance", "2.2"}, {"kvdb/db21.lance", "2.1"}} {
+		loc := filepath.Join(dir, db.name)
+		puts := [][]string{{"kv", "put", loc, "alpha", "one", "--format", db.format, "--wal-dir", wal}}
+		for i := range 6 {
+			puts = append(puts, []string{"kv", "put", loc, fmt.Sprintf("key/%d", i), fmt.Sprintf("value %d", i), "--wal-dir", wal})
+		}
+		puts = append(puts, []string{"kv", "delete", loc, "key/2", "--wal-dir", wal})
+		for _, args := range puts {
+			if code := run(ctx, args, &out, &errOut); code != 0 {
+				return nil, fmt.Errorf("%v: %s", args, errOut.String())
+			}
+		}
+		sr.datasets = append(sr.datasets, db.name)
 	}
-	sr.datasets = append(sr.datasets, "kv0/t.lance")
+	for ds, want := range map[string]string{"runs.lance": "2.2", "metrics.lance": "2.2", "kv0/t.lance": "2.2", "kv0/t21.lance": "2.1",
+		"repo21/runs.lance": "2.1", "repo21/metrics.lance": "2.1", "kvdb/db.lance": "2.2", "kvdb/db21.lance": "2.1"} {
+		sub, err := fsstore.OpenExisting(filepath.Join(dir, ds))
+		if err != nil {
+			return nil, err
+		}
+		d, err := lance.Open(ctx, sub, "", lance.OpenOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ds, err)
+		}
+		if got := d.DataFormat(); got != want {
+			return nil, fmt.Errorf("%s is in format %s, not %s", ds, got, want)
+		}
+	}
 	if fixtures != "" {
 		if err := os.CopyFS(filepath.Join(dir, "fixtures"), os.DirFS(fixtures)); err != nil {
 			return nil, err
