@@ -84,6 +84,9 @@ lwritemb=$(field "$lance_json" write_mb_per_s)
 lbytes=$(field "$lance_json" write_bytes_on_disk)
 gwrite=$(metric 'BenchmarkWriteMetrics/format=2[.]1' rows/s "$go_write")
 gwritemb=$(metric 'BenchmarkWriteMetrics/format=2[.]1' MB/s "$go_write")
+gwritecpu=$(metric 'BenchmarkWriteMetrics/format=2[.]1' rows/cpu-s "$go_write")
+gwritecpu22=$(metric 'BenchmarkWriteMetrics/format=2[.]2' rows/cpu-s "$go_write")
+lwritecpu=$(field "$lance_json" write_rows_per_cpu_s)
 gbytes=$(metric 'BenchmarkWriteMetrics/format=2[.]1' bytes-on-disk "$go_write")
 gwrite22=$(metric 'BenchmarkWriteMetrics/format=2[.]2' rows/s "$go_write")
 gwritemb22=$(metric 'BenchmarkWriteMetrics/format=2[.]2' MB/s "$go_write")
@@ -94,30 +97,31 @@ cat <<TABLE
 
 Write of the metrics table ($rows rows in 1M-row batches, 32 bytes of input a row, local disk, best of $writeruns), format 2.2
 
-| writer | rows/s | MB/s of input | bytes on disk | bytes/row | rows/s ÷ lancedb | bytes ÷ lancedb |
-|---|---|---|---|---|---|---|
+| writer | rows/s | rows/CPU-s | MB/s of input | bytes on disk | bytes/row | rows/s ÷ lancedb | rows/CPU-s ÷ lancedb | bytes ÷ lancedb |
+|---|---|---|---|---|---|---|---|---|
 TABLE
 if [ -n "$lance12_json" ]; then
 	l12write=$(field "$lance12_json" write_rows_per_s)
 	l12writemb=$(field "$lance12_json" write_mb_per_s)
+	l12writecpu=$(field "$lance12_json" write_rows_per_cpu_s)
 	l12bytes=$(field "$lance12_json" write_bytes_on_disk)
 	cat <<TABLE
-| kv0 Go writer (\`lance.Create\`, fsstore) | $(mrows "$gwrite22") | $(num "$gwritemb22") | $(mb "$gbytes22") | $(perrow "$gbytes22") | $(ratio "$gwrite22" "$l12write") | $(ratio3 "$gbytes22" "$l12bytes") |
-| lancedb 0.39 (lance 12) \`createTable\` + \`add\` | $(mrows "$l12write") | $(num "$l12writemb") | $(mb "$l12bytes") | $(perrow "$l12bytes") | 1.00× | 1.00× |
+| kv0 Go writer (\`lance.Create\`, fsstore) | $(mrows "$gwrite22") | $(mrows "$gwritecpu22") | $(num "$gwritemb22") | $(mb "$gbytes22") | $(perrow "$gbytes22") | $(ratio "$gwrite22" "$l12write") | $(ratio "$gwritecpu22" "$l12writecpu") | $(ratio3 "$gbytes22" "$l12bytes") |
+| lancedb 0.39 (lance 12) \`createTable\` + \`add\` | $(mrows "$l12write") | $(mrows "$l12writecpu") | $(num "$l12writemb") | $(mb "$l12bytes") | $(perrow "$l12bytes") | 1.00× | 1.00× | 1.00× |
 TABLE
 else
 	cat <<TABLE
-| kv0 Go writer (\`lance.Create\`, fsstore) | $(mrows "$gwrite22") | $(num "$gwritemb22") | $(mb "$gbytes22") | $(perrow "$gbytes22") | n/a | n/a |
+| kv0 Go writer (\`lance.Create\`, fsstore) | $(mrows "$gwrite22") | $(mrows "$gwritecpu22") | $(num "$gwritemb22") | $(mb "$gbytes22") | $(perrow "$gbytes22") | n/a | n/a | n/a |
 TABLE
 fi
 cat <<TABLE
 
 The same in format 2.1
 
-| writer | rows/s | MB/s of input | bytes on disk | bytes/row | rows/s ÷ lancedb | bytes ÷ lancedb |
-|---|---|---|---|---|---|---|
-| kv0 Go writer (\`lance.Create\`, fsstore) | $(mrows "$gwrite") | $(num "$gwritemb") | $(mb "$gbytes") | $(perrow "$gbytes") | $(ratio "$gwrite" "$lwrite") | $(ratio3 "$gbytes" "$lbytes") |
-| lancedb 0.31 (lance 8) \`createTable\` + \`add\` | $(mrows "$lwrite") | $(num "$lwritemb") | $(mb "$lbytes") | $(perrow "$lbytes") | 1.00× | 1.00× |
+| writer | rows/s | rows/CPU-s | MB/s of input | bytes on disk | bytes/row | rows/s ÷ lancedb | rows/CPU-s ÷ lancedb | bytes ÷ lancedb |
+|---|---|---|---|---|---|---|---|---|
+| kv0 Go writer (\`lance.Create\`, fsstore) | $(mrows "$gwrite") | $(mrows "$gwritecpu") | $(num "$gwritemb") | $(mb "$gbytes") | $(perrow "$gbytes") | $(ratio "$gwrite" "$lwrite") | $(ratio "$gwritecpu" "$lwritecpu") | $(ratio3 "$gbytes" "$lbytes") |
+| lancedb 0.31 (lance 8) \`createTable\` + \`add\` | $(mrows "$lwrite") | $(mrows "$lwritecpu") | $(num "$lwritemb") | $(mb "$lbytes") | $(perrow "$lbytes") | 1.00× | 1.00× | 1.00× |
 
 Commits of one-row appends on local disk (fsync; kv0, one writer): $(num "$commits" 0) commits/s
 
