@@ -102,7 +102,8 @@ describe('browser', { skip: !haveChromium && 'no Chromium (set CI=true to make t
 
   it('cat, info and log equal the CLI across origins, with no preflight and no HEAD', async () => {
     dataSrv.reset();
-    for (const ds of data.datasets) {
+    // The large table's 30 MB of rows stay with the Node suite.
+    for (const ds of data.datasets.filter((d) => !data.large.includes(d))) {
       const url = `${dataSrv.url}/${ds}`;
       assert.deepEqual(await call(page, 'lance.cat', url), { ok: await kv0(['lance', 'cat', url]) }, ds);
       assert.deepEqual(await call(page, 'lance.info', url), { ok: JSON.parse(await kv0(['lance', 'info', url, '--json'])) }, ds);
