@@ -279,7 +279,7 @@ azure-deps: node-deps
 	fi
 
 # Benchmarks, each side by side with its peer in one run (docs/benchmarks.md):
-#   bench-lance     Lance reader and writer vs lancedb 0.31, commit rate
+#   bench-lance     Lance reader and writer vs lancedb 0.31 (2.1) and 0.39 (2.2; KV0_BENCH_LANCEDB12), commit rate
 #   bench-kv        key-value layer vs Pebble
 #   bench-tracking  tracking layer vs MLflow's SQLite shape
 #   bench-s3        round trips and bytes with 50 ms injected latency; commits against versitygw

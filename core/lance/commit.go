@@ -79,6 +79,9 @@ type commitReq struct {
 	restoredIdx []*tablepb.IndexMetadata
 	// createOnly makes a lost race for version 1 an ErrExists.
 	createOnly bool
+	// format is the data format an Overwrite gives the dataset when it
+	// has no data files to tell it.
+	format string
 	// now returns the commit time (tests); nil means time.Now.
 	now func() time.Time
 }
@@ -355,7 +358,7 @@ func (r *commitReq) manifestFor(ctx context.Context, cur *Dataset, txn *tablepb.
 		now = r.now()
 	}
 	m, idx, err := buildManifest(buildInput{cur: curM, curIdx: curIdx, txn: txn, version: v,
-		restored: r.restored, restIdx: r.restoredIdx, now: now})
+		restored: r.restored, restIdx: r.restoredIdx, now: now, format: r.format})
 	if err != nil {
 		return nil, nil, 0, err
 	}

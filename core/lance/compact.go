@@ -47,7 +47,8 @@ type CompactStats struct {
 // compacting it commits nothing and returns d.
 func (d *Dataset) Compact(ctx context.Context, opts CompactOptions) (*Dataset, CompactStats, error) {
 	var stats CompactStats
-	if err := d.checkAppendable(); err != nil {
+	fv, err := d.appendVersion("")
+	if err != nil {
 		return nil, stats, err
 	}
 	target := opts.TargetRowsPerFragment
@@ -79,7 +80,7 @@ func (d *Dataset) Compact(ctx context.Context, opts CompactOptions) (*Dataset, C
 		}
 		src := &progressReader{s: s, done: &done, total: total, fn: opts.Progress}
 		var stored func() ([]string, error)
-		news[i], stored, err = writeFragments(ctx, d.st, d.k, d.schema, src, WriteOptions{MaxRowsPerFile: target})
+		news[i], stored, err = writeFragments(ctx, d.st, d.k, d.schema, fv, src, WriteOptions{MaxRowsPerFile: target})
 		s.Close()
 		if err != nil {
 			return nil, stats, err

@@ -79,7 +79,13 @@ func TestConcurrentAppends(t *testing.T) {
 	}
 	st.NoSync = true
 	ctx := context.Background()
-	if _, err := Create(ctx, st, "t.lance", wSchema, Batches(), WriteOptions{}); err != nil {
+	// tests/interop has lancedb 0.31 (lance 8) check the copy it leaves,
+	// which lance 8 reads in format 2.1 only.
+	format := DefaultDataFormat
+	if os.Getenv("KV0_LANCE_CONCURRENCY_OUT") != "" {
+		format = DataFormat21
+	}
+	if _, err := Create(ctx, st, "t.lance", wSchema, Batches(), WriteOptions{DataFormat: format}); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup

@@ -22,11 +22,12 @@
 // Errors match ErrNotFound, ErrCorrupt, ErrUnsupportedFeature or
 // ErrInvalidRowAddress with errors.Is; errors from data files are
 // *lancefile.FormatError values passed through unchanged (for instance a
-// 2.2 or legacy data file matches lancefile.ErrUnsupportedVersion and names
-// the file and its version).
+// legacy or 2.3 data file matches lancefile.ErrUnsupportedVersion and names
+// the file and its version). Writes that would mix data file formats fail
+// with ErrDataFormat.
 //
 // Not supported: external base paths (shallow clones), branches, stable row
 // id sequences (row ids are not exposed; row addresses are), indexes (they
-// are ignored: scans read data files), data file formats other than 2.0 and
-// 2.1.
+// are ignored: scans read data files), reading data file formats other than
+// 2.0, 2.1 and 2.2, writing others than 2.1 and 2.2.
 package lance

@@ -24,6 +24,11 @@ var (
 	// fragment that does not exist, an offset past the fragment's end, or a
 	// deleted row. The error is a *RowAddressError.
 	ErrInvalidRowAddress = errors.New("lance: invalid row address")
+	// ErrDataFormat means a write asked for a data file format kv0 does not
+	// write (it writes 2.1 and 2.2), or for one that differs from the
+	// dataset's: the files of a dataset all have its format, so appends,
+	// updates and compactions keep it. The message names both formats.
+	ErrDataFormat = errors.New("lance: data format")
 )
 
 // corruptErr is a corruption error about one file at one offset.

@@ -122,6 +122,15 @@ func FuzzManifestDataPair(f *testing.F) {
 		func(st store.Store) { writeOplog(f, st, "") },
 		func(st store.Store) { nestedSeed(f, st) },
 		func(st store.Store) {
+			d, err := Create(ctx, st, "", wSchema, Batches(idBatch(0, 50)), WriteOptions{MaxRowsPerFile: 20, DataFormat: DataFormat21})
+			if err == nil {
+				_, _, err = d.Delete(ctx, "id < 5")
+			}
+			if err != nil {
+				f.Fatal(err)
+			}
+		},
+		func(st store.Store) {
 			d, err := Create(ctx, st, "", wSchema, Batches(idBatch(0, 50)), WriteOptions{MaxRowsPerFile: 20})
 			if err == nil {
 				_, _, err = d.Delete(ctx, "id < 5")

@@ -147,7 +147,13 @@ func (d *Dataset) CreateBTreeIndex(ctx context.Context, column, name string) (*D
 	}
 	slices.SortFunc(keys, func(a, b btreeKey) int { return cmp.Or(cmp.Compare(a.v, b.v), cmp.Compare(a.addr, b.addr)) })
 
-	data, lookup, err := encodeBTree(keys, fld.Type)
+	// Index files have the dataset's format, as lance writes them (2.1
+	// for datasets of formats kv0 does not write).
+	iv := lancefile.V2_1
+	if v, err := writeVersion(d.DataFormat()); err == nil {
+		iv = v
+	}
+	data, lookup, err := encodeBTree(keys, fld.Type, iv)
 	if err != nil {
 		return nil, err
 	}
@@ -239,7 +245,7 @@ func appendKeys(keys []btreeKey, a arrow.Array, addr0 uint64, del *deletionSet, 
 }
 
 // encodeBTree writes the two files of a BTree index over sorted keys.
-func encodeBTree(keys []btreeKey, typ arrow.DataType) (data, lookup []byte, err error) {
+func encodeBTree(keys []btreeKey, typ arrow.DataType, v lancefile.Version) (data, lookup []byte, err error) {
 	mem := memory.DefaultAllocator
 	build := func(vs []btreeKey) arrow.Array {
 		switch typ.ID() {
@@ -277,7 +283,7 @@ func encodeBTree(keys []btreeKey, typ arrow.DataType) (data, lookup []byte, err 
 		{Name: "values", Type: typ, Nullable: true},
 		{Name: "ids", Type: arrow.PrimitiveTypes.Uint64},
 	}, nil)
-	dw, err := newIndexWriter(dataSchema)
+	dw, err := newIndexWriter(dataSchema, v)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -290,7 +296,7 @@ func encodeBTree(keys []btreeKey, typ arrow.DataType) (data, lookup []byte, err 
 		m := arrow.NewMetadata([]string{"batch_size", "range_partitioned"}, []string{strconv.Itoa(btreePageRows), "false"})
 		return &m
 	}())
-	lw, err := newIndexWriter(lookupSchema)
+	lw, err := newIndexWriter(lookupSchema, v)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -347,12 +353,12 @@ func encodeBTree(keys []btreeKey, typ arrow.DataType) (data, lookup []byte, err 
 	return data, lookup, nil
 }
 
-func newIndexWriter(s *arrow.Schema) (*lancefile.Writer, error) {
+func newIndexWriter(s *arrow.Schema, v lancefile.Version) (*lancefile.Writer, error) {
 	ls, err := lancefile.SchemaFromArrow(s, 0)
 	if err != nil {
 		return nil, err
 	}
-	return lancefile.NewWriter(ls, lancefile.WriterOptions{})
+	return lancefile.NewWriter(ls, lancefile.WriterOptions{Version: v})
 }
 
 // applyCreateIndex applies a CreateIndex operation to the indices of the

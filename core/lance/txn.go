@@ -32,13 +32,57 @@ const (
 	writerVersion = version.Version
 )
 
-// The data file format kv0 writes.
+// The data file formats kv0 writes (WriteOptions.DataFormat): 2.1, which
+// lance 8 and older read, and 2.2, what current Lance writes by default.
 const (
-	dataFormatName = "lance"
-	dataFormat     = "2.1"
-	fileMajor      = 2
-	fileMinor      = 1
+	DataFormat21 = "2.1"
+	DataFormat22 = "2.2"
+	// DefaultDataFormat is the format of new datasets.
+	DefaultDataFormat = DataFormat22
 )
+
+// dataFormatName is the manifest's name of the Lance file format.
+const dataFormatName = "lance"
+
+// CheckDataFormat returns nil for the data formats kv0 writes ("" meaning
+// the default) and an error matching ErrDataFormat for any other.
+func CheckDataFormat(format string) error {
+	if format == "" {
+		return nil
+	}
+	_, err := writeVersion(format)
+	return err
+}
+
+// writeVersion returns the lancefile version of a data format kv0 writes.
+func writeVersion(format string) (lancefile.Version, error) {
+	switch format {
+	case DataFormat21:
+		return lancefile.V2_1, nil
+	case DataFormat22:
+		return lancefile.V2_2, nil
+	}
+	return lancefile.Version{}, fmt.Errorf("%w: kv0 writes data files of format %s or %s, not %q", ErrDataFormat, DataFormat21, DataFormat22, format)
+}
+
+// checkFragmentFormats refuses new fragments whose data files are not in
+// the dataset's format: lance refuses datasets that mix versions (unless a
+// feature flag kv0 does not set allows it).
+func checkFragmentFormats(m *tablepb.Manifest, frags []*tablepb.DataFragment) error {
+	want := m.GetDataFormat().GetVersion()
+	if want == "" {
+		return nil
+	}
+	for _, f := range frags {
+		for _, df := range f.GetFiles() {
+			if got := fileVersion(df); got != want {
+				return fmt.Errorf("%w: data file %s is format %s, the dataset's files are %s (a dataset never mixes formats)",
+					ErrDataFormat, df.GetPath(), got, want)
+			}
+		}
+	}
+	return nil
+}
 
 // newUUID returns a random (version 4) UUID.
 func newUUID() [16]byte {
@@ -182,11 +226,30 @@ func featureFlags(m *tablepb.Manifest) (reader, writer uint64) {
 type buildInput struct {
 	cur      *tablepb.Manifest        // latest manifest; nil when the dataset does not exist
 	curIdx   []*tablepb.IndexMetadata // its indices
+	format   string                   // the data format an Overwrite chose ("" when none)
 	txn      *tablepb.Transaction
 	version  uint64
 	restored *tablepb.Manifest        // Restore: the manifest of the restored version
 	restIdx  []*tablepb.IndexMetadata // and its indices
 	now      time.Time
+}
+
+// overwriteFormat is the data format an Overwrite gives the dataset: that of
+// its data files, else the one the writer chose, else the dataset's, else
+// the default.
+func overwriteFormat(in buildInput, frags []*tablepb.DataFragment) string {
+	for _, f := range frags {
+		for _, df := range f.GetFiles() {
+			return fileVersion(df)
+		}
+	}
+	if in.format != "" {
+		return in.format
+	}
+	if v := in.cur.GetDataFormat().GetVersion(); v != "" {
+		return v
+	}
+	return DefaultDataFormat
 }
 
 // buildManifest builds the manifest of a new version from the latest one and
@@ -217,10 +280,16 @@ func buildManifest(in buildInput) (*tablepb.Manifest, []*tablepb.IndexMetadata, 
 			}
 			m.Config[k] = v
 		}
-		m.DataFormat = &tablepb.Manifest_DataStorageFormat{FileFormat: dataFormatName, Version: dataFormat}
+		m.DataFormat = &tablepb.Manifest_DataStorageFormat{FileFormat: dataFormatName, Version: overwriteFormat(in, o.GetFragments())}
+		if err := checkFragmentFormats(m, o.GetFragments()); err != nil {
+			return nil, nil, err
+		}
 	case *tablepb.Transaction_Append_:
 		if in.cur == nil {
 			return nil, nil, fmt.Errorf("lance: append to a dataset that does not exist")
+		}
+		if err := checkFragmentFormats(m, op.Append.GetFragments()); err != nil {
+			return nil, nil, err
 		}
 		m.Fragments = append(m.Fragments, assignIDs(op.Append.GetFragments(), &next)...)
 	case *tablepb.Transaction_Delete_:
@@ -228,9 +297,17 @@ func buildManifest(in buildInput) (*tablepb.Manifest, []*tablepb.IndexMetadata, 
 		m.Fragments = replaceFragments(m.Fragments, d.GetDeletedFragmentIds(), d.GetUpdatedFragments())
 	case *tablepb.Transaction_Update_:
 		u := op.Update
+		if err := checkFragmentFormats(m, u.GetNewFragments()); err != nil {
+			return nil, nil, err
+		}
 		m.Fragments = replaceFragments(m.Fragments, u.GetRemovedFragmentIds(), u.GetUpdatedFragments())
 		m.Fragments = append(m.Fragments, assignIDs(u.GetNewFragments(), &next)...)
 	case *tablepb.Transaction_Rewrite_:
+		for _, g := range op.Rewrite.GetGroups() {
+			if err := checkFragmentFormats(m, g.GetNewFragments()); err != nil {
+				return nil, nil, err
+			}
+		}
 		var err error
 		if m.Fragments, err = spliceGroups(m.Fragments, op.Rewrite.GetGroups(), &next); err != nil {
 			return nil, nil, err
@@ -288,7 +365,7 @@ func buildManifest(in buildInput) (*tablepb.Manifest, []*tablepb.IndexMetadata, 
 		return nil, nil, fmt.Errorf("lance: kv0 cannot commit a %s transaction", operationName(in.txn))
 	}
 	if in.cur == nil && m.DataFormat == nil {
-		m.DataFormat = &tablepb.Manifest_DataStorageFormat{FileFormat: dataFormatName, Version: dataFormat}
+		m.DataFormat = &tablepb.Manifest_DataStorageFormat{FileFormat: dataFormatName, Version: overwriteFormat(in, nil)}
 	}
 	// Indices only describe fragments that still exist.
 	live := roaring.New()

@@ -28,7 +28,8 @@ type UpdateRequest struct {
 // retryable *ConflictError, and the caller should redo its read-modify-write
 // on the latest version. Nothing is committed when the request is empty.
 func (d *Dataset) Update(ctx context.Context, req UpdateRequest, opts WriteOptions) (*Dataset, error) {
-	if err := d.checkAppendable(); err != nil {
+	fv, err := d.appendVersion(opts.DataFormat)
+	if err != nil {
 		return nil, err
 	}
 	for _, id := range req.RemoveFragments {
@@ -67,7 +68,7 @@ func (d *Dataset) Update(ctx context.Context, req UpdateRequest, opts WriteOptio
 	}
 	var files []string
 	if req.New != nil {
-		frags, stored, err := writeFragments(ctx, d.st, d.k, d.schema, req.New, opts)
+		frags, stored, err := writeFragments(ctx, d.st, d.k, d.schema, fv, req.New, opts)
 		if err != nil {
 			return nil, err
 		}

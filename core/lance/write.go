@@ -64,6 +64,13 @@ type WriteOptions struct {
 	// fetch in parts (Dataset.DataFileBufferParts). A nil Bytes is stored
 	// as an empty buffer, so the indexes of the others stay fixed.
 	MoreFileBuffers func(first, rows uint64) []FileBuffer
+	// DataFormat is the format of the data files written: DataFormat21
+	// (readable by lance 8 and older) or DataFormat22. Empty means the
+	// dataset's format when there is a dataset, DefaultDataFormat for a
+	// new one. Create and Overwrite may set any of them (Overwrite changes
+	// the dataset's format); Append and Update keep the dataset's, and fail
+	// with ErrDataFormat when another is asked for.
+	DataFormat string
 	// PageBreaks lists input rows (counted over every row of the write,
 	// ascending) that must start a new page in every column, so a reader
 	// of the rows between two breaks reads exactly their pages.
@@ -97,8 +104,8 @@ var ErrSchemaMismatch = errors.New("lance: schema mismatch")
 // Create writes a new dataset at root from the batches, all of which must
 // have the given schema, and commits it as version 1 (an Overwrite
 // transaction read at version 0, as Lance's create). It fails with an error
-// matching ErrExists when a dataset is already there. Data files are 2.1,
-// manifests get V2 names.
+// matching ErrExists when a dataset is already there. Data files have
+// opts.DataFormat (default DefaultDataFormat), manifests get V2 names.
 func Create(ctx context.Context, st store.Store, root string, schema *arrow.Schema, batches RecordReader, opts WriteOptions) (*Dataset, error) {
 	k := newKeys(root, nil)
 	if _, err := LatestVersion(ctx, st, root); err == nil {
@@ -111,7 +118,8 @@ func Create(ctx context.Context, st store.Store, root string, schema *arrow.Sche
 
 // Overwrite replaces the contents and schema of the dataset at root (or
 // creates it) with the batches, in a new version. Earlier versions remain
-// readable until cleaned up.
+// readable until cleaned up. The data files keep the dataset's format
+// unless opts.DataFormat names another.
 func Overwrite(ctx context.Context, st store.Store, root string, schema *arrow.Schema, batches RecordReader, opts WriteOptions) (*Dataset, error) {
 	k := newKeys(root, nil)
 	base, err := Open(ctx, st, root, OpenOptions{})
@@ -127,11 +135,24 @@ func Overwrite(ctx context.Context, st store.Store, root string, schema *arrow.S
 }
 
 func overwrite(ctx context.Context, st store.Store, k keys, base *Dataset, schema *arrow.Schema, batches RecordReader, opts WriteOptions, create bool) (*Dataset, error) {
+	format := opts.DataFormat
+	if format == "" {
+		format = DefaultDataFormat
+		if base != nil {
+			if _, err := writeVersion(base.DataFormat()); err == nil {
+				format = base.DataFormat()
+			}
+		}
+	}
+	fv, err := writeVersion(format)
+	if err != nil {
+		return nil, err
+	}
 	ls, err := lancefile.SchemaFromArrow(schema, 0)
 	if err != nil {
 		return nil, err
 	}
-	frags, files, err := writeFragments(ctx, st, k, ls, batches, opts)
+	frags, files, err := writeFragments(ctx, st, k, ls, fv, batches, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -143,23 +164,26 @@ func overwrite(ctx context.Context, st store.Store, k keys, base *Dataset, schem
 	txn := newTransaction(readVersion)
 	txn.Operation = &tablepb.Transaction_Overwrite_{Overwrite: &tablepb.Transaction_Overwrite{
 		Fragments: frags, Schema: fields, SchemaMetadata: md}}
-	return commit(ctx, commitReq{st: st, k: k, naming: naming, base: base, txn: txn, files: files, opts: opts.Commit, createOnly: create})
+	return commit(ctx, commitReq{st: st, k: k, naming: naming, base: base, txn: txn, files: files, opts: opts.Commit, createOnly: create, format: format})
 }
 
 // Append adds the batches to the dataset as new fragments (at most
 // MaxRowsPerFile rows each) in a new version committed on top of d. The
 // batches must have the dataset's columns (by name, in any order) with the
 // same types; a column may be non-nullable in the input where the dataset's
-// is nullable, not the reverse. Appending to a dataset whose data files are
-// not format 2.1 fails with ErrUnsupportedFeature: kv0 never mixes
-// versions. Concurrent appends from any number of writers all land (each
+// is nullable, not the reverse. The new data files have the dataset's
+// format: appending to a dataset whose files are neither 2.1 nor 2.2 fails
+// with ErrUnsupportedFeature, and asking for another format
+// (opts.DataFormat) with ErrDataFormat: kv0 never mixes versions, and lance
+// refuses datasets that do. Concurrent appends from any number of writers all land (each
 // is rebased onto the others), unless one of them loses to an overwrite or
 // restore.
 func (d *Dataset) Append(ctx context.Context, batches RecordReader, opts WriteOptions) (*Dataset, error) {
-	if err := d.checkAppendable(); err != nil {
+	fv, err := d.appendVersion(opts.DataFormat)
+	if err != nil {
 		return nil, err
 	}
-	frags, files, err := writeFragments(ctx, d.st, d.k, d.schema, batches, opts)
+	frags, files, err := writeFragments(ctx, d.st, d.k, d.schema, fv, batches, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -172,14 +196,32 @@ func (d *Dataset) Append(ctx context.Context, batches RecordReader, opts WriteOp
 	return commit(ctx, commitReq{st: d.st, k: d.k, naming: d.Naming(), base: d, txn: txn, files: files, opts: opts.Commit})
 }
 
-// checkAppendable refuses datasets kv0 cannot add 2.1 data files to.
+// appendVersion checks that kv0 can add data files to d and returns their
+// format, the dataset's. want, when set, is the format the caller asked
+// for: it must be the dataset's.
+func (d *Dataset) appendVersion(want string) (lancefile.Version, error) {
+	if err := d.checkAppendable(); err != nil {
+		return lancefile.Version{}, err
+	}
+	f := d.DataFormat()
+	if want != "" && want != f {
+		if _, err := writeVersion(want); err != nil {
+			return lancefile.Version{}, err
+		}
+		return lancefile.Version{}, fmt.Errorf("%w: %q stores data files in format %s, not %s; its new files keep %s (rewrite it with an overwrite to change it)",
+			ErrDataFormat, d.k.root, f, want, f)
+	}
+	return writeVersion(f)
+}
+
+// checkAppendable refuses datasets kv0 cannot add data files to.
 func (d *Dataset) checkAppendable() error {
 	if err := checkWritable(d); err != nil {
 		return err
 	}
-	if f := d.DataFormat(); f != dataFormat {
-		return fmt.Errorf("%w: %q stores data files in format %s; kv0 writes only %s and never mixes versions",
-			ErrUnsupportedFeature, d.k.root, f, dataFormat)
+	if f := d.DataFormat(); f != DataFormat21 && f != DataFormat22 {
+		return fmt.Errorf("%w: %q stores data files in format %s; kv0 writes only %s and %s and never mixes versions",
+			ErrUnsupportedFeature, d.k.root, f, DataFormat21, DataFormat22)
 	}
 	for _, f := range d.schema.Fields {
 		if f.Err != nil {
@@ -223,7 +265,7 @@ func conform(ls *lancefile.Schema, want *arrow.Schema, rec arrow.RecordBatch) (a
 	return array.NewRecordBatch(want, cols, rec.NumRows()), nil
 }
 
-// writeFragments writes the batches as 2.1 data files of at most
+// writeFragments writes the batches as data files of format fv of at most
 // MaxRowsPerFile rows, one fragment each (ids unassigned), storing each
 // file as soon as it is complete while the next one is encoded. A file
 // completed while more input follows is stored and synced in the background
@@ -234,7 +276,7 @@ func conform(ls *lancefile.Schema, want *arrow.Schema, rec arrow.RecordBatch) (a
 // which makes them durable before the manifest that references them) or the
 // first error. On error the files already stored are deleted (best effort;
 // cleanup removes any left).
-func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.Schema, batches RecordReader, opts WriteOptions) (frags []*tablepb.DataFragment, stored func() ([]string, error), err error) {
+func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.Schema, fv lancefile.Version, batches RecordReader, opts WriteOptions) (frags []*tablepb.DataFragment, stored func() ([]string, error), err error) {
 	maxRows := opts.MaxRowsPerFile
 	if maxRows <= 0 {
 		maxRows = DefaultMaxRowsPerFile
@@ -355,7 +397,7 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 		frags = append(frags, &tablepb.DataFragment{
 			PhysicalRows: w.Rows(),
 			Files: []*tablepb.DataFile{{Path: name, Fields: w.FieldIDs(), ColumnIndices: w.ColumnIndices(),
-				FileMajorVersion: fileMajor, FileMinorVersion: fileMinor, FileSizeBytes: uint64(size)}},
+				FileMajorVersion: uint32(fv.Major), FileMinorVersion: uint32(fv.Minor), FileSizeBytes: uint64(size)}},
 		})
 		w = nil
 		key := k.data(name)
@@ -375,7 +417,7 @@ func writeFragments(ctx context.Context, st store.Store, k keys, ls *lancefile.S
 		n := int(rec.NumRows())
 		for off := 0; off < n; {
 			if w == nil {
-				if w, err = lancefile.NewWriter(ls, lancefile.WriterOptions{}); err != nil {
+				if w, err = lancefile.NewWriter(ls, lancefile.WriterOptions{Version: fv}); err != nil {
 					rec.Release()
 					return fail(err)
 				}

@@ -104,7 +104,7 @@ func TestCreateAppendManifest(t *testing.T) {
 	}
 	m := d.mf.m
 	if m.GetMaxFragmentId() != 2 || m.GetWriterVersion().GetLibrary() != writerLibrary ||
-		m.GetDataFormat().GetVersion() != "2.1" || m.ReaderFeatureFlags != 0 || m.WriterFeatureFlags != 0 ||
+		m.GetDataFormat().GetVersion() != DefaultDataFormat || m.ReaderFeatureFlags != 0 || m.WriterFeatureFlags != 0 ||
 		m.TransactionSection == nil || m.GetTransactionFile() == "" || m.GetTimestamp() == nil {
 		t.Fatalf("manifest: %v", m)
 	}

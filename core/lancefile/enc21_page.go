@@ -126,6 +126,11 @@ func (c *leafCol) plan() layerPlan {
 	return p
 }
 
+// chunkCost is about what a mini-block chunk costs besides its values: its
+// header, padding and metadata word (for the estimates of the page
+// encoder).
+const chunkCost = 16
+
 // errChunkTooBig means a value and its levels do not fit in one mini-block
 // chunk.
 var errChunkTooBig = errors.New("levels of one value exceed a 32 KiB mini-block chunk")
@@ -159,21 +164,111 @@ func (c *leafCol) encodePage() (*pageOut, error) {
 			return &pageOut{layout: &enc21pb.PageLayout{Layout: &enc21pb.PageLayout_ConstantLayout{
 				ConstantLayout: &enc21pb.ConstantLayout{Layers: p.layers}}}}, nil
 		}
+		if c.v22 {
+			return encodeAllNull22(&p, rep, def), nil
+		}
 		return &pageOut{
 			bufs: [][]byte{levelBytes(rep), levelBytes(def)},
 			layout: &enc21pb.PageLayout{Layout: &enc21pb.PageLayout_ConstantLayout{
 				ConstantLayout: &enc21pb.ConstantLayout{Layers: p.layers}}},
 		}, nil
 	}
-	if c.vk == valVar && c.maxLen >= fullZipMinLen {
-		return c.encodeFullZip(&p, rep, def), nil
-	}
-	if c.vk == valFixed {
-		if out, err := c.encodeMiniBlock(&p, rep, def, true); err == nil && out != nil {
-			return out, nil
+	if c.v22 {
+		// One value throughout: a constant page, unless its raw levels
+		// make it larger than the page would be otherwise.
+		if slot, ok := c.constantSlot(def, p.maxVisible); ok {
+			cp := c.encodeConstant(&p, rep, def, slot)
+			if rep == nil && def == nil {
+				return cp, nil
+			}
+			alt, err := c.encodeValues(&p, rep, def)
+			if err != nil || cp.size() <= alt.size() {
+				return cp, nil
+			}
+			return alt, nil
 		}
 	}
-	return c.encodeMiniBlock(&p, rep, def, false)
+	return c.encodeValues(&p, rep, def)
+}
+
+// encodeValues writes a page that has valid values as a full-zip or a
+// mini-block page.
+func (c *leafCol) encodeValues(p *layerPlan, rep, def []uint16) (*pageOut, error) {
+	if c.vk == valVar && c.maxLen >= fullZipMinLen {
+		return c.encodeFullZip(p, rep, def), nil
+	}
+	switch c.vk {
+	case valBool:
+		return c.encodeMiniBlock(p, rep, def, &miniEnc{kind: mBool}, nil)
+	case valVar:
+		return c.encodeMiniBlock(p, rep, def, &miniEnc{kind: mVar}, nil)
+	}
+	if c.v22 {
+		return c.encodeFixed22(p, rep, def)
+	}
+	n, w := c.items, c.width
+	widths, size := blockWidths(c.vals, w, n, c.widths)
+	c.widths = widths
+	if size < n*w {
+		est := size + len(widths)*(chunkCost+8)
+		out, err := c.encodeMiniBlock(p, rep, def, &miniEnc{kind: mPacked, width: w, vals: c.vals, widths: widths, est: est}, nil)
+		if err == nil {
+			return out, nil
+		}
+		if err != errChunkTooBig {
+			return nil, err
+		}
+	}
+	return c.encodeMiniBlock(p, rep, def, &miniEnc{kind: mFlat, width: w, vals: c.vals}, nil)
+}
+
+// encodeFixed22 writes fixed-width values in a 2.2 file in the smallest of
+// the mini-block forms it estimates: Flat, InlineBitpacking, RLE, or (for
+// 64-bit values) a dictionary whose indices are bit-packed or RLE.
+func (c *leafCol) encodeFixed22(p *layerPlan, rep, def []uint16) (*pageOut, error) {
+	n, w := c.items, c.width
+	nBlocks := (n + bitpack.BlockLen - 1) / bitpack.BlockLen
+	rleChunks := (n + rleChunkValues - 1) / rleChunkValues
+	widths, packed := blockWidths(c.vals, w, n, c.widths)
+	c.widths = widths
+	runs := fixedRuns(c.vals, w, n)
+
+	plain := &miniEnc{kind: mFlat, width: w, vals: c.vals}
+	best := n*w + (n*w/chunkValueTarget+1)*chunkCost
+	usePacked := false
+	if cost := packed + nBlocks*chunkCost; cost < best {
+		best, usePacked = cost, true
+		plain = &miniEnc{kind: mPacked, width: w, vals: c.vals, widths: widths, est: cost}
+	}
+	if cost := runs*(w+1) + rleChunks*(chunkCost+8); cost < best {
+		best, usePacked = cost, false
+		plain = &miniEnc{kind: mRle, width: w, vals: c.vals, est: 2 * cost}
+	}
+	if w == 8 && c.buildDict64(c.vals, n, runs) {
+		d := c.dictBuffer()
+		ib := bits.Len(uint(d.n - 1))
+		idxPacked := nBlocks * (4 + bitpack.PackedBytes(ib) + chunkCost)
+		idxRle := runs*5 + rleChunks*(chunkCost+8)
+		if cost := d.bytes + min(idxPacked, idxRle); cost < best {
+			idx := c.idx[:4*n]
+			var m *miniEnc
+			if idxRle < idxPacked {
+				m = &miniEnc{kind: mRle, width: 4, vals: idx, est: 2 * idxRle}
+			} else {
+				iw, isz := blockWidths(idx, 4, n, nil)
+				m = &miniEnc{kind: mPacked, width: 4, vals: idx, widths: iw, est: isz + nBlocks*chunkCost}
+			}
+			out, err := c.encodeMiniBlock(p, rep, def, m, d)
+			if err != errChunkTooBig {
+				return out, err
+			}
+		}
+	}
+	out, err := c.encodeMiniBlock(p, rep, def, plain, nil)
+	if err == errChunkTooBig && usePacked {
+		return c.encodeMiniBlock(p, rep, def, &miniEnc{kind: mFlat, width: w, vals: c.vals}, nil)
+	}
+	return out, err
 }
 
 func levelBytes(l []uint16) []byte {
@@ -198,74 +293,71 @@ func variable(bits uint64) *enc21pb.CompressiveEncoding {
 
 func pad8(n int) int { return (n + 7) &^ 7 }
 
-// packedWidths returns the bit width of each 1024-value block of the page's
-// fixed-width values, and the bytes InlineBitpacking would take; ok is false
-// when it would not save space.
-func (c *leafCol) packedWidths() (widths []uint8, size int, ok bool) {
-	w := c.width
-	n := c.items
-	nb := (n + bitpack.BlockLen - 1) / bitpack.BlockLen
-	widths = make([]uint8, nb)
-	for b := 0; b < nb; b++ {
-		lo, hi := b*bitpack.BlockLen, min((b+1)*bitpack.BlockLen, n)
-		src := c.vals[lo*w : hi*w]
-		var or uint64
-		switch w {
-		case 8:
-			var o1, o2, o3 uint64
-			for len(src) >= 32 {
-				or |= binary.LittleEndian.Uint64(src)
-				o1 |= binary.LittleEndian.Uint64(src[8:])
-				o2 |= binary.LittleEndian.Uint64(src[16:])
-				o3 |= binary.LittleEndian.Uint64(src[24:])
-				src = src[32:]
-			}
-			for len(src) >= 8 {
-				or |= binary.LittleEndian.Uint64(src)
-				src = src[8:]
-			}
-			or |= o1 | o2 | o3
-		case 4:
-			for i := 0; i+4 <= len(src); i += 4 {
-				or |= uint64(binary.LittleEndian.Uint32(src[i:]))
-			}
-		case 2:
-			for i := 0; i+2 <= len(src); i += 2 {
-				or |= uint64(binary.LittleEndian.Uint16(src[i:]))
-			}
-		default:
-			for _, v := range src {
-				or |= uint64(v)
-			}
-		}
-		bw := bits.Len64(or)
-		widths[b] = uint8(bw)
-		size += w + bitpack.PackedBytes(bw)
-	}
-	return widths, size, size < n*w
-}
+// miniKind is how a mini-block page stores its values.
+type miniKind uint8
 
-// chunkValues describes how many values the next chunk may take and how
-// their bytes are produced.
+const (
+	mFlat   miniKind = iota // fixed-width values as they are
+	mPacked                 // InlineBitpacking: one 1024-value block a chunk
+	mBool                   // a bitmap
+	mVar                    // Variable: offsets, then the bytes
+	mRle                    // run values and u8 run lengths (2.2 only)
+)
+
+// miniEnc produces the value buffers of the chunks of a mini-block page.
 type miniEnc struct {
 	c       *leafCol
-	packed  bool
-	widths  []uint8
+	kind    miniKind
+	width   int     // bytes a value: mFlat, mPacked, mRle
+	vals    []byte  // the values: mFlat, mPacked, mRle
+	widths  []uint8 // mPacked: the bit width of each block
+	est     int     // about the bytes of the page's chunks (0: unknown)
+	sizes   [2]int  // the chunk's buffer sizes (measure)
+	runs    []byte  // mRle: the run lengths of the chunk measured last
 	scratch [bitpack.BlockLen * 8]byte
+}
+
+// numBuffers is the number of value buffers of a chunk.
+func (m *miniEnc) numBuffers() int {
+	if m.kind == mRle {
+		return 2
+	}
+	return 1
+}
+
+// encoding describes the values.
+func (m *miniEnc) encoding() *enc21pb.CompressiveEncoding {
+	switch m.kind {
+	case mPacked:
+		return &enc21pb.CompressiveEncoding{Compression: &enc21pb.CompressiveEncoding_InlineBitpacking{
+			InlineBitpacking: &enc21pb.InlineBitpacking{UncompressedBitsPerValue: uint64(8 * m.width)}}}
+	case mBool:
+		return flat(1)
+	case mVar:
+		if m.c.large {
+			return variable(64)
+		}
+		return variable(32)
+	case mRle:
+		return rleEncoding(uint64(8 * m.width))
+	}
+	return flat(uint64(8 * m.width))
 }
 
 // target returns the preferred number of values for a chunk starting at
 // value index at (a power of two ≤ 4096).
 func (m *miniEnc) target(at int) int {
 	c := m.c
-	switch {
-	case m.packed:
+	switch m.kind {
+	case mPacked:
 		return bitpack.BlockLen
-	case c.vk == valBool:
+	case mBool:
 		return chunkMaxValues
-	case c.vk == valFixed:
+	case mRle:
+		return rleChunkValues
+	case mFlat:
 		n := chunkMaxValues
-		for n > 1 && n*c.width > chunkValueTarget {
+		for n > 1 && n*m.width > chunkValueTarget {
 			n >>= 1
 		}
 		return n
@@ -291,37 +383,61 @@ func (m *miniEnc) target(at int) int {
 	return n
 }
 
-// valueBytes returns the size of the value buffer for values [at, at+n).
-func (m *miniEnc) valueBytes(at, n int) int {
+// measure sets m.sizes to the sizes of the value buffers of values
+// [at, at+n) and returns the bytes they take in a chunk, padding included.
+func (m *miniEnc) measure(at, n int) int {
 	c := m.c
-	switch {
-	case m.packed:
+	m.sizes[1] = 0
+	switch m.kind {
+	case mPacked:
 		b := at / bitpack.BlockLen
-		return c.width + bitpack.PackedBytes(int(m.widths[b]))
-	case c.vk == valBool:
-		return (n + 7) / 8
-	case c.vk == valFixed:
-		return n * c.width
+		m.sizes[0] = m.width + bitpack.PackedBytes(int(m.widths[b]))
+	case mBool:
+		m.sizes[0] = (n + 7) / 8
+	case mFlat:
+		m.sizes[0] = n * m.width
+	case mRle:
+		m.runs = m.runs[:0]
+		for i := at; i < at+n; {
+			j := runEnd(m.vals, m.width, i, at+n)
+			m.runs = append(m.runs, byte(j-i))
+			i = j
+		}
+		m.sizes[0], m.sizes[1] = len(m.runs)*m.width, len(m.runs)
+		return pad8(m.sizes[0]) + pad8(m.sizes[1])
+	default:
+		w := 4
+		if c.large {
+			w = 8
+		}
+		sz := (n+1)*w + c.voff[at+n] - c.voff[at]
+		m.sizes[0] = (sz + w - 1) / w * w
 	}
-	w := 4
-	if c.large {
-		w = 8
-	}
-	sz := (n+1)*w + c.voff[at+n] - c.voff[at]
-	return (sz + w - 1) / w * w
+	return pad8(m.sizes[0])
 }
 
-// appendValues appends the value buffer of values [at, at+n) to dst.
-func (m *miniEnc) appendValues(dst []byte, at, n int) []byte {
+// appendBuffer appends value buffer i of values [at, at+n) to dst, the
+// values measure saw last.
+func (m *miniEnc) appendBuffer(dst []byte, i, at, n int) []byte {
 	c := m.c
-	switch {
-	case m.packed:
-		w := c.width
+	switch m.kind {
+	case mRle:
+		if i == 1 {
+			return append(dst, m.runs...)
+		}
+		w := m.width
+		for _, l := range m.runs {
+			dst = append(dst, m.vals[w*at:w*at+w]...)
+			at += int(l)
+		}
+		return dst
+	case mPacked:
+		w := m.width
 		bw := int(m.widths[at/bitpack.BlockLen])
-		block := c.vals[at*w : (at+n)*w]
+		block := m.vals[at*w : (at+n)*w]
 		if n < bitpack.BlockLen {
 			block = m.scratch[:bitpack.BlockLen*w]
-			copy(block, c.vals[at*w:(at+n)*w])
+			copy(block, m.vals[at*w:(at+n)*w])
 			clear(block[n*w:])
 		}
 		var hdr [8]byte
@@ -333,7 +449,7 @@ func (m *miniEnc) appendValues(dst []byte, at, n int) []byte {
 			panic(err) // sizes are computed above; cannot happen
 		}
 		return dst
-	case c.vk == valBool:
+	case mBool:
 		if at%8 == 0 {
 			return append(dst, c.vals[at/8:at/8+(n+7)/8]...)
 		}
@@ -347,8 +463,8 @@ func (m *miniEnc) appendValues(dst []byte, at, n int) []byte {
 			}
 		}
 		return dst
-	case c.vk == valFixed:
-		return append(dst, c.vals[at*c.width:(at+n)*c.width]...)
+	case mFlat:
+		return append(dst, m.vals[at*m.width:(at+n)*m.width]...)
 	}
 	w := 4
 	if c.large {
@@ -372,31 +488,64 @@ func (m *miniEnc) appendValues(dst []byte, at, n int) []byte {
 	return dst
 }
 
-// encodeMiniBlock writes the page as a mini-block page. With packed set it
-// tries InlineBitpacking and returns nil when that does not pay.
-func (c *leafCol) encodeMiniBlock(p *layerPlan, rep, def []uint16, packed bool) (*pageOut, error) {
-	m := &miniEnc{c: c, packed: packed}
-	valueEnc := flat(uint64(8 * c.width))
-	switch {
-	case packed:
-		widths, _, ok := c.packedWidths()
-		if !ok {
-			return nil, nil
-		}
-		m.widths = widths
-		valueEnc = &enc21pb.CompressiveEncoding{Compression: &enc21pb.CompressiveEncoding_InlineBitpacking{
-			InlineBitpacking: &enc21pb.InlineBitpacking{UncompressedBitsPerValue: uint64(8 * c.width)}}}
-	case c.vk == valBool:
-		valueEnc = flat(1)
-	case c.vk == valVar:
-		if c.large {
-			valueEnc = variable(64)
-		} else {
-			valueEnc = variable(32)
-		}
+// levelSection is how a chunk stores one kind of levels: raw u16s, or in
+// 2.2 RLE blocks when they make the page's levels smaller.
+type levelSection struct {
+	l   []uint16
+	rle bool
+}
+
+func (s levelSection) size(lo, hi int) int {
+	if s.rle {
+		return 8 + 3*rleRuns16(s.l[lo:hi])
 	}
+	return 2 * (hi - lo)
+}
+
+func (s levelSection) appendTo(dst []byte, lo, hi int) []byte {
+	if s.rle {
+		return appendRleBlock16(dst, s.l[lo:hi])
+	}
+	for _, v := range s.l[lo:hi] {
+		dst = binary.LittleEndian.AppendUint16(dst, v)
+	}
+	return dst
+}
+
+func (s levelSection) encoding() *enc21pb.CompressiveEncoding {
+	if s.rle {
+		return rleLevelsEncoding()
+	}
+	return flat(16)
+}
+
+// useRle decides whether RLE pays for the levels l of a page with about
+// chunks chunks (each RLE block costs 8 bytes besides its runs).
+func useRle(l []uint16, chunks int) bool {
+	return l != nil && 3*rleRuns16(l)+8*chunks < 2*len(l)
+}
+
+// encodeMiniBlock writes the page as a mini-block page whose values m
+// produces; with a dictionary, m produces its indices. It fails with
+// errChunkTooBig, unwrapped, when m cannot make chunks small enough
+// (InlineBitpacking has a fixed 1024 values a chunk).
+func (c *leafCol) encodeMiniBlock(p *layerPlan, rep, def []uint16, m *miniEnc, dict *dictPage) (*pageOut, error) {
+	m.c = c
+	ww := 2 // bytes of a metadata word and of a value buffer size
+	if c.v22 {
+		ww = 4
+	}
+	nb := m.numBuffers()
 	hasLevels := rep != nil || def != nil
-	hdr := 2 + 2
+	var repS, defS *levelSection
+	chunks := max(1, c.items/bitpack.BlockLen)
+	if rep != nil {
+		repS = &levelSection{l: rep, rle: c.v22 && useRle(rep, chunks)}
+	}
+	if def != nil {
+		defS = &levelSection{l: def, rle: c.v22 && useRle(def, chunks)}
+	}
+	hdr := 2 + ww*nb
 	if rep != nil {
 		hdr += 2
 	}
@@ -405,19 +554,22 @@ func (c *leafCol) encodeMiniBlock(p *layerPlan, rep, def []uint16, packed bool) 
 	}
 	hdr = pad8(hdr)
 
-	est := len(c.vals) + 4*c.levels + 64
-	if c.vk == valVar {
-		est += 8 * c.items
+	est := len(m.vals) + 4*c.levels + 64
+	switch {
+	case m.est > 0:
+		est = m.est + 4*c.levels + 64
+	case m.kind == mBool || m.kind == mVar:
+		est = len(c.vals) + 4*c.levels + 64 + 8*c.items
 	}
 	data := make([]byte, 0, est)
-	meta := make([]byte, 0, 2*(c.items/256+2))
+	meta := make([]byte, 0, ww*(c.items/256+2))
 	var repIndex []uint64
 	lv := 0 // next level
 	for at := 0; at < c.items; {
 		left := c.items - at
 		n := m.target(at)
 		last := false
-		var lvEnd int
+		var lvEnd, repSize, defSize int
 		for {
 			if n >= left {
 				n, last = left, true
@@ -432,23 +584,26 @@ func (c *leafCol) encodeMiniBlock(p *layerPlan, rep, def []uint16, packed bool) 
 					lvEnd = levelsFor(lv, n, def, p.maxVisible)
 				}
 			}
-			size := hdr + m.valueBytes(at, n)
+			size := hdr + m.measure(at, n)
+			fits := ww == 4 || (m.sizes[0] <= 0xFFFF && m.sizes[1] <= 0xFFFF)
 			if hasLevels {
 				nl := lvEnd - lv
-				if rep != nil {
-					size += pad8(2 * nl)
+				if repS != nil {
+					repSize = repS.size(lv, lvEnd)
+					size += pad8(repSize)
 				}
-				if def != nil {
-					size += pad8(2 * nl)
+				if defS != nil {
+					defSize = defS.size(lv, lvEnd)
+					size += pad8(defSize)
 				}
-				if nl > 0xFFFF {
-					size = chunkMaxBytes + 1
+				if nl > 0xFFFF || repSize > 0xFFFF || defSize > 0xFFFF {
+					fits = false
 				}
 			}
-			if pad8(size) <= chunkMaxBytes && m.valueBytes(at, n) <= 0xFFFF {
+			if fits && size <= chunkMaxBytes {
 				break
 			}
-			if packed {
+			if m.kind == mPacked {
 				return nil, errChunkTooBig // fall back to Flat
 			}
 			if n == 1 || (last && left == 1) {
@@ -456,7 +611,6 @@ func (c *leafCol) encodeMiniBlock(p *layerPlan, rep, def []uint16, packed bool) 
 			}
 			last = false
 			n = 1 << (bits.Len(uint(min(n, left)-1)) - 1) // largest power of two below
-
 		}
 		start := len(data)
 		nl := lvEnd - lv
@@ -466,50 +620,63 @@ func (c *leafCol) encodeMiniBlock(p *layerPlan, rep, def []uint16, packed bool) 
 			data = binary.LittleEndian.AppendUint16(data, 0)
 		}
 		if rep != nil {
-			data = binary.LittleEndian.AppendUint16(data, uint16(2*nl))
+			data = binary.LittleEndian.AppendUint16(data, uint16(repSize))
 		}
 		if def != nil {
-			data = binary.LittleEndian.AppendUint16(data, uint16(2*nl))
+			data = binary.LittleEndian.AppendUint16(data, uint16(defSize))
 		}
-		data = binary.LittleEndian.AppendUint16(data, uint16(m.valueBytes(at, n)))
+		for i := 0; i < nb; i++ {
+			if ww == 4 {
+				data = binary.LittleEndian.AppendUint32(data, uint32(m.sizes[i]))
+			} else {
+				data = binary.LittleEndian.AppendUint16(data, uint16(m.sizes[i]))
+			}
+		}
 		data = padTo8(data, start)
 		if rep != nil {
-			for _, v := range rep[lv:lvEnd] {
-				data = binary.LittleEndian.AppendUint16(data, v)
-			}
+			data = repS.appendTo(data, lv, lvEnd)
 			data = padTo8(data, start)
 			repIndex = repIndexAdd(repIndex, rep[lv:lvEnd], c.maxRep, last)
 		}
 		if def != nil {
-			for _, v := range def[lv:lvEnd] {
-				data = binary.LittleEndian.AppendUint16(data, v)
-			}
+			data = defS.appendTo(data, lv, lvEnd)
 			data = padTo8(data, start)
 		}
-		data = m.appendValues(data, at, n)
-		data = padTo8(data, start)
+		for i := 0; i < nb; i++ {
+			data = m.appendBuffer(data, i, at, n)
+			data = padTo8(data, start)
+		}
 		words := (len(data) - start) / 8
 		logn := 0
 		if !last {
 			logn = bits.TrailingZeros(uint(n))
 		}
-		meta = binary.LittleEndian.AppendUint16(meta, uint16((words-1)<<4|logn))
+		if ww == 4 {
+			meta = binary.LittleEndian.AppendUint32(meta, uint32((words-1)<<4|logn))
+		} else {
+			meta = binary.LittleEndian.AppendUint16(meta, uint16((words-1)<<4|logn))
+		}
 		at += n
 		lv = lvEnd
 	}
 	mb := &enc21pb.MiniBlockLayout{
-		ValueCompression: valueEnc,
+		ValueCompression: m.encoding(),
 		Layers:           p.layers,
-		NumBuffers:       1,
+		NumBuffers:       uint64(nb),
 		NumItems:         uint64(c.items),
+		HasLargeChunk:    c.v22,
 	}
-	if rep != nil {
-		mb.RepCompression = flat(16)
+	if repS != nil {
+		mb.RepCompression = repS.encoding()
 	}
-	if def != nil {
-		mb.DefCompression = flat(16)
+	if defS != nil {
+		mb.DefCompression = defS.encoding()
 	}
 	out := &pageOut{bufs: [][]byte{meta, data}}
+	if dict != nil {
+		mb.Dictionary, mb.NumDictionaryItems = dict.enc, uint64(dict.n)
+		out.bufs = append(out.bufs, dict.buf)
+	}
 	if rep != nil {
 		mb.RepetitionIndexDepth = 1
 		ri := make([]byte, 8*len(repIndex))

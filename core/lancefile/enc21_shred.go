@@ -66,6 +66,7 @@ type leafCol struct {
 	vk     valueKind
 	width  int  // valFixed: bytes per value
 	large  bool // valVar: 64-bit offsets
+	v22    bool // the file is format 2.2
 
 	// The page being filled.
 	rows, items, levels int
@@ -82,6 +83,15 @@ type leafCol struct {
 
 	pending []pendingPage // encoded pages not yet placed in the file
 	pages   []encodedPage // pages placed in the file
+
+	// Scratch memory of the page encoder, kept across pages.
+	widths []uint8  // bit width of each 1024-value block
+	idx    []byte   // dictionary indices (u32)
+	direct []uint32 // dictionary indices + 1 by value - the smallest one (buildDict64)
+	dict   dict64
+	// The dictionary of the page before, and its encoding (dictBuffer).
+	lastDictValues []uint64
+	lastDict       *dictPage
 }
 
 func newLeafCol(top int, path []pathNode, leaf *Field) (*leafCol, error) {

@@ -58,7 +58,7 @@ type Version struct{ Major, Minor int }
 
 func (v Version) String() string { return fmt.Sprintf("%d.%d", v.Major, v.Minor) }
 
-// Format versions kv0 reads (2.0 to 2.2) and writes (2.0, 2.1).
+// Format versions kv0 reads (2.0 to 2.2) and writes (2.1, 2.2).
 var (
 	V2_0 = Version{2, 0}
 	V2_1 = Version{2, 1}

@@ -3,6 +3,8 @@ package lancefile
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -46,11 +48,12 @@ func (f *Field) ArrowField() arrow.Field {
 		af.Type = arrow.Null
 	}
 	if len(f.Metadata) > 0 {
-		keys := make([]string, 0, len(f.Metadata))
-		vals := make([]string, 0, len(f.Metadata))
-		for k, v := range f.Metadata {
-			keys = append(keys, k)
-			vals = append(vals, v)
+		// Sorted keys: the same field gives the same bytes in an Arrow
+		// IPC schema (answers with one ETag must be one sequence of bytes).
+		keys := slices.Sorted(maps.Keys(f.Metadata))
+		vals := make([]string, len(keys))
+		for i, k := range keys {
+			vals[i] = f.Metadata[k]
 		}
 		af.Metadata = arrow.NewMetadata(keys, vals)
 	}

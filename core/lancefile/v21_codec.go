@@ -592,12 +592,12 @@ func decodeRle(values, lengths []byte, n, w int, b *valBuilder) error {
 	for r := 0; r < runs && pos < n; r++ {
 		k := min(int(lengths[r]), n-pos)
 		v := values[r*w : (r+1)*w]
-		if w == 8 {
-			x := binary.LittleEndian.Uint64(v)
-			for i := pos; i < pos+k; i++ {
-				binary.LittleEndian.PutUint64(dst[i*8:], x)
-			}
-		} else {
+		switch w {
+		case 8:
+			fill64(dst[8*pos:8*(pos+k)], binary.LittleEndian.Uint64(v))
+		case 4:
+			fill32(dst[4*pos:4*(pos+k)], binary.LittleEndian.Uint32(v))
+		default:
 			for i := pos; i < pos+k; i++ {
 				copy(dst[i*w:(i+1)*w], v)
 			}

@@ -2,6 +2,7 @@ package lancefile
 
 import (
 	"encoding/binary"
+	"sync"
 	"unsafe"
 
 	"github.com/kv0/kv0/core/internal/lancepb/enc21pb"
@@ -353,9 +354,20 @@ func decodeMiniBlockPage(li *leafInfo, mb *enc21pb.MiniBlockLayout, bufs [][]byt
 		return nil, unsupportedf("%d buffers per chunk", nb)
 	}
 	pg := &leafPage{li: li, rows: int(rows)}
-	vb := newValBuilder(valC.out, valC.width, int(numItems))
-	if dict == nil {
-		vb.dim = li.dim
+	// A dictionary of 32- or 64-bit values with u32 indices (lance 12's
+	// dictionaries of low-cardinality numbers) is gathered chunk by chunk
+	// into the page's values: the indices never fill a page-sized buffer.
+	var vb, ib *valBuilder
+	fused := dict != nil && gathersFused(dict, valC)
+	if fused {
+		vb = newValBuilder(kindFixed, dict.width, int(numItems))
+		ib = getIndexScratch()
+		defer putIndexScratch(ib)
+	} else {
+		vb = newValBuilder(valC.out, valC.width, int(numItems))
+		if dict == nil {
+			vb.dim = li.dim
+		}
 	}
 	var rep, def []uint16
 	if repC != nil {
@@ -466,7 +478,11 @@ func decodeMiniBlockPage(li *leafInfo, mb *enc21pb.MiniBlockLayout, bufs [][]byt
 			}
 		}
 		pg.nlev += numLevels
-		if err := valC.decodeMiniBlock(chunkBufs, int(k), vb); err != nil {
+		if fused {
+			if err := gatherDictChunk(valC, chunkBufs, int(k), ib, dict, vb); err != nil {
+				return nil, err
+			}
+		} else if err := valC.decodeMiniBlock(chunkBufs, int(k), vb); err != nil {
 			return nil, err
 		}
 	}
@@ -478,10 +494,114 @@ func decodeMiniBlockPage(li *leafInfo, mb *enc21pb.MiniBlockLayout, bufs [][]byt
 	}
 	pg.rep, pg.def = rep, def
 	pg.vals = vb.finish()
-	if dict != nil {
+	if dict != nil && !fused {
 		pg.vals = gatherDict(dict, &pg.vals)
 	}
 	return pg, nil
+}
+
+// gathersFused reports whether a dictionary page's values can be gathered
+// a chunk at a time: u32 indices into a dictionary of 4- or 8-byte values.
+func gathersFused(dict *vals, idx *codec) bool {
+	return dict.kind == kindFixed && !dict.constant && !dict.zero && (dict.width == 4 || dict.width == 8) &&
+		len(dict.data) >= dict.n*dict.width && idx.out == kindFixed && idx.width == 4
+}
+
+// indexScratch holds the u32 dictionary indices of one mini-block chunk
+// while they are gathered, reused across chunks and pages.
+var indexScratch = sync.Pool{New: func() any { return newValBuilder(kindFixed, 4, 4096) }}
+
+func getIndexScratch() *valBuilder { return indexScratch.Get().(*valBuilder) }
+
+func putIndexScratch(b *valBuilder) {
+	if cap(b.data) <= 4*maxChunkItems {
+		indexScratch.Put(b)
+	}
+}
+
+// gatherDictChunk decodes the n u32 indices of one mini-block chunk and
+// appends the dictionary values they name to out. Run-length encoded
+// indices are looked up once a run; others are decoded into ib first.
+func gatherDictChunk(c *codec, bufs [][]byte, n int, ib *valBuilder, dict *vals, out *valBuilder) error {
+	d := dict.data[:dict.n*dict.width]
+	if c.kind == cRle {
+		if len(bufs) < 2 {
+			return corruptf("%d buffers in an RLE chunk, want 2", len(bufs))
+		}
+		return gatherRle(bufs[0], bufs[1], n, d, dict.width, out)
+	}
+	ib.n, ib.data = 0, ib.data[:0]
+	if err := c.decodeMiniBlock(bufs, n, ib); err != nil {
+		return err
+	}
+	if ib.n != n {
+		return corruptf("chunk of %d dictionary indices holds %d", n, ib.n)
+	}
+	gatherFixed32(out.grow(n), ib.data[:4*n], d, dict.width)
+	return nil
+}
+
+// gatherRle expands u32 run values, each a dictionary index, and u8 run
+// lengths into n values of the dictionary d (of w-byte values, 4 or 8);
+// an index out of range gives zero, as in gatherFixed32.
+func gatherRle(values, lengths []byte, n int, d []byte, w int, b *valBuilder) error {
+	runs := len(values) / 4
+	if len(values)%4 != 0 || runs != len(lengths) {
+		return corruptf("RLE chunk with %d value bytes and %d run lengths", len(values), len(lengths))
+	}
+	nd := uint32(len(d) / w)
+	dst := b.grow(n)
+	pos := 0
+	for r := 0; r < runs && pos < n; r++ {
+		k := min(int(lengths[r]), n-pos)
+		j := binary.LittleEndian.Uint32(values[4*r:])
+		if w == 8 {
+			var x uint64
+			if j < nd {
+				x = binary.LittleEndian.Uint64(d[8*int(j):])
+			}
+			fill64(dst[8*pos:8*(pos+k)], x)
+		} else {
+			var x uint32
+			if j < nd {
+				x = binary.LittleEndian.Uint32(d[4*int(j):])
+			}
+			fill32(dst[4*pos:4*(pos+k)], x)
+		}
+		pos += k
+	}
+	if pos != n {
+		return corruptf("RLE runs cover %d values, want %d", pos, n)
+	}
+	return nil
+}
+
+// fill64 sets every 8-byte little-endian word of dst to x.
+func fill64(dst []byte, x uint64) {
+	if littleEndian && aligned(dst, 8) {
+		ws := unsafe.Slice((*uint64)(unsafe.Pointer(&dst[0])), len(dst)/8)
+		for i := range ws {
+			ws[i] = x
+		}
+		return
+	}
+	for i := 0; i+8 <= len(dst); i += 8 {
+		binary.LittleEndian.PutUint64(dst[i:], x)
+	}
+}
+
+// fill32 sets every 4-byte little-endian word of dst to x.
+func fill32(dst []byte, x uint32) {
+	if littleEndian && aligned(dst, 4) {
+		ws := unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), len(dst)/4)
+		for i := range ws {
+			ws[i] = x
+		}
+		return
+	}
+	for i := 0; i+4 <= len(dst); i += 4 {
+		binary.LittleEndian.PutUint32(dst[i:], x)
+	}
 }
 
 // gatherDict replaces dictionary indices by the items they name. Indices out

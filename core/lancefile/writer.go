@@ -23,6 +23,9 @@ type WriterOptions struct {
 	MaxPageBytes int
 	// MaxPageRows closes a column's page at this many rows (default 128Ki).
 	MaxPageRows int
+	// Version is the file format: V2_1 or V2_2. The zero value writes
+	// V2_2, what current Lance writes; lance 8 and older read only V2_1.
+	Version Version
 }
 
 // Default page bounds.
@@ -35,7 +38,7 @@ const (
 // concurrently.
 const parallelRows = 16 << 10
 
-// Writer builds one Lance data file in format 2.1 in memory. Each leaf field
+// Writer builds one Lance data file in format 2.1 or 2.2 in memory. Each leaf field
 // becomes one column; pages are encoded as rows arrive, so memory holds the
 // encoded file plus at most one open page per column. A Writer is not safe
 // for concurrent use.
@@ -51,7 +54,7 @@ const parallelRows = 16 << 10
 //	+---------------------------+
 //	| ColumnMetadata × columns  |
 //	| CMO table, GBO table      |
-//	| 40-byte footer, 2.1       |
+//	| 40-byte footer, 2.1 / 2.2 |
 //	+---------------------------+
 type Writer struct {
 	schema *Schema
@@ -97,6 +100,13 @@ func NewWriter(schema *Schema, opts WriterOptions) (*Writer, error) {
 	}
 	if opts.MaxPageRows <= 0 {
 		opts.MaxPageRows = DefaultMaxPageRows
+	}
+	switch opts.Version {
+	case Version{}:
+		opts.Version = V2_2
+	case V2_1, V2_2:
+	default:
+		return nil, fmt.Errorf("%w: kv0 writes data files of format 2.1 or 2.2, not %s", ErrUnsupportedVersion, opts.Version)
 	}
 	w := &Writer{schema: schema, opts: opts, byTop: make([][]*leafCol, len(schema.Fields))}
 	for i, f := range schema.Fields {
@@ -145,6 +155,7 @@ func (w *Writer) addLeaves(top int, f *Field, path []pathNode) error {
 	if err != nil {
 		return err
 	}
+	c.v22 = w.opts.Version == V2_2
 	w.cols = append(w.cols, c)
 	w.byTop[top] = append(w.byTop[top], c)
 	return nil
@@ -277,6 +288,9 @@ func (w *Writer) TakePlaced() [][]byte {
 
 // Placed returns how many bytes of pages are placed and not yet taken.
 func (w *Writer) Placed() int { return w.size - w.taken }
+
+// Version returns the format of the file being written.
+func (w *Writer) Version() Version { return w.opts.Version }
 
 // Rows returns the number of rows written so far.
 func (w *Writer) Rows() uint64 { return w.rows }
@@ -441,8 +455,8 @@ func (w *Writer) FinishParts() (parts [][]byte, size int64, err error) {
 	out = binary.LittleEndian.AppendUint64(out, gboStart)
 	out = binary.LittleEndian.AppendUint32(out, uint32(1+len(w.extra)))
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(w.cols)))
-	out = binary.LittleEndian.AppendUint16(out, 2)
-	out = binary.LittleEndian.AppendUint16(out, 1)
+	out = binary.LittleEndian.AppendUint16(out, uint16(w.opts.Version.Major))
+	out = binary.LittleEndian.AppendUint16(out, uint16(w.opts.Version.Minor))
 	out = append(out, magic...)
 	parts = append(w.segs, out)
 	w.segs = nil

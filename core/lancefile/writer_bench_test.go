@@ -53,7 +53,7 @@ func metricsBatch(start, n int) arrow.RecordBatch {
 }
 
 // BenchmarkWriteMetrics writes 1M-row batches of the metrics table into one
-// file and reports rows/s and bytes per row of the result.
+// file of each version and reports rows/s and bytes per row of the result.
 func BenchmarkWriteMetrics(b *testing.B) {
 	const batchRows, batches = 1 << 20, 4
 	recs := make([]arrow.RecordBatch, batches)
@@ -64,10 +64,17 @@ func BenchmarkWriteMetrics(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.SetBytes(int64(batchRows * batches * 32))
+	for _, v := range []Version{V2_1, V2_2} {
+		b.Run("v"+v.String(), func(b *testing.B) { benchWriteMetrics(b, s, v, recs, batchRows*batches) })
+	}
+}
+
+func benchWriteMetrics(b *testing.B, s *Schema, v Version, recs []arrow.RecordBatch, nrows int) {
+	b.SetBytes(int64(nrows * 32))
 	var size int
+	c0 := cpuTime()
 	for b.Loop() {
-		w, err := NewWriter(s, WriterOptions{})
+		w, err := NewWriter(s, WriterOptions{Version: v})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -82,7 +89,8 @@ func BenchmarkWriteMetrics(b *testing.B) {
 		}
 		size = len(out)
 	}
-	rows := float64(batchRows * batches)
+	rows := float64(nrows)
 	b.ReportMetric(rows*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
+	reportCPURate(b, rows*float64(b.N), c0)
 	b.ReportMetric(float64(size)/rows, "bytes/row")
 }

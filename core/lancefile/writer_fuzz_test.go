@@ -57,7 +57,7 @@ func FuzzWriteRoundTrip(f *testing.F) {
 		as := arrow.NewSchema(fields, nil)
 		nullP := float64(rng.IntN(5)) / 4
 		longP := []float64{0, 0, 0.01, 0.1}[rng.IntN(4)]
-		opts := WriterOptions{MaxPageRows: rng.IntN(300), MaxPageBytes: rng.IntN(1 << 16)}
+		opts := WriterOptions{MaxPageRows: rng.IntN(300), MaxPageBytes: rng.IntN(1 << 16), Version: []Version{V2_1, V2_2}[rng.IntN(2)]}
 		var recs []arrow.RecordBatch
 		for range 1 + rng.IntN(3) {
 			n := rng.IntN(600)
@@ -67,7 +67,11 @@ func FuzzWriteRoundTrip(f *testing.F) {
 				if !fl.Nullable {
 					np = 0
 				}
-				cols[i] = randomArray(rng, fl.Type, n, np, longP)
+				if rng.IntN(2) == 0 {
+					cols[i] = randomArray(rng, fl.Type, n, np, longP)
+				} else {
+					cols[i] = shapedArray(rng, fl.Type, n, np, longP)
+				}
 			}
 			recs = append(recs, array.NewRecordBatch(as, cols, int64(n)))
 		}

@@ -70,6 +70,13 @@ type RepoOptions struct {
 	// held: it must not call the Repo. The CLI records it beside its run
 	// lock to tell its own crashed heartbeats from another host's.
 	OnHeartbeat func(at time.Time)
+	// DataFormat is the format of the data files of the tables the handle
+	// creates: lance.DataFormat21 (read by lance 8 and older) or
+	// lance.DataFormat22. Empty means the format of the repository's
+	// tables, or lance.DefaultDataFormat for a new repository. Opening an
+	// existing repository with another format fails with an error matching
+	// lance.ErrDataFormat. Ignored by read-only handles.
+	DataFormat string
 	// VersionTTL, when positive, lets a read-only handle use a table
 	// version it confirmed as the newest less than VersionTTL ago without
 	// asking the store again, so a page's burst of reads costs one
@@ -120,6 +127,7 @@ type Repo struct {
 
 	caches readCaches       // derived results per table version (cache.go)
 	files  *lance.FileCache // opened data files, shared by every table read
+	format string           // the data format of the tables this handle creates (dataFormat)
 
 	cacheMu sync.Mutex
 	ranges  map[string][]sidRange  // sorted fragment key -> series ranges
@@ -211,6 +219,10 @@ func OpenRepo(ctx context.Context, st store.Store, root string, opts RepoOptions
 	if !writable {
 		return nil, fmt.Errorf("%w: this build of kv0 only reads (tag kv0_readonly)", ErrReadOnly)
 	}
+	var err error
+	if r.format, err = r.dataFormat(ctx); err != nil {
+		return nil, err
+	}
 	for _, t := range []struct {
 		name string
 		dst  **lance.Dataset
@@ -255,7 +267,7 @@ func (r *Repo) openOrCreate(ctx context.Context, table string, schema *arrowSche
 	if err == nil || !errors.Is(err, lance.ErrNotFound) {
 		return d, err
 	}
-	d, err = lance.Create(ctx, r.st, r.key(table), schema, lance.Batches(), lance.WriteOptions{})
+	d, err = lance.Create(ctx, r.st, r.key(table), schema, lance.Batches(), lance.WriteOptions{DataFormat: r.format})
 	if err != nil && errors.Is(err, lance.ErrExists) {
 		return lance.Open(ctx, r.st, r.key(table), lance.OpenOptions{Files: r.files})
 	}

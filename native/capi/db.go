@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/kv0/kv0/core/kv"
+	"github.com/kv0/kv0/core/lance"
 	"github.com/kv0/kv0/native/kvdb"
 	"github.com/kv0/kv0/native/location"
 	"github.com/kv0/kv0/native/wal"
@@ -47,6 +48,7 @@ type dbOptions struct {
 	WALDir             string            `json:"wal_dir"`
 	DisableWAL         bool              `json:"disable_wal"`
 	DisableSnapshots   bool              `json:"disable_snapshots"`
+	DataFormat         string            `json:"data_format"`
 	StorageOptions     map[string]any    `json:"storage_options"`
 	Env                map[string]string `json:"-"`
 }
@@ -60,6 +62,14 @@ func seconds(s *float64) time.Duration {
 		return -1
 	}
 	return time.Duration(*s * float64(time.Second))
+}
+
+// checkFormat checks data_format: "" (the default), "2.1" or "2.2".
+func checkFormat(s string) error {
+	if err := lance.CheckDataFormat(s); err != nil {
+		return fmt.Errorf("%w: data_format %q (want %q or %q)", errInvalidArg, s, lance.DataFormat21, lance.DataFormat22)
+	}
+	return nil
 }
 
 // walMode parses wal_sync.
@@ -120,6 +130,9 @@ func openDB(loc string, o dbOptions) (*dbHandle, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkFormat(o.DataFormat); err != nil {
+		return nil, err
+	}
 	ko := kvdb.Options{
 		WALDir: o.WALDir, WALMode: mode, DisableWAL: o.DisableWAL, DisableSnapshots: o.DisableSnapshots,
 		Location: lo,
@@ -131,6 +144,9 @@ func openDB(loc string, o dbOptions) (*dbHandle, error) {
 		},
 	}
 	readOnly := o.ReadOnly || o.Version != 0 || location.ReadOnly(loc, location.Options{})
+	if !readOnly {
+		ko.Log.DataFormat = o.DataFormat
+	}
 	h := &dbHandle{readOnly: readOnly, iters: map[int64]struct{}{}}
 	// The handle opens the WAL itself (where kvdb.Open would), so that
 	// flush_wal can sync it.

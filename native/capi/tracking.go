@@ -120,6 +120,7 @@ type repoOptions struct {
 	WAL            *bool          `json:"wal"`
 	WALDir         string         `json:"wal_dir"`
 	WALSync        string         `json:"wal_sync"`
+	DataFormat     string         `json:"data_format"`
 	StorageOptions map[string]any `json:"storage_options"`
 }
 
@@ -157,6 +158,9 @@ func openRepo(loc string, o repoOptions, rh *repoHandle) (*tracking.Repo, error)
 	if err != nil {
 		return nil, err
 	}
+	if err := checkFormat(o.DataFormat); err != nil {
+		return nil, err
+	}
 	lo, err := locationOptions(o.StorageOptions)
 	if err != nil {
 		return nil, err
@@ -167,7 +171,7 @@ func openRepo(loc string, o repoOptions, rh *repoHandle) (*tracking.Repo, error)
 		return nil, err
 	}
 	ro := tracking.RepoOptions{ReadOnly: o.ReadOnly, FlushRows: o.FlushRows,
-		FlushInterval: seconds(o.FlushInterval), MaxFragments: o.MaxFragments}
+		FlushInterval: seconds(o.FlushInterval), MaxFragments: o.MaxFragments, DataFormat: o.DataFormat}
 	if !o.ReadOnly {
 		key, err := location.RepoWALKey(loc)
 		if err != nil {

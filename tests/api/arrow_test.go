@@ -53,8 +53,9 @@ func node(t *testing.T) string {
 }
 
 // writeTyped writes a dataset with a column of every type the canonical
-// encodings share, nulls, non-finite floats and several fragments.
-func writeTyped(ctx context.Context, st *fsstore.Store, key string) error {
+// encodings share, nulls, non-finite floats and several fragments, in data
+// format format ("" for kv0's default).
+func writeTyped(ctx context.Context, st *fsstore.Store, key, format string) error {
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "i8", Type: arrow.PrimitiveTypes.Int8},
 		{Name: "u16", Type: arrow.PrimitiveTypes.Uint16},
@@ -128,7 +129,7 @@ func writeTyped(ctx context.Context, st *fsstore.Store, key string) error {
 		}
 		return b.NewRecordBatch()
 	}
-	_, err := lance.Create(ctx, st, key, schema, lance.Batches(mk(0, 700), mk(700, 900)), lance.WriteOptions{MaxRowsPerFile: 500})
+	_, err := lance.Create(ctx, st, key, schema, lance.Batches(mk(0, 700), mk(700, 900)), lance.WriteOptions{MaxRowsPerFile: 500, DataFormat: format})
 	return err
 }
 
@@ -140,10 +141,14 @@ func TestArrowMatchesJSONLinesInNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeTyped(ctx, st, "typed.lance"); err != nil {
+	// In format 2.2 (kv0's default) and 2.1.
+	if err := writeTyped(ctx, st, "typed.lance", ""); err != nil {
 		t.Fatal(err)
 	}
-	// A tracking repository: its tables are datasets too.
+	if err := writeTyped(ctx, st, "typed21.lance", lance.DataFormat21); err != nil {
+		t.Fatal(err)
+	}
+	// A tracking repository (format 2.2): its tables are datasets too.
 	r, err := tracking.OpenRepo(ctx, st, "", tracking.RepoOptions{FlushInterval: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -165,18 +170,40 @@ func TestArrowMatchesJSONLinesInNode(t *testing.T) {
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
-	paths := []string{"typed.lance", "runs.lance", "params.lance", "series.lance", "metrics.lance"}
+	paths := []string{"typed.lance", "typed21.lance", "runs.lance", "params.lance", "series.lance", "metrics.lance"}
+	for p, want := range map[string]string{"typed.lance": lance.DataFormat22, "typed21.lance": lance.DataFormat21, "metrics.lance": lance.DataFormat22} {
+		d, err := lance.Open(ctx, st, p, lance.OpenOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := d.DataFormat(); got != want {
+			t.Fatalf("%s is in format %s, not %s", p, got, want)
+		}
+	}
 	// The lance-written sample datasets of the repository.
 	if err := os.CopyFS(filepath.Join(dir, "fixtures"), os.DirFS(filepath.Join("..", "testdata", "lance-samples"))); err != nil {
 		t.Fatal(err)
 	}
 	paths = append(paths, "fixtures/default/kv.lance", "fixtures/v2_0/kv.lance", "fixtures/bigdel/t.lance")
+	// lance 12's tables (format 2.2, two in 2.1): every type it writes.
+	v22 := filepath.Join("..", "..", "core", "lancefile", "testdata", "v22")
+	tables, err := filepath.Glob(filepath.Join(v22, "*.lance"))
+	if err != nil || len(tables) == 0 {
+		t.Fatalf("lance 12's tables in %s: %v", v22, err)
+	}
+	for _, tb := range tables {
+		name := "v22/" + filepath.Base(tb)
+		if err := os.CopyFS(filepath.Join(dir, name), os.DirFS(tb)); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, name)
+	}
 	srv := httptest.NewServer(api.New(st, "", api.Options{}))
 	defer srv.Close()
 	for _, query := range []string{"", "limit=333", "where=i8%20%3C%2010", "columns=st,s,ts&limit=5"} {
 		ps := paths
 		if strings.Contains(query, "i8") || strings.Contains(query, "st,") {
-			ps = paths[:1]
+			ps = paths[:2]
 		}
 		cmd := exec.Command(nodeBin, "arrow_check.mjs", srv.URL, query)
 		cmd.Args = append(cmd.Args, ps...)

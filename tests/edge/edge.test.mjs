@@ -16,6 +16,7 @@ const auth = { authorization: `Bearer ${TOKEN}` };
 
 let data, base, root, origin, refOrigin, serve, serveHTTP, serveTok, viaOrigin, viaR2, persist, tokFile;
 let routes; // [path] every API route with the data's ids
+let formatRoutes; // [path] rows of the datasets of formats 2.2 and 2.1: each answers 200 with rows
 
 /** GET url+path with the exact bytes of path (no client-side normalising). */
 function rawGet(url, path, headers = {}) {
@@ -107,7 +108,13 @@ before(async () => {
     `/api/v1/series/points?ids=${ids[0]}&format=csv`, '/api/v1/datasets/none.lance/info', '/api/v1/datasets/metrics.lance/rows?format=xml', '/api/v1/datasets/metrics.lance/info?version=999',
     '/api/v1/runs?archived=maybe', '/api/v1/nothing-here',
   ];
-  for (const d of datasets) {
+  // Format 2.2 and 2.1 side by side; a filter on lance 12's dictionary columns.
+  formatRoutes = [`/api/v1/datasets/v22/dict.lance/rows?where=${encodeURIComponent("cat = 'red' AND i64d > 0")}&columns=sd,cat,ld,u64d`];
+  for (const d of data.formats) {
+    formatRoutes.push(`/api/v1/datasets/${d}/rows?limit=40`, `/api/v1/datasets/${d}/rows?limit=40&format=arrow`);
+  }
+  routes.push(...formatRoutes);
+  for (const d of [...datasets, ...data.formats]) {
     routes.push(`/api/v1/datasets/${d}/info`, `/api/v1/datasets/${d}/log`, `/api/v1/datasets/${d}/rows?limit=40`,
       `/api/v1/datasets/${d}/rows?limit=40&format=arrow`);
   }
@@ -135,6 +142,7 @@ describe('via KV0_ORIGIN', () => {
       peak = Math.max(peak, origin.state.peak);
       assert.ok(origin.state.peak <= 6, `${p}: ${origin.state.peak} origin requests in flight at once: ${origin.state.peakAt.join(', ')}`);
       assertSame(got, await rawGet(serveHTTP.url, p), p);
+      if (formatRoutes.includes(p)) assert.ok(got.status === 200 && got.body.length > 100, `${p}: ${got.status} ${got.body.toString().slice(0, 300)}`);
     }
     assert.ok(peak >= 2, `the worker never read in parallel (peak ${peak})`);
   });
@@ -250,6 +258,7 @@ describe('via the R2 binding', () => {
     for (const p of routes) {
       const got = await rawGet(viaR2.url, p, auth);
       assertSame(got, await rawGet(serveTok.url, p, auth), p);
+      if (formatRoutes.includes(p)) assert.ok(got.status === 200 && got.body.length > 100, `${p}: ${got.status} ${got.body.toString().slice(0, 300)}`);
     }
   });
 

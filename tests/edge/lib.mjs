@@ -17,6 +17,8 @@ export const KV0 = process.env.KV0 ?? join(REPO, 'bin/kv0');
 export const EDGE_DIR = process.env.EDGE_DIR ?? join(REPO, 'out/edge');
 export const WRANGLER = process.env.WRANGLER ?? join(REPO, 'edge/node_modules/.bin/wrangler');
 export const SAMPLES = join(REPO, 'tests/testdata/lance-samples');
+/** Tables lance 12 wrote, in format 2.2 but for packed21 and blob21 (their README). */
+export const V22 = join(REPO, 'core/lancefile/testdata/v22');
 /** Packages installed from edge/package-lock.json (miniflare, playwright-core). */
 export const edgeRequire = createRequire(join(REPO, 'edge/package.json'));
 /** Packages installed from tests/wasm/package-lock.json (apache-arrow; `make edge-deps` installs them). */
@@ -328,7 +330,9 @@ export async function idle(state, { quietMs = 300, limitMs = 5000 } = {}) {
  * The test data in a fresh folder base: the root base/root holds a
  * tracking repository (kv0 demo, small) with a tagged metrics version, the
  * lance 8 samples under fixtures/ and copies of one sample under fault/
- * for the fault tests; base/secret.lance lies outside the root.
+ * for the fault tests, lance 12's tables under v22/, a 2.1 demo repository
+ * under repo21/ and key-value databases in 2.2 and 2.1 under kv/ (formats:
+ * the paths of these last three); base/secret.lance lies outside the root.
  */
 export async function buildData({ runs = 2, steps = 3000 } = {}) {
   const base = await mkdtemp(join(tmpdir(), 'kv0-edge-'));
@@ -343,7 +347,27 @@ export async function buildData({ runs = 2, steps = 3000 } = {}) {
     await cp(join(SAMPLES, 'default', 'kv.lance'), join(dir, 'fault', `${f}.lance`), { recursive: true });
   }
   await writeZoned(join(dir, 'zoned.lance'));
-  return { base, root: dir, cleanup: () => rm(base, { recursive: true, force: true }) };
+  // Format 2.2 beside 2.1: lance 12's tables, and the tables of a 2.1 demo
+  // repository and key-value databases of both formats written by kv0 (the
+  // repository at the root is in 2.2, kv0's default).
+  const v22 = [];
+  for (const e of (await readdir(V22)).filter((f) => f.endsWith('.lance')).sort()) {
+    await cp(join(V22, e), join(dir, 'v22', e), { recursive: true });
+    v22.push(`v22/${e}`);
+  }
+  await kv0(['demo', join(dir, 'repo21'), '--runs', '1', '--steps', '200', '--format', '2.1']);
+  for (const [db, format] of [['kv/db.lance', []], ['kv/db21.lance', ['--format', '2.1']]]) {
+    const wal = ['--wal-dir', join(base, 'wal')];
+    await kv0(['kv', 'put', join(dir, db), 'alpha', 'one', ...format, ...wal]);
+    for (let i = 0; i < 8; i++) await kv0(['kv', 'put', join(dir, db), `key/${i}`, `value ${i}`, ...wal]);
+    await kv0(['kv', 'delete', join(dir, db), 'key/3', ...wal]);
+  }
+  for (const [path, want] of [['metrics.lance', '2.2'], ['runs.lance', '2.2'], ['repo21/metrics.lance', '2.1'], ['kv/db.lance', '2.2'], ['kv/db21.lance', '2.1']]) {
+    const got = JSON.parse(await kv0(['lance', 'info', join(dir, path), '--json'])).data_format;
+    if (got !== want) throw new Error(`${path} is in format ${got}, not ${want}`);
+  }
+  const formats = [...v22, 'repo21/runs.lance', 'repo21/metrics.lance', 'kv/db.lance', 'kv/db21.lance'];
+  return { base, root: dir, formats, cleanup: () => rm(base, { recursive: true, force: true }) };
 }
 
 /** A dataset with a timestamp column of a named zone: every 30 minutes

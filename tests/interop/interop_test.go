@@ -25,6 +25,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kv0/kv0/core/lance"
 )
 
 // lanceInstall is one pinned lancedb the suite runs against: a folder with
@@ -47,10 +49,16 @@ var installs = []*lanceInstall{
 	{name: "lance12", dir: "lance12", lancedb: "0.39.0"},
 }
 
-// kv0Formats are the data file formats kv0 writes, which the tests that
-// have kv0 write run with, each checking that kv0 wrote that format. kv0
-// writes 2.1 only so far; 2.2 joins the list once its writer can choose it.
-var kv0Formats = []string{"2.1"}
+// formats are the data file formats kv0 writes in the tests that have an
+// install read kv0's datasets, each test checking that kv0 wrote that
+// format: lance 8 reads 2.1 only (its 2.2 was unstable); lance 12 gets
+// kv0's default, 2.2 (kv0's 2.1 files are lance 8's to check).
+func (in *lanceInstall) formats() []string {
+	if in.name == "lance8" {
+		return []string{lance.DataFormat21}
+	}
+	return []string{lance.DataFormat22}
+}
 
 // Set up once by TestMain.
 var (
@@ -242,8 +250,8 @@ func forEachInstall(t *testing.T, f func(t *testing.T, in *lanceInstall)) {
 }
 
 // forEachFormat runs f as a subtest per data file format kv0 writes.
-func forEachFormat(t *testing.T, f func(t *testing.T, format string)) {
-	for _, format := range kv0Formats {
+func forEachFormat(t *testing.T, in *lanceInstall, f func(t *testing.T, format string)) {
+	for _, format := range in.formats() {
 		t.Run("kv0_"+format, func(t *testing.T) { f(t, format) })
 	}
 }

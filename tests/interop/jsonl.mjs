@@ -2,9 +2,19 @@
 // core/jsonl (see core/jsonl/doc.go for the rules). It reads the raw buffers of
 // arrow-js Data objects instead of Vector.get, because get() loses precision
 // (timestamps become milliseconds, dates become Date objects).
-import * as arrow from "apache-arrow";
-
-const T = arrow.Type;
+//
+// It needs only the numbers of Arrow's enums (as Schema.fbs and apache-arrow
+// number them), so it loads no apache-arrow of its own and encodes tables
+// of any copy: lancedb's of either install, the wasm suites'.
+const T = Object.freeze({
+  Dictionary: -1, Null: 1, Int: 2, Float: 3, Binary: 4, Utf8: 5, Bool: 6, Decimal: 7, Date: 8, Timestamp: 10,
+  List: 12, Struct: 13, FixedSizeBinary: 15, FixedSizeList: 16, Map: 17, LargeBinary: 19, LargeUtf8: 20,
+});
+const arrow = Object.freeze({
+  TimeUnit: { SECOND: 0, MILLISECOND: 1, MICROSECOND: 2, NANOSECOND: 3 },
+  Precision: { HALF: 0, SINGLE: 1, DOUBLE: 2 },
+  DateUnit: { DAY: 0, MILLISECOND: 1 },
+});
 
 // encodeString writes s as a JSON string: JSON.stringify's escaping plus
 // \u2028 and \u2029, which encoding/json (and core/jsonl) always escape.

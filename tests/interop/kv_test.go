@@ -26,7 +26,7 @@ import (
 // agrees again.
 func TestKVLanceDBScan(t *testing.T) {
 	forEachInstall(t, func(t *testing.T, in *lanceInstall) {
-		forEachFormat(t, func(t *testing.T, format string) { testKVLanceDBScan(t, in, format) })
+		forEachFormat(t, in, func(t *testing.T, format string) { testKVLanceDBScan(t, in, format) })
 	})
 }
 
@@ -35,7 +35,9 @@ func testKVLanceDBScan(t *testing.T, in *lanceInstall, format string) {
 	root := t.TempDir()
 	dbPath := filepath.Join(root, "kv.lance")
 	walDir := t.TempDir()
-	db, err := kvdb.Open(ctx, dbPath, kvdb.Options{WALDir: walDir, DB: kv.Options{FlushInterval: -1, RefreshInterval: -1, MaxFragments: -1, LazyValueThreshold: 256}})
+	opts := kvdb.Options{WALDir: walDir, DB: kv.Options{FlushInterval: -1, RefreshInterval: -1, MaxFragments: -1, LazyValueThreshold: 256}}
+	opts.Log.DataFormat = format
+	db, err := kvdb.Open(ctx, dbPath, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

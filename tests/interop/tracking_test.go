@@ -32,7 +32,7 @@ import (
 // agrees; kv0 optimizes again, and lancedb agrees.
 func TestTrackingRepo(t *testing.T) {
 	forEachInstall(t, func(t *testing.T, in *lanceInstall) {
-		forEachFormat(t, func(t *testing.T, format string) { testTrackingRepo(t, in, format) })
+		forEachFormat(t, in, func(t *testing.T, format string) { testTrackingRepo(t, in, format) })
 	})
 }
 
@@ -43,7 +43,7 @@ func testTrackingRepo(t *testing.T, in *lanceInstall, format string) {
 	base := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	clock := base
 	now := func() time.Time { clock = clock.Add(1500 * time.Microsecond); return clock }
-	opts := tracking.RepoOptions{FlushRows: 3000, FlushInterval: -1, Now: now}
+	opts := tracking.RepoOptions{FlushRows: 3000, FlushInterval: -1, Now: now, DataFormat: format}
 	r, err := tracking.OpenRepo(ctx, st, "", opts)
 	if err != nil {
 		t.Fatal(err)

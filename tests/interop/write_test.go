@@ -134,7 +134,7 @@ func requireFormat(t *testing.T, dir, format string) {
 // version the same; kv0 appends after it.
 func TestGoToLance(t *testing.T) {
 	forEachInstall(t, func(t *testing.T, in *lanceInstall) {
-		forEachFormat(t, func(t *testing.T, format string) { testGoToLance(t, in, format) })
+		forEachFormat(t, in, func(t *testing.T, format string) { testGoToLance(t, in, format) })
 	})
 }
 
@@ -144,7 +144,7 @@ func testGoToLance(t *testing.T, in *lanceInstall, format string) {
 	ds := filepath.Join(root, "t.lance")
 	st := mustStore(t, ds)
 	rec := writeBatch(0, 12000)
-	d, err := lance.Create(ctx, st, "", writeSchema, lance.Batches(rec), lance.WriteOptions{MaxRowsPerFile: 5000})
+	d, err := lance.Create(ctx, st, "", writeSchema, lance.Batches(rec), lance.WriteOptions{MaxRowsPerFile: 5000, DataFormat: format})
 	rec.Release()
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +195,7 @@ func testGoToLance(t *testing.T, in *lanceInstall, format string) {
 // manifest names (in a data file format kv0 writes) and keeps that scheme.
 func TestGoOnLanceV1(t *testing.T) {
 	forEachInstall(t, func(t *testing.T, in *lanceInstall) {
-		forEachFormat(t, func(t *testing.T, format string) { testGoOnLanceV1(t, in, format) })
+		forEachFormat(t, in, func(t *testing.T, format string) { testGoOnLanceV1(t, in, format) })
 	})
 }
 

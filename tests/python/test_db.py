@@ -408,3 +408,39 @@ def test_version_property(tmp_path):
         assert db.version > v1
     with kv0.DB(path, version=v1) as old:
         assert old.version == v1 and old.get(b"k") == b"v"
+
+
+def _lance_info(cli, path):
+    import json
+    import subprocess
+    p = subprocess.run([cli, "lance", "info", "--json", path], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def _formats(info):
+    return {f["version"] for fr in info["fragments"] for f in fr["files"]}
+
+
+@pytest.mark.parametrize("create,want,other", [(None, "2.2", "2.1"), ("2.1", "2.1", "2.2"), ("2.2", "2.2", "2.1")])
+def test_data_format(tmp_path, cli, create, want, other):
+    """data_format picks the Lance file format of a new database (default
+    2.2, what lance 12 writes; 2.1 for lance 8 readers); the database
+    keeps it, and asking for the other one raises InvalidArgument."""
+    path = str(tmp_path / "db")
+    kw = {} if create is None else {"data_format": create}
+    with kv0.DB(path, **kw) as db:
+        db.put(b"a", b"1")
+    with kv0.DB(path) as db:  # no format: the database's
+        db.put(b"b", b"2")
+    with kv0.DB(path, opts=kv0.Options(data_format=want)) as db:
+        db.put(b"c", b"3")
+    info = _lance_info(cli, path)
+    assert info["data_format"] == want and _formats(info) == {want}
+    with pytest.raises(errors.InvalidArgument, match=want):
+        kv0.DB(path, data_format=other)
+    with kv0.DB(path, read_only=True, data_format=other) as db:  # readers ignore it
+        assert db.get(b"c") == b"3"
+    with pytest.raises(errors.InvalidArgument, match="2.3"):
+        kv0.DB(str(tmp_path / "other"), data_format="2.3")
+    assert not os.path.exists(tmp_path / "other" / "_versions")

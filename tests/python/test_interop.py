@@ -1,5 +1,9 @@
 """Interop: what Python writes, the CLI and lancedb read (the key-value op
-log and the tracking tables), and what they write, Python reads."""
+log and the tracking tables), and what they write, Python reads.
+
+lancedb here is 0.31 (lance 8), which reads data files of format 2.1 only:
+the databases and repositories it reads are created with data_format="2.1"
+(the default, 2.2, is what lance 12 writes)."""
 
 import csv
 import io
@@ -34,7 +38,7 @@ def _pairs(db):
 def test_kv_python_to_cli_and_lancedb(tmp_path, cli, node, wal_dir):
     path = str(tmp_path / "kv.lance")
     want = {}
-    with kv0.DB(path) as db:
+    with kv0.DB(path, data_format="2.1") as db:
         for i in range(300):
             k, v = b"key\x00%04d" % i, os.urandom(i % 7)
             db.put(k, v)
@@ -51,12 +55,12 @@ def test_kv_python_to_cli_and_lancedb(tmp_path, cli, node, wal_dir):
     lines = sorted(f"{k.hex()}\t{v.hex()}" for k, v in want.items())
     cli_out = _run([cli, "kv", "scan", "--hex", "--wal-dir", str(wal_dir), path]).splitlines()
     assert cli_out == lines
-    assert _node(node, "kv.mjs", str(tmp_path)).splitlines() == lines
+    assert _node(node, "kv.mjs", "scan", str(tmp_path)).splitlines() == lines
 
 
 def test_kv_cli_and_lancedb_to_python(tmp_path, cli, node, wal_dir):
     path = str(tmp_path / "kv.lance")
-    _run([cli, "kv", "put", "--wal-dir", str(wal_dir), path, "from-cli", "hello"])
+    _run([cli, "kv", "put", "--wal-dir", str(wal_dir), "--format", "2.1", path, "from-cli", "hello"])
     _run([cli, "kv", "put", "--wal-dir", str(wal_dir), path, "gone", "x"])
     _run([cli, "kv", "delete", "--wal-dir", str(wal_dir), path, "gone"])
     _node(node, "python.mjs", "append", str(tmp_path), "kv",
@@ -69,8 +73,8 @@ def test_kv_cli_and_lancedb_to_python(tmp_path, cli, node, wal_dir):
     assert _run([cli, "kv", "get", "--wal-dir", str(wal_dir), path, "from-python"]).strip() == "!"
 
 
-def _populate(path):
-    with tracking.Repo(path) as repo:
+def _populate(path, data_format=None):
+    with tracking.Repo(path, data_format=data_format) as repo:
         ids = []
         for r in range(3):
             with repo.start_run(name=f"run{r}", experiment="interop", tags=["t"], params={"lr": 0.1 * (r + 1)}) as run:
@@ -88,7 +92,12 @@ def test_tracking_python_to_cli(tmp_path, cli):
         assert repo.runs() == json.loads(_run([cli, "runs", path, "--json"]))
         for rid in ids:
             assert repo.run(rid) == json.loads(_run([cli, "run", path, rid, "--json"]))
-            assert repo.all_series(rid) == json.loads(_run([cli, "series", path, rid, "--json"]))
+            # The CLI's JSON carries a series' context as its canonical JSON
+            # text (the key it is found by); Python hands back the dict track took.
+            cli_series = json.loads(_run([cli, "series", path, rid, "--json"]))
+            for s in cli_series:
+                s["context"] = json.loads(s["context"])
+            assert repo.all_series(rid) == cli_series
             assert repo.all_params(rid) == json.loads(_run([cli, "params", path, rid, "--json"]))
         loss = {s["name"]: s["series_id"] for s in repo.all_series(ids[1])}["loss"]
         data = repo.read_many([loss])[0]
@@ -99,7 +108,7 @@ def test_tracking_python_to_cli(tmp_path, cli):
 
 def test_tracking_python_to_lancedb(tmp_path, node):
     path = str(tmp_path / "repo")
-    ids = _populate(path)
+    ids = _populate(path, data_format="2.1")
     out = tmp_path / "dump"
     out.mkdir()
     _node(node, "tracking.mjs", "dump", path, str(out))
@@ -121,7 +130,7 @@ def test_tracking_cli_and_lancedb_to_python(tmp_path, cli, node):
     path = str(tmp_path / "repo")
     lines = [json.dumps({"params": {"model": {"depth": 4, "pretrained": False}}})]
     lines += [json.dumps({"name": "loss", "value": 1.0 / (i + 1), "step": i}) for i in range(20)]
-    p = subprocess.run([cli, "track", path, "--run", "from-cli", "--experiment", "e"], input="\n".join(lines),
+    p = subprocess.run([cli, "track", path, "--run", "from-cli", "--experiment", "e", "--format", "2.1"], input="\n".join(lines),
                        capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     with tracking.Repo(path, read_only=True) as repo:

@@ -307,6 +307,17 @@ def test_track_many_handles_signals_between_chunks(repo, monkeypatch):
     chunk in flight, not after the whole call: the chunks before it stay
     tracked, none after."""
     import signal
+    # A process started in the background (nohup, CI runners) inherits an
+    # ignored SIGINT, and Python then leaves it ignored: install the
+    # handler a terminal's Ctrl-C would meet.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _track_many_interrupted(repo, monkeypatch, signal)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _track_many_interrupted(repo, monkeypatch, signal):
     run = repo.start_run()
     real = tracking.lib
     calls = []
@@ -418,3 +429,27 @@ def test_run_block_status(tmp_path):
         with run:
             other.close()
             boom()
+
+
+@pytest.mark.parametrize("create,want,other", [(None, "2.2", "2.1"), ("2.1", "2.1", "2.2")])
+def test_repo_data_format(tmp_path, cli, create, want, other):
+    """A repository's tables get data_format's Lance file format (default
+    2.2; 2.1 for lance 8 readers) and keep it; the other one raises
+    InvalidArgument."""
+    import json
+    import subprocess
+    path = str(tmp_path / "repo")
+    with tracking.Repo(path, data_format=create) as repo:
+        with repo.start_run(name="a") as run:
+            run.track(1.0, "loss")
+    with tracking.Repo(path) as repo:  # no format: the repository's
+        with repo.start_run(name="b", params={"lr": 0.1}) as run:
+            run.track(2.0, "loss")
+    for table in ["runs", "params", "series", "metrics"]:
+        p = subprocess.run([cli, "lance", "info", "--json", os.path.join(path, table + ".lance")], capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr
+        assert json.loads(p.stdout)["data_format"] == want, table
+    with pytest.raises(kv0.errors.InvalidArgument, match=want):
+        tracking.Repo(path, data_format=other)
+    with pytest.raises(kv0.errors.InvalidArgument, match="bogus"):
+        tracking.Repo(str(tmp_path / "other"), data_format="bogus")

@@ -107,7 +107,8 @@ func lancedbReadsGo(t *testing.T, b backend) {
 	}
 	rec := rb.NewRecordBatch()
 	rb.Release()
-	d, err := lance.Create(ctx, st, "t.lance", schema, lance.Batches(rec), lance.WriteOptions{})
+	// lancedb 0.31 (lance 8) reads data files of format 2.1 only.
+	d, err := lance.Create(ctx, st, "t.lance", schema, lance.Batches(rec), lance.WriteOptions{DataFormat: lance.DataFormat21})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,7 +102,8 @@ describe('browser', { skip: !haveChromium && 'no Chromium (set CI=true to make t
 
   it('cat, info and log equal the CLI across origins, with no preflight and no HEAD', async () => {
     dataSrv.reset();
-    for (const ds of data.datasets) {
+    // The large table's 30 MB of rows stay with the Node suite.
+    for (const ds of data.datasets.filter((d) => !data.large.includes(d))) {
       const url = `${dataSrv.url}/${ds}`;
       assert.deepEqual(await call(page, 'lance.cat', url), { ok: await kv0(['lance', 'cat', url]) }, ds);
       assert.deepEqual(await call(page, 'lance.info', url), { ok: JSON.parse(await kv0(['lance', 'info', url, '--json'])) }, ds);
@@ -184,7 +185,7 @@ describe('browser', { skip: !haveChromium && 'no Chromium (set CI=true to make t
     }
   });
 
-  it('repo.watch sees appended points and a new run within interval + 1 s; an idle poll costs at most 3 requests', async () => {
+  it('repo.watch sees appended points and a new run by the poll after the commit; an idle poll costs at most 3 requests', async () => {
     const live = join(data.dir, 'live');
     const track = (args, lines) => new Promise((resolve, reject) => {
       const p = spawn(process.env.KV0 ?? join(import.meta.dirname, '../../bin/kv0'), ['track', live, ...args], { stdio: ['pipe', 'pipe', 'inherit'] });
@@ -203,7 +204,7 @@ describe('browser', { skip: !haveChromium && 'no Chromium (set CI=true to make t
       window.polls = 0;
       let wake = null;
       window.nextPoll = () => new Promise((r) => { wake = r; });
-      window.stop = window.repo.watch((c) => window.changes.push({ at: Date.now(), c }), {
+      window.stop = window.repo.watch((c) => window.changes.push({ polls: window.polls, c }), {
         interval,
         onPoll: () => { window.polls++; if (wake) { const w = wake; wake = null; w(); } },
         onError: (e) => window.changes.push({ at: Date.now(), error: `${e.code} ${e.message}` }),
@@ -220,28 +221,30 @@ describe('browser', { skip: !haveChromium && 'no Chromium (set CI=true to make t
 
     // A writer appends points to the run.
     await track(['--resume', base.run_id, '--no-wal'], points(50, 80));
-    const committed = Date.now();
+    const pollsAtCommit = await inPage(page, () => window.polls);
     const seen = await inPage(page, () => new Promise((resolve) => {
       const check = () => (window.changes.length ? resolve(window.changes.shift()) : setTimeout(check, 20));
       check();
-    }), undefined, interval + 5000);
+    }), undefined, interval + 30000);
     assert.equal(seen.error, undefined, seen.error);
-    assert.ok(seen.at - committed <= interval + 1000, `seen ${seen.at - committed} ms after the commit`);
+    // Counted in polls, not milliseconds (a loaded machine stretches those):
+    // the poll under way at the commit may miss it, the one after may not.
+    assert.ok(seen.polls - pollsAtCommit <= 1, `seen ${seen.polls - pollsAtCommit} polls after the commit`);
     const [series] = JSON.parse((await kv0(['series', live, base.run_id, '--json'])).replace(/"series_id": (\d+)/g, '"series_id": "$1"'));
     assert.ok(seen.c.series.includes(series.series_id), JSON.stringify(seen.c));
     assert.ok(seen.c.versions.metrics >= 2);
 
     // Then a new run starts.
     const out = await track(['--run', 'second', '--no-wal'], points(0, 5));
-    const started = Date.now();
+    const pollsAtStart = await inPage(page, () => window.polls);
     const next = await inPage(page, () => new Promise((resolve) => {
       const check = () => (window.changes.length ? resolve(window.changes.shift()) : setTimeout(check, 20));
       check();
-    }), undefined, interval + 5000);
+    }), undefined, interval + 30000);
     const runs = JSON.parse(await kv0(['runs', live, '--json']));
     const second = runs.find((r) => r.name === 'second');
     assert.ok(next.c.runs.includes(second.run_id), `${JSON.stringify(next.c)} ${out}`);
-    assert.ok(next.at - started <= interval + 1000, `run seen ${next.at - started} ms after`);
+    assert.ok(next.polls - pollsAtStart <= 1, `run seen ${next.polls - pollsAtStart} polls after`);
     await inPage(page, async () => { window.stop(); await window.repo.close(); });
   });
 

@@ -71,7 +71,8 @@ describe('preload', () => {
 
   it('datasets under V2 and V1 names read the same with and without preload, one hint fewer', async () => {
     const hints = (from) => srv.log.slice(from).filter((r) => r.path.endsWith('latest_version_hint.json')).length;
-    for (const ds of data.datasets) {
+    // The large table's 30 MB of rows stay with the Node suite.
+    for (const ds of data.datasets.filter((d) => !data.large.includes(d))) {
       const url = `${srv.url}/${ds}`;
       srv.reset();
       const want = [await mod.lance.info(url), await mod.lance.log(url), await mod.lance.cat(url)];

@@ -1,8 +1,9 @@
 // The dashboard in headless Chromium (Debian's chromium, driven by
 // playwright-core), in both modes on a repository this suite writes with the
-// kv0 CLI: api mode through `kv0 serve`, direct mode with the wasm module
-// reading the same repository through kv0 serve's /files/ (and, for the
-// fault cases, from another origin). The page's test hook (window.kv0dash)
+// kv0 CLI (in format 2.2, kv0's default): api mode through `kv0 serve`,
+// direct mode with the wasm module reading the same repository through kv0
+// serve's /files/ (and, for a repository of format 2.1 and the fault cases,
+// from another origin). The page's test hook (window.kv0dash)
 // is checked against what the CLI prints; no test sleeps a fixed time: each
 // waits on kv0dash.ready or the DOM. Screenshots go to out/web-screens.
 import { describe, it, before, after } from 'node:test';
@@ -23,9 +24,10 @@ const ready = (page) => within(page.evaluate(() => window.kv0dash.ready.then(() 
 const hook = (page, name) => page.evaluate((n) => window.kv0dash[n](), name);
 
 describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make this an error)' }, () => {
-  let tmp, repo, srv, faults, browser, ctx, liveWriter;
-  let cliRuns, known, live;
+  let tmp, repo, repo21, srv, faults, browser, ctx, liveWriter;
+  let cliRuns, known, live, cliRuns21;
   const statsOf = new Map(); // `${run_id} ${name} ${context}` -> stats
+  const statsOf21 = new Map(); // the same of the repository of format 2.1
 
   before(async () => {
     tmp = await tempDir();
@@ -41,6 +43,15 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     known = cliRuns.find((r) => r.name === 'known');
     live = cliRuns.find((r) => r.name === 'live');
     for (const r of cliRuns) for (const s of await kv0json(['series', repo, r.run_id])) statsOf.set(`${r.run_id} ${s.name} ${s.context}`, s.stats);
+    // The repository above is in format 2.2 (kv0's default); another one in
+    // 2.1, on the static origin below, for direct mode.
+    repo21 = join(tmp.dir, 'data/repo21');
+    await kv0(['demo', repo21, '--runs', '1', '--steps', '300', '--format', '2.1']);
+    for (const [t, want] of [[join(repo, 'metrics.lance'), '2.2'], [join(repo, 'runs.lance'), '2.2'], [join(repo21, 'metrics.lance'), '2.1'], [join(repo21, 'runs.lance'), '2.1']]) {
+      assert.equal(JSON.parse(await kv0(['lance', 'info', t, '--json'])).data_format, want, t);
+    }
+    cliRuns21 = await kv0json(['runs', repo21]);
+    for (const r of cliRuns21) for (const s of await kv0json(['series', repo21, r.run_id])) statsOf21.set(`${r.run_id} ${s.name} ${s.context}`, s.stats);
     // A corrupt copy (the runs table's data files damaged) for the fault cases.
     await cp(repo, join(tmp.dir, 'data/bad'), { recursive: true });
     await cp(repo, join(tmp.dir, 'data/good'), { recursive: true });
@@ -81,11 +92,11 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
   }
 
   /** Each drawn line holds its series' first and last step and its finite extremes. */
-  function checkLines(charts, what) {
+  function checkLines(charts, what, stats = statsOf) {
     let lines = 0;
     for (const c of charts) {
       for (const r of c.runs) {
-        const st = statsOf.get(`${r.run_id} ${c.metric} ${c.context}`);
+        const st = stats.get(`${r.run_id} ${c.metric} ${c.context}`);
         assert.ok(st, `${what}: stats of ${r.run_id} ${c.metric} ${c.context}`);
         assert.equal(r.steps[0], st.first_step, `${what}: first step of ${c.metric} ${c.context}`);
         assert.equal(r.steps.at(-1), st.last_step, `${what}: last step of ${c.metric} ${c.context}`);
@@ -285,6 +296,18 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     assert.match(await page.textContent('#source'), /^direct/);
     await checkFirstVisit(page, 'direct');
     await page.screenshot({ path: join(SCREENS, 'charts-direct.png') });
+    await page.close();
+  });
+
+  it('direct mode reads a repository of format 2.1 too: the table equals kv0 runs, its lines the CLI\'s statistics', async () => {
+    const page = await open(`?repo=${faults.url}/repo21/`);
+    assert.match(await page.textContent('#source'), /^direct/);
+    const rows = await hook(page, 'runs');
+    assert.deepEqual(rows.map((r) => r.run_id), cliRuns21.map((r) => r.run_id), 'run ids');
+    assert.deepEqual(rows.map((r) => r.name), cliRuns21.map((r) => r.name ?? ''), 'names');
+    const lines = checkLines(await hook(page, 'charts'), 'direct, 2.1', statsOf21);
+    assert.ok(lines >= 3, `direct, 2.1: ${lines} lines`);
+    assert.equal(await page.locator('#errors .error').count(), 0);
     await page.close();
   });
 

@@ -79,6 +79,12 @@ type Options struct {
 	// MaterializeRowsPerFile bounds the rows of each fragment Materialize
 	// writes (default 256 Ki).
 	MaterializeRowsPerFile int
+	// DataFormat is the format of the data files of a dataset the log
+	// creates: lance.DataFormat21 (read by lance 8 and older) or
+	// lance.DataFormat22; empty means lance.DefaultDataFormat. A dataset
+	// keeps its format: Open with Create fails with lance.ErrDataFormat
+	// when the dataset has another one than a format asked for.
+	DataFormat string
 	// Commit tunes Lance's commit retries.
 	Commit lance.CommitOptions
 	// Warn, when set, receives what listings of the dataset's manifests
@@ -134,6 +140,9 @@ func Open(ctx context.Context, st store.Store, root string, opts Options) (*Log,
 	if opts.MaterializeRowsPerFile <= 0 {
 		opts.MaterializeRowsPerFile = DefaultMaterializeRowsPerFile
 	}
+	if err := lance.CheckDataFormat(opts.DataFormat); err != nil {
+		return nil, err
+	}
 	l := &Log{st: st, root: root, opts: opts, versions: map[uint64]*lance.Dataset{}}
 	if opts.Create {
 		v, err := l.Latest(ctx)
@@ -143,6 +152,15 @@ func Open(ctx context.Context, st store.Store, root string, opts Options) (*Log,
 		if v == 0 {
 			if _, _, err := l.create(ctx, nil); err != nil {
 				return nil, err
+			}
+		} else if opts.DataFormat != "" {
+			d, err := l.dataset(ctx, v)
+			if err != nil {
+				return nil, mapErr("open", err)
+			}
+			if f := d.DataFormat(); f != opts.DataFormat {
+				return nil, fmt.Errorf("%w: the database stores data files in format %s, not %s (a format is chosen when a database is created)",
+					lance.ErrDataFormat, f, opts.DataFormat)
 			}
 		}
 	}
@@ -162,7 +180,8 @@ func (l *Log) Root() string { return l.root }
 func (l *Log) create(ctx context.Context, rows []kv.Row) (*lance.Dataset, uint64, error) {
 	rr := &sliceRows{rows: rows}
 	defer rr.release()
-	d, err := lance.Create(ctx, l.st, l.root, schema, rr, lance.WriteOptions{MaxRowsPerFile: max(len(rows), 1), Commit: l.opts.Commit})
+	d, err := lance.Create(ctx, l.st, l.root, schema, rr, lance.WriteOptions{MaxRowsPerFile: max(len(rows), 1), Commit: l.opts.Commit,
+		DataFormat: l.opts.DataFormat})
 	if errors.Is(err, lance.ErrExists) {
 		return nil, 0, nil
 	}

@@ -40,6 +40,8 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	serveAddr := fs.String("serve", "", "with --live: serve REPO at `ADDR` meanwhile, as kv0 serve --listen ADDR does")
 	webDir := fs.String("web", "", "with --serve: serve the dashboard from `DIR`, as kv0 serve --web DIR does")
 	wasmDir := fs.String("wasm", "", "with --serve: serve the WebAssembly module from `DIR`, as kv0 serve --wasm DIR does")
+	var format string
+	formatVar(fs, &format, repoFormatUsage)
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
@@ -79,7 +81,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fmt.Errorf("%s already holds a repository; the demo writes a new one (choose another location)", loc)
 		}
 	}
-	r, err := openRepoWith(ctx, loc, repoOpen{writable: true, create: *create})
+	r, err := openRepoWith(ctx, loc, repoOpen{writable: true, create: *create, opts: tracking.RepoOptions{DataFormat: format}})
 	if err != nil {
 		return err
 	}

@@ -26,10 +26,14 @@ given; scan prints "key<TAB>value" lines, quoting (Go syntax) text that is
 not printable. --wal-dir sets the root of the write-ahead logs.
 `
 
+// kvFormatUsage is the help of kv put/delete --format.
+const kvFormatUsage = "data file format `F` of a new database: 2.1 (read by lance 8 and older) or 2.2 (the default); a database keeps its format"
+
 // kvFlags are the flags every kv subcommand takes.
 type kvFlags struct {
 	hex, b64 bool
 	walDir   string
+	format   string      // --format: the data file format of a new database
 	warn     func(error) // where warnings of the Lance layer go
 }
 
@@ -92,6 +96,9 @@ func (f *kvFlags) options(readOnly bool, version uint64) kvdb.Options {
 	o := kvdb.Options{WALDir: f.walDir, Location: locationOptions, DB: kv.Options{ReadOnly: readOnly, Version: version,
 		FlushInterval: -1, RefreshInterval: -1}}
 	o.Log.Warn = f.warn
+	if !readOnly {
+		o.Log.DataFormat = f.format
+	}
 	return o
 }
 
@@ -123,9 +130,11 @@ func runKV(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		versionVar(fs, &version, "version", "read version `N`, from 1 (default: latest)")
 		nargs = 2
 	case "put":
+		formatVar(fs, &f.format, kvFormatUsage)
 		nargs = 3
 	case "delete":
 		fs.Func("end", "delete the range [KEY, END)", func(s string) error { end, haveEnd = s, true; return nil })
+		formatVar(fs, &f.format, kvFormatUsage)
 		nargs = 2
 	case "scan":
 		fs.Func("start", "first key (inclusive)", func(s string) error { start, haveStart = s, true; return nil })

@@ -3,7 +3,7 @@ package main
 // The write side of "kv0 lance": write, delete, compact, tag, restore,
 // cleanup, and cat --where.
 //
-//	kv0 lance write   PATH --mode create|append|overwrite [--input FILE]
+//	kv0 lance write   PATH --mode create|append|overwrite [--input FILE] [--format 2.1|2.2]
 //	kv0 lance delete  PATH --where EXPR
 //	kv0 lance compact PATH [--target-rows N]
 //	kv0 lance tag     create|delete|list PATH [NAME] [--version N]
@@ -191,6 +191,8 @@ func cmdWrite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mode := fs.String("mode", "", "create, append or overwrite")
 	input := fs.String("input", "-", "Arrow IPC stream or file to read (`FILE`, - for stdin)")
 	maxRows := intFlag(fs, "max-rows-per-file", 0, 0, maxRowCount, "`N` rows per data file, up to 2^32-1 (0: the default, 1Mi)")
+	var format string
+	formatVar(fs, &format, "data file format `F`, 2.1 (read by lance 8 and older) or 2.2 (default for a new dataset; append and overwrite keep the dataset's)")
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
@@ -217,7 +219,7 @@ func cmdWrite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	prog, end := progress(stderr, "rows written")
 	defer end()
-	opts := lance.WriteOptions{MaxRowsPerFile: *maxRows, Progress: prog}
+	opts := lance.WriteOptions{MaxRowsPerFile: *maxRows, Progress: prog, DataFormat: format}
 	var d *lance.Dataset
 	switch *mode {
 	case "create", "overwrite":

@@ -25,6 +25,8 @@ package main
 //
 // Durations are Go durations ("36h", "90m") or whole days and weeks ("14d",
 // "2w", "1d12h"): parseDuration is the one parser of every duration flag.
+// The --format of lance write, kv put/delete, track and demo takes 2.1 or
+// 2.2 (formatVar).
 
 import (
 	"errors"
@@ -213,3 +215,28 @@ func formatDuration(d time.Duration) string {
 
 // maxRowCount bounds row-count flags: a row's offset in its fragment is 32 bits.
 const maxRowCount = math.MaxUint32
+
+// formatValue is a flag.Value holding a data file format kv0 writes
+// ("2.1" or "2.2"), "" while the flag is not given.
+type formatValue struct{ p *string }
+
+// formatVar defines the --format flag of commands that create datasets.
+func formatVar(fs *flag.FlagSet, p *string, usage string) {
+	fs.Var(formatValue{p}, "format", usage)
+}
+
+func (v formatValue) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v formatValue) Set(s string) error {
+	s = strings.TrimSpace(s)
+	if s != lance.DataFormat21 && s != lance.DataFormat22 {
+		return fmt.Errorf("want %s or %s (lance 8 and older read only %s)", lance.DataFormat21, lance.DataFormat22, lance.DataFormat21)
+	}
+	*v.p = s
+	return nil
+}

@@ -119,9 +119,10 @@ func getAnswer(t *testing.T, base, path string, header map[string]string) apiAns
 
 // TestServeOnObjectStores serves the same repository (a tracking
 // repository written by kv0 demo and the Go API, a dataset kv0 wrote with
-// versions and a tag, and lance 8's sample datasets) from a local folder
-// and, copied byte for byte, from gs:// (fake-gcs-server), az://
-// (Azurite) and s3:// (gofakes3), each with `kv0 serve`, and checks that
+// versions and a tag, lance 8's sample datasets and lance 12's tables of
+// format 2.2) from a local folder and, copied byte for byte, from gs://
+// (fake-gcs-server), az:// (Azurite) and s3:// (gofakes3), each with
+// `kv0 serve`, and checks that
 // every route answers the same status, headers and bytes on each: rows
 // (JSON Lines and Arrow), info, log, runs with filters, run, params,
 // series, points, stats, versions, files with ranges and conditional
@@ -144,6 +145,9 @@ func TestServeOnObjectStores(t *testing.T) {
 	var reqs []request
 	add := func(path string, header map[string]string) { reqs = append(reqs, request{path, header}) }
 	for _, ds := range sr.datasets {
+		if ds == "v22/pages.lance" {
+			continue // 30 MB of rows a query, and nothing the other 2.2 tables lack for comparing stores
+		}
 		p := "/api/v1/datasets/" + ds
 		for _, q := range []string{"", "?version=1", "?format=arrow", "?limit=7", "?where=" + url.QueryEscape("id < 30 OR s IS NULL"), "?tag=v-one"} {
 			add(p+"/rows"+q, nil)

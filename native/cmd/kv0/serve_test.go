@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -50,12 +51,20 @@ func fixturesDir(t *testing.T) string {
 	return d
 }
 
+// v22Dir is the datasets lance 12 wrote in format 2.2 (and two in 2.1),
+// core/lancefile/testdata/v22 (see its README).
+const v22Dir = "../../../core/lancefile/testdata/v22"
+
 // serveRoot is a folder holding a tracking repository (written by kv0
 // demo and kv0 track) and datasets: the lance-samples fixtures under
-// fixtures/ and one written by kv0 with versions and tags.
+// fixtures/, lance 12's tables under v22/, two written by kv0 with
+// versions and tags (formats 2.2 and 2.1), the tables of a 2.1 demo
+// repository under repo21/ and key-value databases of both formats under
+// kvdb/.
 type serveRoot struct {
 	dir      string
-	datasets []string // paths under dir
+	datasets []string            // paths under dir
+	columns  map[string][]string // each dataset's top-level columns
 	runs     []tracking.RunInfo
 }
 
@@ -123,17 +132,56 @@ func buildServeRoot(dir, fixtures string) (*serveRoot, error) {
 		}
 		return b.NewRecordBatch()
 	}
-	d, err := lance.Create(ctx, st, "kv0/t.lance", schema, lance.Batches(mk(0, 500)), lance.WriteOptions{})
-	if err != nil {
-		return nil, err
+	// The same in format 2.1 as kv0/t21.lance.
+	for _, w := range []struct{ name, format string }{{"kv0/t.lance", ""}, {"kv0/t21.lance", lance.DataFormat21}} {
+		d, err := lance.Create(ctx, st, w.name, schema, lance.Batches(mk(0, 500)), lance.WriteOptions{DataFormat: w.format})
+		if err != nil {
+			return nil, err
+		}
+		if d, err = d.Append(ctx, lance.Batches(mk(500, 700)), lance.WriteOptions{MaxRowsPerFile: 300}); err != nil {
+			return nil, err
+		}
+		if err := d.CreateTag(ctx, "v-one", 1); err != nil {
+			return nil, err
+		}
+		sr.datasets = append(sr.datasets, w.name)
 	}
-	if d, err = d.Append(ctx, lance.Batches(mk(500, 700)), lance.WriteOptions{MaxRowsPerFile: 300}); err != nil {
-		return nil, err
+	// The repository at the root is in format 2.2 (kv0's default); the
+	// tables of a demo repository in 2.1, and key-value databases in both
+	// formats (their write-ahead logs beside the root), are datasets too.
+	if code := run(ctx, []string{"demo", filepath.Join(dir, "repo21"), "--runs", "1", "--steps", "200", "--format", "2.1"}, &out, &errOut); code != 0 {
+		return nil, fmt.Errorf("demo --format 2.1: %s", errOut.String())
 	}
-	if err := d.CreateTag(ctx, "v-one", 1); err != nil {
-		return nil, err
+	sr.datasets = append(sr.datasets, "repo21/runs.lance", "repo21/metrics.lance")
+	wal := filepath.Join(filepath.Dir(dir), filepath.Base(dir)+"-wal")
+	for _, db := range []struct{ name, format string }{{"kvdb/db.lance", "2.2"}, {"kvdb/db21.lance", "2.1"}} {
+		loc := filepath.Join(dir, db.name)
+		puts := [][]string{{"kv", "put", loc, "alpha", "one", "--format", db.format, "--wal-dir", wal}}
+		for i := range 6 {
+			puts = append(puts, []string{"kv", "put", loc, fmt.Sprintf("key/%d", i), fmt.Sprintf("value %d", i), "--wal-dir", wal})
+		}
+		puts = append(puts, []string{"kv", "delete", loc, "key/2", "--wal-dir", wal})
+		for _, args := range puts {
+			if code := run(ctx, args, &out, &errOut); code != 0 {
+				return nil, fmt.Errorf("%v: %s", args, errOut.String())
+			}
+		}
+		sr.datasets = append(sr.datasets, db.name)
 	}
-	sr.datasets = append(sr.datasets, "kv0/t.lance")
+	for ds, want := range map[string]string{"runs.lance": "2.2", "metrics.lance": "2.2", "kv0/t.lance": "2.2", "kv0/t21.lance": "2.1",
+		"repo21/runs.lance": "2.1", "repo21/metrics.lance": "2.1", "kvdb/db.lance": "2.2", "kvdb/db21.lance": "2.1"} {
+		sub, err := fsstore.OpenExisting(filepath.Join(dir, ds))
+		if err != nil {
+			return nil, err
+		}
+		d, err := lance.Open(ctx, sub, "", lance.OpenOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ds, err)
+		}
+		if got := d.DataFormat(); got != want {
+			return nil, fmt.Errorf("%s is in format %s, not %s", ds, got, want)
+		}
+	}
 	if fixtures != "" {
 		if err := os.CopyFS(filepath.Join(dir, "fixtures"), os.DirFS(fixtures)); err != nil {
 			return nil, err
@@ -142,6 +190,31 @@ func buildServeRoot(dir, fixtures string) (*serveRoot, error) {
 			sr.datasets = append(sr.datasets, "fixtures/"+v+"/kv.lance")
 		}
 		sr.datasets = append(sr.datasets, "fixtures/bigdel/t.lance", "fixtures/bigdel/t2.lance")
+		tables, err := filepath.Glob(filepath.Join(v22Dir, "*.lance"))
+		if err != nil || len(tables) == 0 {
+			return nil, fmt.Errorf("lance 12's tables in %s: %v", v22Dir, err)
+		}
+		for _, tb := range tables {
+			name := "v22/" + filepath.Base(tb)
+			if err := os.CopyFS(filepath.Join(dir, name), os.DirFS(tb)); err != nil {
+				return nil, err
+			}
+			sr.datasets = append(sr.datasets, name)
+		}
+	}
+	sr.columns = map[string][]string{}
+	for _, ds := range sr.datasets {
+		sub, err := fsstore.OpenExisting(filepath.Join(dir, ds))
+		if err != nil {
+			return nil, err
+		}
+		d, err := lance.Open(ctx, sub, "", lance.OpenOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ds, err)
+		}
+		for _, f := range d.ArrowSchema().Fields() {
+			sr.columns[ds] = append(sr.columns[ds], f.Name)
+		}
 	}
 	rr, err := tracking.OpenRepo(ctx, st, "", tracking.RepoOptions{ReadOnly: true})
 	if err != nil {
@@ -206,17 +279,22 @@ func TestServeMatchesCLI(t *testing.T) {
 	t.Run("rows", func(t *testing.T) {
 		for _, ds := range sr.datasets {
 			loc := filepath.Join(sr.dir, ds)
-			for _, o := range []struct{ flags, query []string }{
-				{nil, nil},
-				{[]string{"--version", "1"}, []string{"version=1"}},
-				{[]string{"--limit", "7", "--columns", "key,seq"}, []string{"limit=7", "columns=key,seq"}},
-				{[]string{"--where", "seq >= 150 AND op = 1", "--limit", "20"}, []string{"where=seq >= 150 AND op = 1", "limit=20"}},
-				{[]string{"--columns", "s,id", "--where", "id < 30 OR s IS NULL"}, []string{"columns=s,id", "where=id < 30 OR s IS NULL"}},
-				{[]string{"--tag", "v-one", "--limit", "3"}, []string{"tag=v-one", "limit=3"}},
-				{[]string{"--where", "id >= 1190 OR id < 3"}, []string{"where=id >= 1190 OR id < 3"}},
-				{[]string{"--limit", "0"}, []string{"limit=0"}},
+			// needs: the columns a case names, which the dataset must have.
+			for _, o := range []struct{ flags, query, needs []string }{
+				{nil, nil, nil},
+				{[]string{"--version", "1"}, []string{"version=1"}, nil},
+				{[]string{"--limit", "7", "--columns", "key,seq"}, []string{"limit=7", "columns=key,seq"}, []string{"key", "seq"}},
+				{[]string{"--where", "seq >= 150 AND op = 1", "--limit", "20"}, []string{"where=seq >= 150 AND op = 1", "limit=20"}, []string{"seq", "op"}},
+				{[]string{"--columns", "s,id", "--where", "id < 30 OR s IS NULL"}, []string{"columns=s,id", "where=id < 30 OR s IS NULL"}, []string{"s", "id"}},
+				{[]string{"--tag", "v-one", "--limit", "3"}, []string{"tag=v-one", "limit=3"}, nil},
+				{[]string{"--where", "id >= 1190 OR id < 3"}, []string{"where=id >= 1190 OR id < 3"}, []string{"id"}},
+				{[]string{"--limit", "0"}, []string{"limit=0"}, nil},
+				// lance 12's dictionaries, constants and nested columns, filtered.
+				{[]string{"--columns", "sd,cat,i64d,ld", "--where", "cat = 'red' AND i64d > 0"}, []string{"columns=sd,cat,i64d,ld", "where=cat = 'red' AND i64d > 0"}, []string{"sd", "cat", "i64d", "ld"}},
+				{[]string{"--columns", "ts_ns,f32,d32,id", "--where", "f32 < 0 OR ts_ns IS NULL", "--limit", "50"}, []string{"columns=ts_ns,f32,d32,id", "where=f32 < 0 OR ts_ns IS NULL", "limit=50"}, []string{"ts_ns", "f32", "d32", "id"}},
+				{[]string{"--columns", "cstr,lsc,ci64,nstruct", "--where", "id > 600 AND id <= 650"}, []string{"columns=cstr,lsc,ci64,nstruct", "where=id > 600 AND id <= 650"}, []string{"cstr", "lsc", "ci64", "nstruct", "id"}},
 			} {
-				if !compatible(t, sr, ds, o.flags) {
+				if !compatible(sr, ds, o.flags, o.needs) {
 					continue
 				}
 				want := cli(t, append([]string{"lance", "cat", loc}, o.flags...)...)
@@ -240,7 +318,7 @@ func TestServeMatchesCLI(t *testing.T) {
 				flags []string
 				query string
 			}{{nil, ""}, {[]string{"--version", "1"}, "?version=1"}, {[]string{"--tag", "v-one"}, "?tag=v-one"}} {
-				if !compatible(t, sr, ds, o.flags) {
+				if !compatible(sr, ds, o.flags, nil) {
 					continue
 				}
 				want := cli(t, append([]string{"lance", "info", "--json", loc}, o.flags...)...)
@@ -371,20 +449,16 @@ func TestServeMatchesCLI(t *testing.T) {
 	})
 }
 
-// compatible reports whether the flags apply to the dataset (columns and
-// tags that it has).
-func compatible(t *testing.T, sr *serveRoot, ds string, flags []string) bool {
-	kv0, kvFixture := strings.HasPrefix(ds, "kv0/"), strings.HasSuffix(ds, "/kv.lance")
-	joined := strings.Join(flags, " ")
-	switch {
-	case strings.Contains(joined, "v-one"):
-		return kv0
-	case strings.Contains(joined, "seq"):
-		return kvFixture
-	case strings.Contains(joined, "s,id"):
-		return kv0
-	case strings.Contains(joined, "id "):
-		return !kvFixture
+// compatible reports whether the flags apply to the dataset: it has the
+// columns needs names, and the tag when they name one.
+func compatible(sr *serveRoot, ds string, flags, needs []string) bool {
+	if slices.Contains(flags, "--tag") && !strings.HasPrefix(ds, "kv0/") {
+		return false
+	}
+	for _, c := range needs {
+		if !slices.Contains(sr.columns[ds], c) {
+			return false
+		}
 	}
 	return true
 }

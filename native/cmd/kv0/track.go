@@ -80,11 +80,15 @@ run was taken over learns it at its next commit, drops what it had not
 committed of the run and exits with status 1.
 `
 
+// repoFormatUsage is the help of track and demo --format.
+const repoFormatUsage = "data file format `F` of a new repository: 2.1 (read by lance 8 and older) or 2.2 (the default); a repository keeps its format"
+
 // trackFlags are kv0 track's options.
 type trackFlags struct {
 	run, experiment, resume string
 	finish, noWAL, ack      bool
 	strict, create          bool
+	format                  string
 	flushInterval           time.Duration
 	flushRows               int
 }
@@ -103,6 +107,7 @@ func cmdTrack(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&tf.strict, "strict", false, "stop at the first bad line (default: report it and skip it)")
 	fs.BoolVar(&tf.create, "create", true, "create the repository when there is none")
 	fs.BoolVar(&tf.noWAL, "no-wal", false, "do not log writes in the local write-ahead log")
+	formatVar(fs, &tf.format, repoFormatUsage)
 	pos, err := parseArgs(fs, args, stderr)
 	if err != nil {
 		return err
@@ -151,6 +156,7 @@ type tracker struct {
 func (t *tracker) track(ctx context.Context, loc string, stopSignals func()) error {
 	var lockPtr atomic.Pointer[runlock.Lock]
 	opts := tracking.RepoOptions{
+		DataFormat:    t.flags.format,
 		FlushRows:     t.flags.flushRows,
 		FlushInterval: -1, // the flusher below commits on time, so that it can acknowledge
 		OnHeartbeat: func(at time.Time) {

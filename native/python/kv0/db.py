@@ -73,6 +73,10 @@ class Options:
       (default 64 MiB);
     - ``max_fragments``: fragment count above which a flush compacts;
     - ``disable_snapshots``: neither load nor save the reopen snapshot;
+    - ``data_format``: the Lance file format of a new database's data files,
+      ``"2.2"`` (the default, what current Lance writes) or ``"2.1"`` (the
+      newest lance 8 and older read); an existing database keeps its
+      format, and asking for the other one raises InvalidArgument;
     - ``storage_options``: a dict for object stores (``aws_endpoint``,
       ``aws_region``, ``aws_access_key_id``, ``aws_secret_access_key``,
       ``aws_session_token``, ``allow_http``, ...).
@@ -85,7 +89,7 @@ class Options:
         "write_buffer_size": int, "lazy_value_threshold": int, "value_cache_size": int,
         "max_fragments": int, "flush_interval": "seconds", "refresh_interval": "seconds",
         "wal_sync": str, "wal_dir": str, "disable_wal": bool, "disable_snapshots": bool,
-        "storage_options": dict,
+        "data_format": str, "storage_options": dict,
     }
 
     def __init__(self, **kwargs):

@@ -37,7 +37,7 @@ _TRACK_MANY_CHUNK = 1 << 16  # points per native call of track_many (see there)
 _HDR = struct.Struct("<QQ")
 
 _REPO_OPTIONS = {"flush_rows", "flush_interval", "max_fragments", "wal", "wal_dir", "wal_sync",
-                 "storage_options"}
+                 "data_format", "storage_options"}
 _FILTERS = ("experiment", "status", "tags", "archived", "params")
 _STAT_FLOATS = ("last_value", "min", "max")
 _FIELDS = ("name", "experiment", "description", "tags", "status", "archived", "ended_at", "kind", "target")
@@ -141,6 +141,10 @@ class Repo:
       power loss too) and replayed by the next writable open;
     - ``wal_dir``, ``wal_sync`` (``"batch"``, ``"none"``, ``"always"``): as
       for :class:`kv0.Options`;
+    - ``data_format``: the Lance file format of a new repository's tables,
+      ``"2.2"`` (the default) or ``"2.1"`` (for readers on lance 8 and
+      older); an existing repository keeps its format, and asking for the
+      other one raises InvalidArgument;
     - ``storage_options``: a dict for object stores.
 
     Environment variables (``AWS_*``, ``KV0_*``) are read from

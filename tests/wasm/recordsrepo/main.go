@@ -1,8 +1,9 @@
 // Command recordsrepo writes the tracking repository with records tables
 // that tests/wasm/node.test.mjs reads (the CLI writes no records):
 //
-//	go run ./tests/wasm/recordsrepo DIR
+//	go run ./tests/wasm/recordsrepo DIR [FORMAT]
 //
+// FORMAT is the data file format of its tables: 2.2 (the default) or 2.1.
 // Runs a and b live, c deleted after writing records. Table evals:
 // (a, i1) written twice (the second wins), (a, i2), (b, i1), (b, i2) then
 // deleted, ("", shared) of no run, (a, ids) whose data has a series_id
@@ -28,15 +29,19 @@ func main() {
 }
 
 func run() error {
-	if len(os.Args) != 2 {
-		return fmt.Errorf("usage: recordsrepo DIR")
+	if len(os.Args) != 2 && len(os.Args) != 3 {
+		return fmt.Errorf("usage: recordsrepo DIR [FORMAT]")
+	}
+	format := ""
+	if len(os.Args) == 3 {
+		format = os.Args[2]
 	}
 	ctx := context.Background()
 	st, err := fsstore.Open(os.Args[1])
 	if err != nil {
 		return err
 	}
-	r, err := tracking.OpenRepo(ctx, st, "", tracking.RepoOptions{FlushInterval: -1})
+	r, err := tracking.OpenRepo(ctx, st, "", tracking.RepoOptions{FlushInterval: -1, DataFormat: format})
 	if err != nil {
 		return err
 	}
