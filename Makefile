@@ -3,14 +3,20 @@
 #   make run     build kv0, the dashboard and the wasm module, write the tracking demo to out/demo, print
 #                its runs and metrics, then serve it with two live runs appending until Ctrl-C
 #   make demo    write the demo and print it, without serving
-#   make test    install test dependencies, vet, test, build for wasm, fuzz briefly, interop
+#   make test    install test dependencies, vet, test, build for wasm, fuzz briefly, interop: every
+#                suite runs even when one before it failed, then the run fails if any did
 #   make bench   benchmarks side by side with lancedb, Pebble and SQLite (docs/benchmarks.md)
 #   make fuzz    every fuzz target for FUZZTIME (default 60s)
 #   make proto   regenerate the protobuf code from core/internal/lancepb/proto
 #   make python  the Python package in out/python (PYTHONPATH=out/python, or pip install ./out/python)
 #   make web     the dashboard in out/web (web/README.md), with the wasm module in out/web/wasm
+#   make assets  pack out/web and out/wasm into web/assets/dist, the dashboard and wasm module every kv0
+#                binary embeds (commit the result; make test-assets checks it)
+#   make dist    release artifacts in out/dist: kv0 for five platforms, the Python wheel, the npm package
 
 GO        ?= go
+# The one version number of kv0, its wheel and its npm package.
+VERSION   := $(shell sed -n 's/^const Version = "\(.*\)"$$/\1/p' core/version/version.go)
 BIN       := bin
 KV0       := $(BIN)/kv0
 FUZZTIME  ?= 60s
@@ -18,7 +24,7 @@ FUZZTIME  ?= 60s
 APT_PACKAGES := protobuf-compiler nodejs npm
 PROTOC_GEN_GO_LITE_VERSION := v0.14.0
 
-.PHONY: all build run demo test vet unit wasm wasm-prof wasm-size test-wasm wasm-deps web web-deps test-web edge edge-deps test-edge bench-edge bench-wasm bench-web fuzz fuzz-short interop-deps azure-deps bench bench-lance bench-kv bench-tracking bench-s3 bench-api proto clean \
+.PHONY: all build run run-check demo test test-deps node-deps s3-deps assets test-assets dist dist-bin dist-python dist-npm vet unit wasm wasm-prof wasm-size test-wasm wasm-deps web web-deps test-web edge edge-deps test-edge bench-edge bench-wasm bench-web fuzz fuzz-short interop-deps azure-deps bench bench-lance bench-kv bench-tracking bench-s3 bench-api proto clean \
 	python python-deps python-test bench-python
 
 all: build
@@ -50,18 +56,41 @@ demo: build
 	$(KV0) demo $(DEMO) $(DEMO_FLAGS)
 	$(KV0) metrics $(DEMO) resnet-cifar10-1 loss --context '{"subset":"train"}' --max-points 12
 
-run: build web wasm
+# make run checks LISTEN first (with node, which it needs for the
+# dashboard), installs only the dashboard's npm packages (web-deps), and
+# serves the dashboard and wasm module just built from the sources
+# (--web, --wasm) rather than the ones kv0 embeds.
+run: run-check build web
 	rm -rf $(DEMO)
 	$(KV0) demo $(DEMO) $(DEMO_FLAGS)
 	$(KV0) metrics $(DEMO) resnet-cifar10-1 loss --context '{"subset":"train"}' --max-points 12
-	$(KV0) demo $(DEMO) --live --serve $(LISTEN)
+	$(KV0) demo $(DEMO) --live --serve $(LISTEN) --web $(WEB_OUT) --wasm $(WASM_OUT)
+
+run-check:
+	@command -v node >/dev/null 2>&1 || { echo "make run needs node and npm (the dashboard is bundled with esbuild): apt-get install nodejs npm"; exit 1; }
+	@node web/check-listen.mjs '$(LISTEN)'
 
 # `make test` is what CI runs (.ci/run). Node and npm are needed by the
 # interop, wasm, Python and Azure suites, Chromium by the browser suite;
-# with CI=true their absence is an error, never a skip. The wasm size check
-# comes last, so a binary over the limit fails the run after every suite
-# has reported.
-test: interop-deps azure-deps vet unit wasm test-wasm test-web test-edge fuzz-short python-test wasm-size
+# with CI=true their absence is an error, never a skip. The tools are
+# installed first, as steps of their own (test-deps), outside any test's
+# time limit. Each suite is a make of its own and runs even when one
+# before it failed; the list of failed ones and a closing "suites: N
+# passed, N failed" line come last, and the run fails if any failed.
+TEST_SUITES := test-deps vet unit test-assets test-wasm test-web test-edge fuzz-short python-test wasm-size
+test:
+	@passed=0; failed=; \
+	for s in $(TEST_SUITES); do \
+		echo "=== make $$s"; \
+		if $(MAKE) --no-print-directory $$s; then passed=$$((passed+1)); else failed="$$failed $$s"; echo "=== make $$s FAILED"; fi; \
+	done; \
+	n=$$(echo $$failed | wc -w); \
+	if [ -n "$$failed" ]; then echo "failed suites:$$failed"; fi; \
+	echo "suites: $$passed passed, $$n failed"; \
+	[ -z "$$failed" ]
+
+# Every tool the suites use, installed before they run.
+test-deps: interop-deps azure-deps s3-deps wasm-deps web-deps edge-deps python-deps
 
 vet:
 	$(GO) vet ./...
@@ -94,9 +123,10 @@ wasm:
 	@if GOOS=js GOARCH=wasm $(GO) list -tags $(WASM_TAGS) -deps ./wasm | grep -qx 'net/http'; then \
 		echo "the wasm module links net/http"; exit 1; fi
 	mkdir -p $(WASM_OUT)
-	GOOS=js GOARCH=wasm $(GO) build -tags $(WASM_TAGS) $(WASM_GCFLAGS) -trimpath -ldflags='-s -w' -o $(WASM_OUT)/kv0.wasm ./wasm
+	GOOS=js GOARCH=wasm $(GO) build -tags $(WASM_TAGS) $(WASM_GCFLAGS) -trimpath -buildvcs=false -ldflags='-s -w' -o $(WASM_OUT)/kv0.wasm ./wasm
 	cp $(WASM_EXEC) $(WASM_OUT)/wasm_exec.js
-	cp wasm/kv0.mjs wasm/kv0.d.ts wasm/package.json wasm/README.md $(WASM_OUT)/
+	cp wasm/kv0.mjs wasm/kv0.d.ts wasm/README.md $(WASM_OUT)/
+	sed 's/"version": "[^"]*"/"version": "$(VERSION)"/' wasm/package.json > $(WASM_OUT)/package.json
 	gzip -9 -k -f $(WASM_OUT)/kv0.wasm
 
 # `make wasm-prof` writes out/wasm-prof: the module with its name section
@@ -115,22 +145,28 @@ wasm-size: wasm
 # after httpstore's fetch transport, tested under Node as js/wasm (Go's
 # go_js_wasm_exec). With CI=true a missing Chromium is installed, and is an
 # error if that fails.
-wasm-deps: build
+wasm-deps: build node-deps
 	@if [ ! -x /usr/bin/chromium ] && [ "$$CI" = "true" ]; then \
 		apt-get update -qq && apt-get install -y -qq chromium brotli; fi
 	@if [ ! -x /usr/bin/chromium ] && [ "$$CI" = "true" ]; then \
 		echo "chromium is required for the browser suite (CI=true)"; exit 1; fi
 	cd tests/wasm && { [ -d node_modules/apache-arrow ] && [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund; }
 
-test-wasm: wasm wasm-deps
+# browser.test.mjs reads a signed repository from versitygw (make s3-deps).
+# npm.test.mjs installs the npm package as a user does (make dist-npm's
+# kv0-wasm-VERSION.tgz into a fresh folder) and reads a repository with it
+# in Node, directly and bundled by esbuild (web/package-lock.json's).
+test-wasm: wasm wasm-deps dist-npm web-deps s3-deps
 	PATH="$$($(GO) env GOROOT)/lib/wasm:$$PATH" GOOS=js GOARCH=wasm $(GO) test -count=1 -run TestFetchTransport ./httpstore
-	cd tests/wasm && KV0=$(CURDIR)/$(KV0) WASM_DIR=$(CURDIR)/$(WASM_OUT) node --test --test-concurrency=1 *.test.mjs
+	cd tests/wasm && KV0=$(CURDIR)/$(KV0) WASM_DIR=$(CURDIR)/$(WASM_OUT) NPM_TGZ=$(CURDIR)/$(DIST_OUT)/kv0-wasm-$(VERSION).tgz \
+		ESBUILD=$(CURDIR)/web/node_modules/.bin/esbuild node --test --test-concurrency=1 *.test.mjs
 
 # The dashboard (web/README.md): esbuild bundles web/src into out/web
-# (index.html, app.js, app.css) and copies the wasm module into
+# (index.html, app-HASH.js, app-HASH.css) and copies the wasm module into
 # out/web/wasm, so the folder deploys to any static host as it is.
 WEB_OUT := out/web
-web-deps: interop-deps
+web-deps: node-deps
+	@command -v npm >/dev/null 2>&1 || { echo "the dashboard is bundled with node and npm (apt-get install nodejs npm)"; exit 1; }
 	cd web && { [ -x node_modules/.bin/esbuild ] && [ -d node_modules/uplot ] || npm ci --no-audit --no-fund; }
 
 web: wasm web-deps
@@ -138,10 +174,27 @@ web: wasm web-deps
 
 # The dashboard's browser suite (tests/web/README.md) in Debian's Chromium,
 # installed as for the wasm suites (wasm-deps); with CI=true a missing
-# Chromium or node is an error. Screenshots go to out/web-screens.
+# Chromium or node is an error. Screenshots go to out/web-screens. It runs
+# against kv0 as a user builds it: a plain `go build` into a temporary
+# folder, serving the dashboard and wasm module it embeds (web/assets) from
+# another temporary folder; out/web and out/wasm are what it compares them
+# with (and the static host of direct mode serves).
 test-web: web wasm-deps
 	cd tests/web && { [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund; }
-	cd tests/web && KV0=$(CURDIR)/$(KV0) WEB_DIR=$(CURDIR)/$(WEB_OUT) SCREENS=$(CURDIR)/out/web-screens node --test --test-concurrency=1 *.test.mjs
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(GO) build -o "$$tmp/kv0" ./native/cmd/kv0 && \
+	cd tests/web && KV0="$$tmp/kv0" WEB_DIR=$(CURDIR)/$(WEB_OUT) WASM_DIR=$(CURDIR)/$(WASM_OUT) SCREENS=$(CURDIR)/out/web-screens \
+		node --test --test-concurrency=1 *.test.mjs
+
+# The dashboard and wasm module every kv0 binary embeds (web/assets/dist,
+# committed): `make assets` packs them from out/web and out/wasm, and
+# test-assets (part of make test) fails when the committed ones are not
+# what the sources build.
+assets: web
+	KV0_WEB_OUT=$(CURDIR)/$(WEB_OUT) KV0_WASM_OUT=$(CURDIR)/$(WASM_OUT) $(GO) test -count=1 -run '^TestAssetsMatchBuild$$' ./web/assets -args -update
+
+test-assets: web
+	KV0_WEB_OUT=$(CURDIR)/$(WEB_OUT) KV0_WASM_OUT=$(CURDIR)/$(WASM_OUT) $(GO) test -count=1 -v -run '^TestAssetsMatchBuild$$' ./web/assets
 
 # The edge worker (docs/edge.md): edge/ built for js/wasm with the wasm
 # module's size levers, syumai/workers' wasm_exec.js (from its
@@ -159,7 +212,7 @@ edge: web
 
 # wrangler 4.86.0 (workerd inside) and playwright-core from
 # edge/package-lock.json; node and Chromium as for the other suites.
-edge-deps: interop-deps wasm-deps
+edge-deps: node-deps wasm-deps
 	cd edge && { [ -x node_modules/.bin/wrangler ] && [ -d node_modules/playwright-core ] || npm ci --no-audit --no-fund; }
 
 # The worker under `wrangler dev --local` against kv0 serve's answers, via
@@ -179,17 +232,20 @@ fuzz-short:
 fuzz:
 	bash tests/fuzz.sh $(FUZZTIME)
 
-# The interop suite (tests/interop/README.md) runs against lancedb 0.31.0
-# (lance 8, tests/interop/package-lock.json) and lancedb 0.39.0 (lance 12,
-# tests/interop/lance12/package-lock.json; it asks for node 22 and runs on
-# node 20 with an engine warning); with CI=true a missing node or npm fails.
-INTEROP_LOCKS := tests/interop tests/interop/lance12
-interop-deps:
+# node and npm (Debian's, installed with CI=true when missing).
+node-deps:
 	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
 		if [ "$$CI" = "true" ] && command -v apt-get >/dev/null 2>&1; then \
 			apt-get update -qq && apt-get install -y -qq nodejs npm; \
 		fi; \
 	fi
+
+# The interop suite (tests/interop/README.md) runs against lancedb 0.31.0
+# (lance 8, tests/interop/package-lock.json) and lancedb 0.39.0 (lance 12,
+# tests/interop/lance12/package-lock.json; it asks for node 22 and runs on
+# node 20 with an engine warning); with CI=true a missing node or npm fails.
+INTEROP_LOCKS := tests/interop tests/interop/lance12
+interop-deps: node-deps
 	@if command -v npm >/dev/null 2>&1; then \
 		for d in $(INTEROP_LOCKS); do \
 			(cd $$d && { [ -d node_modules/@lancedb/lancedb ] || npm ci --no-audit --no-fund; }) || exit 1; \
@@ -200,9 +256,20 @@ interop-deps:
 		echo "warning: node/npm not found: the interop suite will skip"; \
 	fi
 
+# versitygw, the S3 server of tests/s3 (pinned in tests/s3/main_test.go),
+# built with `go install` into the cache folder where the suite looks for
+# it (a few minutes the first time; 30 at most).
+VERSITYGW     := github.com/versity/versitygw/cmd/versitygw@v1.8.0
+VERSITYGW_BIN  = $${XDG_CACHE_HOME:-$$HOME/.cache}/kv0/tools/versitygw-v1.8.0
+s3-deps:
+	@if ! command -v versitygw >/dev/null 2>&1 && [ ! -x "$(VERSITYGW_BIN)/versitygw" ]; then \
+		echo "go install $(VERSITYGW)"; \
+		GOBIN="$(VERSITYGW_BIN)" GOWORK=off timeout 30m $(GO) install $(VERSITYGW) || exit 1; \
+	fi
+
 # Azurite (npm, pinned in tests/azure/package-lock.json) emulates Azure Blob
 # Storage for native/azblobstore's tests; with CI=true its absence is an error.
-azure-deps: interop-deps
+azure-deps: node-deps
 	@if command -v npm >/dev/null 2>&1; then \
 		cd tests/azure && { [ -d node_modules/azurite ] || npm ci --no-audit --no-fund; }; \
 	elif [ "$$CI" = "true" ]; then \
@@ -235,7 +302,7 @@ bench-kv:
 bench-tracking:
 	bash tests/trackbench/run.sh
 
-bench-s3:
+bench-s3: s3-deps
 	$(GO) test ./tests/s3 -run '^$$' -bench 'BenchmarkLatency|BenchmarkTrackingLatency|BenchmarkCommit|BenchmarkColdReadStores' -benchtime 3x
 
 bench-api:
@@ -245,40 +312,82 @@ bench-api:
 # shared library is built once and the Python sources copied next to it.
 PYTHON    ?= /usr/bin/python3
 PYOUT     := out/python
-PY_VERSION := 0.2.0
 python:
 	mkdir -p $(PYOUT)/kv0
-	$(GO) build -tags $(NATIVE_TAGS) -buildmode=c-shared -o $(PYOUT)/kv0/libkv0.so ./native/capi
+	$(GO) build -tags $(NATIVE_TAGS) -trimpath -buildvcs=false -buildmode=c-shared -o $(PYOUT)/kv0/libkv0.so ./native/capi
 	rm -f $(PYOUT)/kv0/libkv0.h
-	cp native/python/kv0/*.py $(PYOUT)/kv0/
+	for f in native/python/kv0/*.py; do sed 's/@VERSION@/$(VERSION)/' $$f > $(PYOUT)/kv0/$${f##*/} || exit 1; done
 	cp native/python/kv0_build.py $(PYOUT)/
-	sed 's/@VERSION@/$(PY_VERSION)/' native/python/pyproject.toml > $(PYOUT)/pyproject.toml
+	sed 's/@VERSION@/$(VERSION)/' native/python/pyproject.toml > $(PYOUT)/pyproject.toml
 
 # pytest, pip and numpy (optional for users; the tests cover both the
 # numpy and the array.array results) come from Debian; with CI=true
 # missing ones are installed, and if that fails the target fails, never
 # skips.
-PY_APT := python3-pytest python3-pip python3-numpy
+PY_APT := python3-pytest python3-pip python3-numpy python3-venv
 python-deps:
-	@if ! $(PYTHON) -c 'import pytest, numpy' >/dev/null 2>&1 || ! $(PYTHON) -m pip --version >/dev/null 2>&1; then \
+	@missing=; \
+	$(PYTHON) -c 'import pytest, numpy' >/dev/null 2>&1 || missing=1; \
+	$(PYTHON) -m pip --version >/dev/null 2>&1 || missing=1; \
+	v=$$(mktemp -d) && { $(PYTHON) -m venv "$$v/venv" >/dev/null 2>&1 || missing=1; rm -rf "$$v"; }; \
+	if [ -n "$$missing" ]; then \
 		if [ "$$CI" = "true" ]; then \
 			apt-get update -qq && apt-get install -y -qq $(PY_APT) || exit 1; \
 			$(PYTHON) -c 'import pytest' || { echo "pytest is required for the Python tests (CI=true)"; exit 1; }; \
 		else \
-			echo "warning: $(PYTHON) lacks pytest, pip or numpy (apt-get install $(PY_APT)): some Python tests will skip"; \
+			echo "warning: $(PYTHON) lacks pytest, pip, venv or numpy (apt-get install $(PY_APT)): some Python tests will skip"; \
 		fi; \
 	fi
 
-# The Python tests use bin/kv0 and lancedb (tests/interop) for interop.
-# pytest's exit code 5 (no tests collected) fails the target like any
-# other failure.
-python-test: build python python-deps interop-deps
+# The Python tests use bin/kv0 and lancedb (tests/interop) for interop,
+# versitygw (make s3-deps) for S3,
+# and install the wheel of make dist-python into a fresh venv
+# (test_wheel.py). pytest's exit code 5 (no tests collected) fails the
+# target like any other failure.
+python-test: build python python-deps interop-deps s3-deps dist-python
 	@if $(PYTHON) -c 'import pytest' >/dev/null 2>&1; then \
-		KV0_CLI=$(CURDIR)/$(KV0) PYTHONPATH=$(CURDIR)/$(PYOUT) $(PYTHON) -m pytest -q -p no:cacheprovider tests/python; \
+		KV0_CLI=$(CURDIR)/$(KV0) KV0_WHEEL_DIR=$(CURDIR)/$(DIST_OUT) PYTHONPATH=$(CURDIR)/$(PYOUT) $(PYTHON) -m pytest -q -p no:cacheprovider tests/python; \
 	elif [ "$$CI" = "true" ]; then exit 1; fi
 
 bench-python: build python
 	PYTHONPATH=$(CURDIR)/$(PYOUT) $(PYTHON) tests/python/bench.py
+
+# Release artifacts (README.md, "Install"), in out/dist:
+#   kv0-VERSION-OS-ARCH.tar.gz (.zip for windows)  kv0, README.md, LICENSE; built with CGO_ENABLED=0
+#   kv0-VERSION-py3-none-manylinux_2_N_x86_64.whl  the Python package with libkv0.so (its manylinux
+#                                                  tag from the glibc versions the library needs)
+#   kv0-wasm-VERSION.tgz                           npm pack of out/wasm (@kv0/wasm)
+#   SHA256SUMS
+# make dist starts from an empty out/dist (no file of an earlier version
+# is left to be summed or installed) and, since the binaries embed the
+# committed dashboard (web/assets), first checks that it is current
+# (test-assets).
+DIST_OUT       := out/dist
+DIST_BUILD     := out/dist-build
+DIST_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+dist:
+	rm -rf $(DIST_OUT)
+	$(MAKE) --no-print-directory test-assets dist-bin dist-python dist-npm
+	$(PYTHON) native/dist/dist.py sums $(DIST_OUT)
+
+dist-bin:
+	rm -rf $(DIST_BUILD) && mkdir -p $(DIST_OUT) $(DIST_BUILD)
+	for p in $(DIST_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; exe=kv0; [ $$os = windows ] && exe=kv0.exe; \
+		echo "kv0 for $$os/$$arch"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -tags $(NATIVE_TAGS) -trimpath -buildvcs=false -ldflags='-s -w' \
+			-o $(DIST_BUILD)/kv0-$(VERSION)-$$os-$$arch/$$exe ./native/cmd/kv0 || exit 1; \
+		cp README.md LICENSE $(DIST_BUILD)/kv0-$(VERSION)-$$os-$$arch/; \
+	done
+	$(PYTHON) native/dist/dist.py archives $(DIST_BUILD) $(DIST_OUT)
+
+dist-python: python
+	mkdir -p $(DIST_OUT) && rm -f $(DIST_OUT)/kv0-*.whl
+	$(PYTHON) native/dist/dist.py wheel $(PYOUT) $(DIST_OUT)
+
+dist-npm: wasm node-deps
+	mkdir -p $(DIST_OUT) && rm -f $(DIST_OUT)/kv0-wasm-*.tgz
+	cd $(DIST_OUT) && npm pack --silent $(CURDIR)/$(WASM_OUT)
 
 bench-wasm: wasm wasm-deps
 	cd tests/wasm && node bench.mjs $(CURDIR)/out/wasm-bench

@@ -8,13 +8,23 @@ let instances = 0;
 /** Error codes a rejected call carries in `err.code`. */
 export const codes = Object.freeze(['NotFound', 'Forbidden', 'Network', 'Corrupt', 'Unsupported', 'Invalid', 'Closed']);
 
+// nodeModule imports one of Node's own modules, which only code running in
+// Node asks for. Its name is built at run time, so that a bundler leaves
+// the import alone: one bundling for browsers would otherwise fail to
+// resolve node:fs and node:vm (magic comments tell webpack and Vite the
+// same).
+function nodeModule(name) {
+  const spec = 'node:' + name;
+  return import(/* webpackIgnore: true */ /* @vite-ignore */ spec);
+}
+
 async function loadGoRuntime(wasmExecURL) {
   if (globalThis.Go) return globalThis.Go;
   if (typeof process !== 'undefined' && process.versions && process.versions.node && !globalThis.document) {
     // Node: wasm_exec.js is a classic script that sets globalThis.Go.
-    const { readFile } = await import('node:fs/promises');
-    const { fileURLToPath } = await import('node:url');
-    const vm = await import('node:vm');
+    const { readFile } = await nodeModule('fs/promises');
+    const { fileURLToPath } = await nodeModule('url');
+    const vm = await nodeModule('vm');
     const src = await readFile(fileURLToPath(wasmExecURL), 'utf8');
     vm.runInThisContext(src, { filename: fileURLToPath(wasmExecURL) });
   } else {
@@ -56,8 +66,8 @@ async function compileModule(wasmURL) {
 async function instantiate(go, wasmURL) {
   const isNode = typeof process !== 'undefined' && process.versions && process.versions.node && !globalThis.document;
   if (isNode && new URL(wasmURL).protocol === 'file:') {
-    const { readFile } = await import('node:fs/promises');
-    const { fileURLToPath } = await import('node:url');
+    const { readFile } = await nodeModule('fs/promises');
+    const { fileURLToPath } = await nodeModule('url');
     const bytes = await readFile(fileURLToPath(wasmURL));
     return (await WebAssembly.instantiate(bytes, go.importObject)).instance;
   }
@@ -623,6 +633,7 @@ async function start(options) {
   if (options.wasmExecSource && !globalThis.Go) (0, eval)(options.wasmExecSource);
   const Go = await loadGoRuntime(wasmExecURL);
   const go = new Go();
+  const hold = isNode() ? holdTimers(go) : (p) => p;
   const name = `__kv0_ready_${Date.now().toString(36)}_${instances++}`;
   let instance = null;
   const ready = new Promise((resolve) => {
@@ -640,16 +651,52 @@ async function start(options) {
   instance = compiled ? await WebAssembly.instantiate(await compiled, go.importObject) : await instantiate(go, wasmURL);
   let exited = false;
   const running = go.run(instance).finally(() => { exited = true; });
-  const api = await Promise.race([ready, running.then(() => { throw codeError('Closed', 'kv0.wasm exited during start-up'); })]);
+  const api = await hold(Promise.race([ready, running.then(() => { throw codeError('Closed', 'kv0.wasm exited during start-up'); })]));
   const call = (fn, ...args) => {
     if (exited) return Promise.reject(codeError('Closed', 'kv0.wasm has exited'));
     try {
-      return api[fn](...args);
+      return hold(api[fn](...args));
     } catch (err) {
       return Promise.reject(err);
     }
   };
   return call;
+}
+
+function isNode() {
+  return typeof process !== 'undefined' && Boolean(process.versions?.node) && !globalThis.document;
+}
+
+// holdTimers makes the Go runtime's timers keep Node running only while a
+// call is under way, and returns hold(promise), which marks a call under
+// way until it settles. The runtime schedules a JavaScript timeout for its
+// next timer whenever all its goroutines wait, and leaves it scheduled
+// when that Go timer is stopped (a request's 60 s deadline, once the
+// request is done): a script whose last call had ended would otherwise
+// stay alive until it fired. A call still waiting on a Go timer (the
+// backoff before a retry) keeps Node running, as it should. With another
+// wasm_exec.js than the Go toolchain's, timers are left as they are.
+function holdTimers(go) {
+  const gojs = go.importObject?.gojs;
+  const schedule = gojs?.['runtime.scheduleTimeoutEvent'];
+  if (typeof schedule !== 'function' || !(go._scheduledTimeouts instanceof Map)) return (p) => p;
+  let busy = 0;
+  const mark = () => {
+    for (const t of go._scheduledTimeouts.values()) {
+      if (busy) t?.ref?.();
+      else t?.unref?.();
+    }
+  };
+  gojs['runtime.scheduleTimeoutEvent'] = (sp) => {
+    schedule(sp);
+    mark();
+  };
+  return (p) => {
+    if (busy++ === 0) mark();
+    const done = () => { if (--busy === 0) mark(); };
+    Promise.resolve(p).then(done, done);
+    return p;
+  };
 }
 
 // startWorker starts a module Worker running this file, which runs

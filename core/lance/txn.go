@@ -18,6 +18,7 @@ import (
 	"github.com/kv0/kv0/core/internal/lancepb/filepb"
 	"github.com/kv0/kv0/core/internal/lancepb/tablepb"
 	"github.com/kv0/kv0/core/lancefile"
+	"github.com/kv0/kv0/core/version"
 )
 
 // What kv0 records as the writer of the manifests it commits. Lance only
@@ -28,7 +29,7 @@ import (
 // manifests from another library name and kept their counts.
 const (
 	writerLibrary = "kv0"
-	writerVersion = "0.1.0"
+	writerVersion = version.Version
 )
 
 // The data file formats kv0 writes (WriteOptions.DataFormat): 2.1, which

@@ -349,9 +349,9 @@ func (h *Handler) route(w http.ResponseWriter, r *http.Request, raw string) erro
 		}
 		return h.getFile(w, r, key)
 	case strings.HasPrefix(raw, "/wasm/") || raw == "/wasm":
-		return serveStatic(w, r, h.opts.Wasm, strings.TrimPrefix(strings.TrimPrefix(raw, "/wasm"), "/"), "WebAssembly module at /wasm/: build it (make wasm) or give kv0 serve --wasm DIR")
+		return serveStatic(w, r, h.opts.Wasm, strings.TrimPrefix(strings.TrimPrefix(raw, "/wasm"), "/"), "WebAssembly module at /wasm/: build it (make wasm) or give kv0 serve --wasm DIR", h.scope())
 	default:
-		return serveStatic(w, r, h.opts.Web, strings.TrimPrefix(raw, "/"), "dashboard at /: build it (make web) or give kv0 serve --web DIR")
+		return serveStatic(w, r, h.opts.Web, strings.TrimPrefix(raw, "/"), "dashboard at /: build it (make web) or give kv0 serve --web DIR", h.scope())
 	}
 	return notFound("no such route %s", raw)
 }

@@ -189,10 +189,27 @@ func parseRange(v string, size int64) (start, end int64, ok, satisfiable bool) {
 	return s, min(e, size-1) + 1, true, true
 }
 
+// StaticFS is a static folder (Options.Web, Options.Wasm) that knows each
+// of its files' ETag and which of them never change under their names,
+// such as the dashboard and wasm module built into kv0 (web/assets): its
+// answers carry the ETag (a matching If-None-Match gets 304), and the
+// immutable files may be kept by browsers for a year.
+type StaticFS interface {
+	fs.FS
+	// Static is told the name of the file served (NAME.gz when its gzip
+	// form is) and returns its ETag (quoted; one per file and form) and
+	// whether it is immutable; ok is false for a file it does not know.
+	Static(name string) (etag string, immutable bool, ok bool)
+}
+
+// staticImmutable is the max-age of a StaticFS's immutable files: a year.
+const staticImmutable = 365 * 24 * 3600
+
 // serveStatic serves a file of a static folder (the dashboard, the
 // WebAssembly module): index.html for a folder, a precompressed .br or .gz
-// sibling when the client accepts it, no listing.
-func serveStatic(w http.ResponseWriter, r *http.Request, fsys fs.FS, raw, what string) error {
+// sibling when the client accepts it (Vary: Accept-Encoding whenever there
+// is one), no listing. scope is Cache-Control's public or private.
+func serveStatic(w http.ResponseWriter, r *http.Request, fsys fs.FS, raw, what, scope string) error {
 	if fsys == nil {
 		return notFound("this server serves no %s", what)
 	}
@@ -216,17 +233,20 @@ func serveStatic(w http.ResponseWriter, r *http.Request, fsys fs.FS, raw, what s
 	hd.Set("Cache-Control", "no-cache")
 	ctypeName := name
 	accept := r.Header.Get("Accept-Encoding")
+	encoded := ""
 	for _, enc := range []struct{ suffix, name string }{{".br", "br"}, {".gz", "gzip"}} {
-		if !strings.Contains(accept, enc.name) {
+		if st, err := fs.Stat(fsys, name+enc.suffix); err != nil || !st.Mode().IsRegular() {
 			continue
 		}
-		if st, err := fs.Stat(fsys, name+enc.suffix); err == nil && st.Mode().IsRegular() {
+		if hd.Get("Vary") == "" {
+			hd.Add("Vary", "Accept-Encoding") // the answer depends on it, whichever form goes
+		}
+		if encoded == "" && strings.Contains(accept, enc.name) {
 			hd.Set("Content-Encoding", enc.name)
-			hd.Add("Vary", "Accept-Encoding")
-			name += enc.suffix
-			break
+			encoded = enc.suffix
 		}
 	}
+	name += encoded
 	f, err := fsys.Open(name)
 	if err != nil {
 		hd.Del("Content-Encoding")
@@ -253,6 +273,15 @@ func serveStatic(w http.ResponseWriter, r *http.Request, fsys fs.FS, raw, what s
 	}
 	if ct := contentTypeOf(ctypeName); ct != "" {
 		hd.Set("Content-Type", ct)
+	}
+	if sf, ok := fsys.(StaticFS); ok {
+		if etag, immutable, ok := sf.Static(name); ok {
+			// http.ServeContent answers If-None-Match against it.
+			hd.Set("ETag", etag)
+			if immutable {
+				hd.Set("Cache-Control", scope+", max-age="+strconv.Itoa(staticImmutable)+", immutable")
+			}
+		}
 	}
 	http.ServeContent(w, r, ctypeName, modTime(st), rs)
 	return nil

@@ -2,9 +2,12 @@
 // real S3 server: versitygw (POSIX backend), started by TestMain on
 // loopback. The Lance, key-value and tracking suites run again on Google
 // Cloud Storage through fake-gcs-server (in process) and on Azure Blob
-// Storage through Azurite (tests/azure), which TestMain starts too. TestMain installs versitygw with "go install" when it is not on
-// PATH; without network the tests are skipped, unless CI=true, where that
-// is a failure.
+// Storage through Azurite (tests/azure), which TestMain starts too.
+// versitygw is installed by `make s3-deps` (a step of make test of its own,
+// before any test runs) into the cache folder TestMain looks in; with
+// CI=true a missing versitygw is a failure. Outside CI, TestMain installs it
+// with "go install" itself when it is missing, and without network the
+// tests are skipped.
 package s3
 
 import (
@@ -80,8 +83,9 @@ func need(t testing.TB) {
 	}
 }
 
-// versitygwBinary finds versitygw on PATH or installs it into a cache
-// folder of its own (a GOBIN outside the module, reused across runs).
+// versitygwBinary finds versitygw on PATH or in the cache folder make
+// s3-deps installs it to (a GOBIN outside the module, reused across runs),
+// or, outside CI, installs it there.
 func versitygwBinary() (string, error) {
 	if p, err := exec.LookPath("versitygw"); err == nil {
 		return p, nil
@@ -94,6 +98,9 @@ func versitygwBinary() (string, error) {
 	bin := filepath.Join(gobin, "versitygw")
 	if _, err := os.Stat(bin); err == nil {
 		return bin, nil
+	}
+	if os.Getenv("CI") == "true" {
+		return "", fmt.Errorf("versitygw is not installed in %s: make s3-deps installs it (make test does first)", gobin)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()

@@ -1,6 +1,7 @@
 // versitygw (a real S3 server on a POSIX folder) and `kv0 sign-server` for
 // the signed-mode suite. versitygw is found on PATH or in the cache folder
-// tests/s3 installs it into (installed there with `go install` if absent).
+// make s3-deps installs it into (outside CI, installed there with `go install`
+// if absent).
 import { spawn, execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -19,6 +20,9 @@ async function versitygw() {
   const gobin = join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'kv0', 'tools', 'versitygw-v1.8.0');
   const bin = join(gobin, 'versitygw');
   if (!existsSync(bin)) {
+    // make test installs it first (make s3-deps), as a step of its own
+    // with a generous time limit; under CI a missing one is an error.
+    if (process.env.CI === 'true') throw new Error(`versitygw is not installed in ${gobin}: make s3-deps installs it (make test does first)`);
     await run('go', ['install', MODULE], { cwd: tmpdir(), env: { ...process.env, GOBIN: gobin, GOFLAGS: '-mod=mod', GOWORK: 'off' }, timeout: 8 * 60e3 });
   }
   return bin;

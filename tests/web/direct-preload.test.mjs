@@ -14,7 +14,7 @@ import { startServer } from '../wasm/server.mjs';
 import { kv0, kv0json, tempDir, within, WEB_DIR } from './fixtures.mjs';
 import { chromiumOptions, haveChromium } from '../wasm/chromium.mjs';
 
-if (!existsSync(join(WEB_DIR, 'app.js'))) throw new Error(`${WEB_DIR}/app.js is missing: run make web`);
+if (!existsSync(join(WEB_DIR, 'index.html'))) throw new Error(`${WEB_DIR}/index.html is missing: run make web`);
 
 const T = 30000;
 

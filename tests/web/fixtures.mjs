@@ -1,8 +1,16 @@
 // Set-up of the dashboard suite: a tracking repository written by the kv0
 // CLI (kv0 demo, and kv0 track for series whose values the tests know), one
-// `kv0 serve` over it serving the built dashboard, and a helper that runs
-// the CLI.
+// `kv0 serve` over it serving the dashboard, and a helper that runs the CLI.
+//
+// KV0 is the binary under test (make test-web: a plain `go build` in a
+// temporary folder). kv0 serve runs from a temporary folder of its own and
+// serves the dashboard and wasm module the binary embeds, unless SERVE_WEB
+// names a built dashboard folder (out/web) to serve instead (--web, with
+// its wasm/ as --wasm). WEB_DIR and WASM_DIR are the outputs of make web and
+// make wasm, which the static-host cases serve and embedded.test.mjs
+// compares the binary's answers with.
 import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +20,11 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 export const KV0 = process.env.KV0 ?? new URL('../../bin/kv0', import.meta.url).pathname;
 export const WEB_DIR = process.env.WEB_DIR ?? new URL('../../out/web', import.meta.url).pathname;
+export const WASM_DIR = process.env.WASM_DIR ?? new URL('../../out/wasm', import.meta.url).pathname;
+export const SERVE_WEB = process.env.SERVE_WEB ?? '';
+// The working folder of every kv0 serve: empty, outside the repository.
+const serveCwd = mkdtempSync(join(tmpdir(), 'kv0-web-cwd-'));
+process.on('exit', () => rmSync(serveCwd, { recursive: true, force: true }));
 export const SCREENS = process.env.SCREENS ?? new URL('../../out/web-screens', import.meta.url).pathname;
 
 /** Runs the kv0 CLI; resolves to its stdout. */
@@ -73,17 +86,22 @@ export function knownSmooth() {
   return Array.from({ length: 200 }, (_, s) => ({ name: 'smooth', step: s, value: s === 50 ? 'NaN' : Math.sin(s / 9) * 3 + (s % 5) * 0.4 }));
 }
 
-/** Starts `kv0 serve ROOT` on a free port; resolves to { url, stop }. */
+/**
+ * Starts `kv0 serve ROOT` on a free port from an empty working folder;
+ * resolves to { url, stop, out } (out: what it printed so far).
+ */
 export async function serve(root, extra = []) {
-  const p = spawn(KV0, ['serve', root, '--listen', '127.0.0.1:0', '--web', WEB_DIR, '--wasm', join(WEB_DIR, 'wasm'), ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const dash = SERVE_WEB ? ['--web', SERVE_WEB, '--wasm', join(SERVE_WEB, 'wasm')] : [];
+  const p = spawn(KV0, ['serve', root, '--listen', '127.0.0.1:0', ...dash, ...extra], { stdio: ['ignore', 'pipe', 'pipe'], cwd: serveCwd });
   let err = '';
+  const out = [];
   p.stderr.on('data', (d) => { err += d; });
   const url = await new Promise((resolve, reject) => {
     const rl = createInterface({ input: p.stdout });
-    rl.on('line', (l) => { const m = /at (http:\/\/\S+?)\/?$/.exec(l); if (m) resolve(m[1]); });
+    rl.on('line', (l) => { out.push(l); const m = /at (http:\/\/\S+?)\/?$/.exec(l); if (m) resolve(m[1]); });
     p.on('exit', (c) => reject(new Error(`kv0 serve exited with ${c}: ${err}`)));
   });
-  return { url, stop: () => new Promise((resolve) => { p.on('exit', resolve); p.kill('SIGTERM'); }) };
+  return { url, out, stop: () => new Promise((resolve) => { p.on('exit', resolve); p.kill('SIGTERM'); }) };
 }
 
 export async function tempDir() {

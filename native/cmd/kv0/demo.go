@@ -38,6 +38,8 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	interval := 100 * time.Millisecond
 	durationVar(fs, &interval, "interval", time.Millisecond, time.Minute, "with --live: a step of each live run every `D`")
 	serveAddr := fs.String("serve", "", "with --live: serve REPO at `ADDR` meanwhile, as kv0 serve --listen ADDR does")
+	webDir := fs.String("web", "", "with --serve: serve the dashboard from `DIR`, as kv0 serve --web DIR does")
+	wasmDir := fs.String("wasm", "", "with --serve: serve the WebAssembly module from `DIR`, as kv0 serve --wasm DIR does")
 	var format string
 	formatVar(fs, &format, repoFormatUsage)
 	pos, err := parseArgs(fs, args, stderr)
@@ -59,6 +61,10 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return usagef("--%s goes with --live", set)
 		}
 	}
+	if *serveAddr == "" && (*webDir != "" || *wasmDir != "") {
+		return usagef("--web and --wasm go with --serve")
+	}
+	serve := serveConfig{listen: *serveAddr, origin: "*", webDir: *webDir, wasmDir: *wasmDir}
 	if interval <= 0 {
 		return usagef("--interval: want a positive duration, got %v", interval)
 	}
@@ -70,7 +76,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return fmt.Errorf("%s: %w", loc, err)
 		} else if ok && *live {
 			// The live runs join the repository already there.
-			return demoLive(ctx, loc, interval, *serveAddr, stdout, stderr)
+			return demoLive(ctx, loc, interval, serve, stdout, stderr)
 		} else if ok {
 			return fmt.Errorf("%s already holds a repository; the demo writes a new one (choose another location)", loc)
 		}
@@ -123,7 +129,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	fmt.Fprintln(stdout)
-	return demoLive(ctx, loc, interval, *serveAddr, stdout, stderr)
+	return demoLive(ctx, loc, interval, serve, stdout, stderr)
 }
 
 // demoRun writes one run: noisy exponentially decaying loss with a warmup

@@ -34,7 +34,8 @@ mark both runs aborted. On a REPO that already holds a repository, --live adds
 the two runs to it without writing the demo again. --serve ADDR serves REPO
 meanwhile in the same process, exactly as "kv0 serve REPO --listen ADDR" does
 (the HTTP API, the dashboard and the wasm module; the URL is printed), and
-stops with the writer: "make run" runs this beside the demo it writes.
+stops with the writer: "make run" runs this beside the demo it writes, with
+--web and --wasm (as kv0 serve's) naming the dashboard it just built.
 `
 
 // liveExperiment names the runs kv0 demo --live writes.
@@ -54,10 +55,10 @@ type liveRun struct {
 }
 
 // demoLive keeps two runs of the repository at loc appending (a step
-// every interval) until ctx ends or SIGINT/SIGTERM; with serveAddr it
-// serves loc meanwhile as kv0 serve does. It commits what is buffered,
+// every interval) until ctx ends or SIGINT/SIGTERM; when serve.listen is
+// set it serves loc meanwhile as kv0 serve does with serve's settings. It commits what is buffered,
 // marks the runs aborted and closes the write-ahead log before it returns.
-func demoLive(ctx context.Context, loc string, interval time.Duration, serveAddr string, stdout, stderr io.Writer) error {
+func demoLive(ctx context.Context, loc string, interval time.Duration, serve serveConfig, stdout, stderr io.Writer) error {
 	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
 	key, err := location.RepoWALKey(loc)
@@ -81,8 +82,9 @@ func demoLive(ctx context.Context, loc string, interval time.Duration, serveAddr
 	}
 	// The server comes first: a bad address starts no run.
 	var srv *server
-	if serveAddr != "" {
-		if srv, err = startServe(ctx, serveConfig{loc: loc, listen: serveAddr, origin: "*"}, stdout, stderr); err != nil {
+	if serve.listen != "" {
+		serve.loc = loc
+		if srv, err = startServe(ctx, serve, stdout, stderr); err != nil {
 			return errors.Join(err, r.Close())
 		}
 	}

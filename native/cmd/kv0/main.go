@@ -101,11 +101,12 @@ func init() {
 			"record a run from JSON Lines on stdin", trackDetails, cmdTrack},
 		{"optimize", "REPO [--create]", "compact the repository's tables and sort the metrics", "", cmdOptimize},
 		{"delete-runs", "REPO RUN... [--create]", "delete runs (ids or unique names) and their data", "", cmdDeleteRuns},
-		{"demo", "REPO [--runs N] [--steps N] [--create=false] [--format 2.1|2.2] [--live [--interval D] [--serve ADDR]]",
+		{"demo", "REPO [--runs N] [--steps N] [--create=false] [--format 2.1|2.2] [--live [--interval D] [--serve ADDR [--web DIR] [--wasm DIR]]]",
 			"write a demo repository of training runs; --live keeps two runs appending", demoDetails, cmdDemo},
 		{"sign-server", "--bucket-uri (s3|gs|az)://BUCKET/PREFIX --token-file FILE [--listen ADDR]", "hand out presigned read URLs of one repository", signServerDetails, cmdSignServer},
 		{"serve", "ROOT [--listen ADDR] [--token-file FILE] [--allow-origin ORIGIN] [--open] [--web DIR] [--wasm DIR]",
 			"serve the HTTP read API, ROOT's files, the dashboard and the wasm module", serveDetails, cmdServe},
+		{"version", "", "print kv0's version", versionDetails, cmdVersion},
 	}
 }
 
@@ -374,6 +375,9 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) (*co
 	if !help && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
 		writeUsage(stdout, "")
 		return nil, "", nil
+	}
+	if !help && args[0] == "--version" {
+		args = append([]string{"version"}, args[1:]...)
 	}
 	c, grp, rest := lookup(args)
 	if c == nil {

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"github.com/kv0/kv0/httpstore/api"
 	"github.com/kv0/kv0/native/fsstore"
 	"github.com/kv0/kv0/native/location"
+	"github.com/kv0/kv0/web/assets"
 )
 
 // serveProfile, when set (serve_profile.go, -tags kv0_profile), starts
@@ -43,8 +43,10 @@ limit is twice the latter unless GOMEMLIMIT is set. --write-timeout cuts off
 a client that takes longer than that to accept 64 KiB of an answer (a long
 answer read steadily is never cut). Routes: /api/v1/...
 (docs/http-api.md), /files/KEY (ROOT's objects, with Range), /wasm/ and /
-(the dashboard). Static folders are read as ROOT is: a symbolic link leading
-out of the folder, a FIFO, socket or device is not served.`
+(the dashboard). The dashboard and the wasm module are the ones built into
+kv0; --web and --wasm serve folders instead (a build's out/web and out/wasm),
+read as ROOT is: a symbolic link leading out of the folder, a FIFO, socket or
+device is not served.`
 
 // cmdServe runs `kv0 serve`: the HTTP read API over ROOT (httpstore/api),
 // ROOT's objects at /files/, the dashboard at / and the WebAssembly module
@@ -55,8 +57,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	tokenFile := fset.String("token-file", "", "require the bearer token held in `FILE` on every route but /healthz")
 	origin := fset.String("allow-origin", "*", "Access-Control-Allow-Origin of every answer (`ORIGIN`, or - for none)")
 	open := fset.Bool("open", false, "open the dashboard in a browser")
-	webDir := fset.String("web", "", "serve the dashboard from `DIR` (default: out/web of kv0's project)")
-	wasmDir := fset.String("wasm", "", "serve the WebAssembly module from `DIR` (default: out/wasm of kv0's project)")
+	webDir := fset.String("web", "", "serve the dashboard from `DIR` (default: the one built into kv0)")
+	wasmDir := fset.String("wasm", "", "serve the WebAssembly module from `DIR` (default: the one built into kv0)")
 	answerMB := fset.Int("answer-cache", api.DefaultAnswerCache>>20, "keep up to `MB` of encoded answers of points and stats, by the tables' versions (0: none)")
 	requestMB := fset.Int("request-memory", api.DefaultRequestMemory>>20, "one answer holds at most `MB` while it is made: larger ones are streamed in parts or refused with 413 (0: no bound)")
 	serverMB := fset.Int("server-memory", api.DefaultServerMemory>>20, "all answers hold at most `MB` at once: past it a request waits, then gets 503 (0: no bound)")
@@ -141,7 +143,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 type serveConfig struct {
 	loc, listen, token, origin string
 	open                       bool
-	webDir, wasmDir            string // "" for the defaults of staticDir
+	webDir, wasmDir            string // "" for the embedded ones (staticDir)
 	answerCache                int64  // api.Options.AnswerCache: 0 the default, -1 none
 	// api.Options.RequestMemory and ServerMemory: 0 the defaults, -1 no
 	// bound.
@@ -201,11 +203,7 @@ func startServe(ctx context.Context, cfg serveConfig, stdout, stderr io.Writer) 
 	}
 	fmt.Fprintf(stdout, "kv0 serve: %s at %s\n", cfg.loc, url)
 	for _, s := range []struct{ what, at string }{{"dashboard", webAt}, {"wasm module", wasmAt}} {
-		if s.at == "" {
-			fmt.Fprintf(stdout, "  %s: not built (answers 404)\n", s.what)
-		} else {
-			fmt.Fprintf(stdout, "  %s: %s\n", s.what, s.at)
-		}
+		fmt.Fprintf(stdout, "  %s: %s\n", s.what, s.at)
 	}
 	if f, ok := stdout.(interface{ Sync() error }); ok {
 		_ = f.Sync()
@@ -240,14 +238,14 @@ func (s *server) stop() error {
 	return nil
 }
 
-// staticDir returns the folder a static route serves: flag when given
-// (it must exist), else out/NAME of kv0's project, looked up next to the
-// executable (bin/kv0 -> ../out/NAME) and then in the working folder. A
-// missing default is no error: the route answers 404. The folder is read
-// as ROOT is (fsstore.OpenConfined): a symbolic link inside it that leads
-// outside, and any file that is not regular (a FIFO, a socket, a device),
-// read as not there.
-func staticDir(flagName, flag, name string) (fs.FS, string, error) {
+// staticDir returns what a static route serves: the folder flag names
+// when given (it must exist), else the copy of the dashboard (name "web")
+// or the wasm module ("wasm") embedded in the binary (web/assets). A
+// folder is read as ROOT is (fsstore.OpenConfined): a symbolic link inside
+// it that leads outside, and any file that is not regular (a FIFO, a
+// socket, a device), read as not there. at says what is served, for the
+// start-up lines.
+func staticDir(flagName, flag, name string) (fsys fs.FS, at string, err error) {
 	if flag != "" {
 		st, err := os.Stat(flag)
 		if err != nil || !st.IsDir() {
@@ -259,27 +257,11 @@ func staticDir(flagName, flag, name string) (fs.FS, string, error) {
 		}
 		return fsys, flag, nil
 	}
-	var candidates []string
-	if exe, err := os.Executable(); err == nil {
-		if exe, err = filepath.EvalSymlinks(exe); err == nil {
-			candidates = append(candidates, filepath.Join(filepath.Dir(exe), "..", "out", name))
-		}
+	at = "embedded in kv0 (built with " + assets.BuiltWith() + "; --" + flagName + " DIR serves another)"
+	if name == "web" {
+		return assets.Web(), at, nil
 	}
-	candidates = append(candidates, filepath.Join("out", name))
-	for _, c := range candidates {
-		if st, err := os.Stat(c); err == nil && st.IsDir() {
-			abs, err := filepath.Abs(c)
-			if err != nil {
-				abs = c
-			}
-			fsys, err := confinedFS(abs)
-			if err != nil {
-				return nil, "", err
-			}
-			return fsys, abs, nil
-		}
-	}
-	return nil, "", nil
+	return assets.Wasm(), at, nil
 }
 
 // confinedFS is the folder dir read confined, as kv0 serve reads ROOT.

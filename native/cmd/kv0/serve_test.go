@@ -659,11 +659,13 @@ func TestServeProcess(t *testing.T) {
 		if err != nil {
 			t.Errorf("kv0 serve exited with %v: %s", err, stderr.String())
 		}
-		if d := time.Since(start); d > time.Second {
+		// It cuts the open connection after 0.5 s; the bound leaves a
+		// loaded machine room and still tells a stop from a hang.
+		if d := time.Since(start); d > 10*time.Second {
 			t.Errorf("kv0 serve took %v to stop after SIGTERM", d)
 		}
-	case <-time.After(time.Second):
-		t.Fatalf("kv0 serve still running 1s after SIGTERM: %s", stderr.String())
+	case <-time.After(10 * time.Second):
+		t.Fatalf("kv0 serve still running 10s after SIGTERM: %s", stderr.String())
 	}
 }
 

@@ -366,15 +366,24 @@ func TestTrackSIGTERM(t *testing.T) {
 // but at once on the host whose writer died, and from anywhere once it is
 // crashed. A resume with empty input leaves the run unfinished unless
 // --finish.
+//
+// The writers beat every 400 ms (KV0_CRASHED_AFTER=2s), but what must read
+// as alive is judged with a threshold of 10 minutes, which no load makes a
+// heartbeat miss, and what must read as crashed with one of 2 s, waited for
+// with a deadline: no step depends on a process starting or a commit
+// landing within a window.
 func TestTrackHeartbeatCrashedResume(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
 	dir := t.TempDir()
-	here := []string{"KV0_WAL_DIR=" + t.TempDir(), "KV0_CRASHED_AFTER=2s"}
-	there := []string{"KV0_WAL_DIR=" + t.TempDir(), "KV0_CRASHED_AFTER=2s"}
+	walHere, walThere := t.TempDir(), t.TempDir()
+	writer := []string{"KV0_WAL_DIR=" + walHere, "KV0_CRASHED_AFTER=2s"}
+	here := []string{"KV0_WAL_DIR=" + walHere, "KV0_CRASHED_AFTER=10m"}
+	there := []string{"KV0_WAL_DIR=" + walThere, "KV0_CRASHED_AFTER=10m"}
+	thereSoon := []string{"KV0_WAL_DIR=" + walThere, "KV0_CRASHED_AFTER=2s"}
 	start := func() (*kv0Proc, string) {
-		p := startKV0(t, dir, here, "track", "repo", "--run", "hb", "--flush-interval", "50ms", "--ack")
+		p := startKV0(t, dir, writer, "track", "repo", "--run", "hb", "--flush-interval", "50ms", "--ack")
 		id := p.runID(t)
 		p.send(t, `{"name": "m", "value": 1}`+"\n")
 		p.stdout.waitFor(t, "the first ack", func(s string) bool { return s == "1" })
@@ -387,14 +396,14 @@ func TestTrackHeartbeatCrashedResume(t *testing.T) {
 	p, id := start()
 	// Alive for longer than the threshold: heartbeats keep it running.
 	first := runJSON(t, dir, here, "repo", id).HeartbeatAt
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		in := runJSON(t, dir, here, "repo", id)
 		if in.Status != tracking.StatusRunning {
 			t.Fatalf("live writer's run reads as %s (heartbeat %v)", in.Status, in.HeartbeatAt)
 		}
 		if in.HeartbeatAt.Sub(first) > 2*time.Second {
-			break // a heartbeat newer than a whole threshold after the first
+			break // a heartbeat newer than a whole writer's threshold after the first
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("heartbeat did not advance: %v then %v", first, in.HeartbeatAt)
@@ -433,12 +442,14 @@ func TestTrackHeartbeatCrashedResume(t *testing.T) {
 	if errOut, code := resume(there, id); code == 0 {
 		t.Fatalf("resume from another host with a fresh heartbeat: exit 0: %s", errOut)
 	}
+	there = thereSoon
+	deadline = time.Now().Add(2 * time.Minute)
 	for {
 		in := runJSON(t, dir, there, "repo", id)
 		if in.Status == tracking.StatusCrashed {
 			break
 		}
-		if in.Status != tracking.StatusRunning || time.Now().After(deadline.Add(20*time.Second)) {
+		if in.Status != tracking.StatusRunning || time.Now().After(deadline) {
 			t.Fatalf("killed writer's run reads as %s (heartbeat %v)", in.Status, in.HeartbeatAt)
 		}
 	}

@@ -13,7 +13,8 @@ handle still open at interpreter exit is closed (and so flushed) then.
 Errors are the classes of :mod:`kv0.errors`.
 """
 
-__version__ = "0.2.0"
+# make python writes core/version/version.go's Version here.
+__version__ = "@VERSION@"
 
 from . import errors  # noqa: E402
 from .db import (  # noqa: E402
