@@ -114,6 +114,9 @@ WASM_NOINLINE := encoding/json fmt math/big net/url reflect runtime strconv inte
 	github.com/apache/arrow-go/v18/arrow/internal/... github.com/google/flatbuffers/...
 WASM_GCFLAGS  := $(foreach p,$(WASM_NOINLINE),-gcflags='$(p)=-l')
 WASM_EXEC  := $(firstword $(wildcard $(shell $(GO) env GOROOT)/lib/wasm/wasm_exec.js $(shell $(GO) env GOROOT)/misc/wasm/wasm_exec.js))
+# The module is built with an empty build ID: the Go build ID of a main package varies with the
+# checkout (the same sources in two folders gave two), and the module is
+# committed in web/assets, compared byte for byte with a fresh build.
 wasm:
 	GOOS=js GOARCH=wasm $(GO) vet ./core/...
 	GOOS=js GOARCH=wasm $(GO) build ./httpstore/...
@@ -123,7 +126,7 @@ wasm:
 	@if GOOS=js GOARCH=wasm $(GO) list -tags $(WASM_TAGS) -deps ./wasm | grep -qx 'net/http'; then \
 		echo "the wasm module links net/http"; exit 1; fi
 	mkdir -p $(WASM_OUT)
-	GOOS=js GOARCH=wasm $(GO) build -tags $(WASM_TAGS) $(WASM_GCFLAGS) -trimpath -buildvcs=false -ldflags='-s -w' -o $(WASM_OUT)/kv0.wasm ./wasm
+	GOOS=js GOARCH=wasm $(GO) build -tags $(WASM_TAGS) $(WASM_GCFLAGS) -trimpath -buildvcs=false -ldflags='-s -w -buildid=' -o $(WASM_OUT)/kv0.wasm ./wasm
 	cp $(WASM_EXEC) $(WASM_OUT)/wasm_exec.js
 	cp wasm/kv0.mjs wasm/kv0.d.ts wasm/README.md $(WASM_OUT)/
 	sed 's/"version": "[^"]*"/"version": "$(VERSION)"/' wasm/package.json > $(WASM_OUT)/package.json
