@@ -125,14 +125,27 @@ describe('browser', { skip: !haveChromium && 'no Chromium (set CI=true to make t
   it('requests of one URL in flight together are not held back by the HTTP cache', async () => {
     // Chromium lets one request of a URL at a time use its cache entry: two
     // calls reading the same files would go one request after the other.
+    // The server answers neither hint request before both have arrived
+    // (or 20 s have passed, as they would when the second waits for the
+    // first), so no load can make the two miss each other.
     const url = `${dataSrv.url}/made/t.lance`;
-    dataSrv.delayMs = 300;
+    let arrived = 0;
+    let release;
+    const both = new Promise((r) => { release = r; });
+    const giveUp = setTimeout(release, 20000);
+    dataSrv.hold = (p) => {
+      if (!p.endsWith('/latest_version_hint.json')) return undefined;
+      if (++arrived === 2) release();
+      return both;
+    };
     dataSrv.reset();
     let got;
     try {
-      got = await inPage(page, (u) => Promise.all([window.call('lance.info', u), window.call('lance.info', u)]), url);
+      got = await inPage(page, (u) => Promise.all([window.call('lance.info', u), window.call('lance.info', u)]), url, 60000);
     } finally {
-      dataSrv.delayMs = 0;
+      dataSrv.hold = undefined;
+      clearTimeout(giveUp);
+      release();
     }
     assert.ok(got[0].ok, JSON.stringify(got[0]));
     assert.deepEqual(got[1], got[0]);

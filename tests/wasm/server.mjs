@@ -16,6 +16,8 @@ const types = { '.wasm': 'application/wasm', '.mjs': 'text/javascript', '.js': '
  * it); cacheControl (default no-cache). It counts requests, bytes and
  * waves (requests arriving while none is in flight), and logs each request
  * (method, path, range, origin; start and end in ms since the last reset).
+ * Setting state.hold to a function (urlPath) => a promise or undefined
+ * holds each answer until its promise settles.
  */
 export async function startServer(opts) {
   const state = { requests: 0, bytes: 0, waves: 0, inFlight: 0, log: [], epoch: performance.now(), faults: opts.faults ?? (() => undefined), delayMs: opts.delayMs ?? 0 };
@@ -30,6 +32,7 @@ export async function startServer(opts) {
     state.log.push(entry);
     res.on('close', () => { state.inFlight--; entry.end = performance.now() - state.epoch; });
     if (state.delayMs) await new Promise((r) => setTimeout(r, state.delayMs));
+    if (state.hold) await state.hold(path);
     const fault = state.faults(path) ?? {};
     if (opts.cors !== false && !fault.noCors) {
       res.setHeader('Access-Control-Allow-Origin', '*');
