@@ -415,11 +415,11 @@ describe('tracking', () => {
   it('watch polls every interval, counted from each poll\'s start: slow answers do not stretch the cadence', { timeout: 60000 }, async () => {
     const track = tracker(join(data.dir, 'cadence-node'));
     await track(['--run', 'c'], [{ name: 'loss', step: 0, value: 1 }]);
-    const delay = 600;
+    const delay = 1200;
     const slow = await startServer({ root: data.dir, delayMs: delay });
     try {
       const r = await mod.openRepo(`${slow.url}/cadence-node`);
-      const interval = 1000;
+      const interval = 2000;
       const at = [];
       await new Promise((resolve, reject) => {
         const stop = r.watch(() => {}, {
@@ -429,10 +429,10 @@ describe('tracking', () => {
         });
       });
       await r.close();
-      // Each quiet poll waits 600 ms for its probes: counted from its end
-      // the polls would be ≥ 1,600 ms apart, counted from its start 1,000.
-      // The bound between them leaves a loaded machine 300 ms of late
-      // timers (or 700 ms of a poll's own work) on the median gap.
+      // Each quiet poll waits 1,200 ms for its probes: counted from its end
+      // the polls would be ≥ 3,200 ms apart, counted from its start 2,000.
+      // The bound between them leaves a loaded machine 600 ms of late
+      // timers (or 1,400 ms of a poll's own work) on the median gap.
       const gaps = at.slice(2).map((t, i) => t - at[i + 1]);
       const sorted = [...gaps].sort((a, b) => a - b);
       assert.ok(sorted[Math.floor(sorted.length / 2)] < interval + delay / 2, `gaps between polls: ${gaps.map(Math.round)} ms`);
