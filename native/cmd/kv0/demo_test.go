@@ -75,7 +75,7 @@ func TestMakeRunPrintsEachSummaryOnce(t *testing.T) {
 	}
 	demo := filepath.Join(t.TempDir(), "demo")
 	webDir, wasmDir := t.TempDir(), t.TempDir() // make run serves what make web built
-	seen := map[string]int{} // line -> index of the command that printed it
+	seen := map[string]int{}                    // line -> index of the command that printed it
 	for i, cmd := range recipe {
 		cmd = strings.NewReplacer("$(DEMO_FLAGS)", "--runs 1 --steps 600", "$(DEMO)", demo, "$(LISTEN)", "127.0.0.1:0",
 			"$(WEB_OUT)", webDir, "$(WASM_OUT)", wasmDir).Replace(cmd)
