@@ -429,13 +429,20 @@ describe('dashboard', { skip: !haveChromium && 'no Chromium (set CI=true to make
     // In direct mode the wasm module's watch costs at most three requests a
     // quiet poll: the requests come in bursts 1 s apart; the first burst
     // seen may be cut, the last may still be running.
-    const times = [];
-    const onDirect = (r) => times.push(Date.now());
-    direct.on('request', onDirect);
-    const bursts = () => times.reduce((b, t, i) => { if (i === 0 || t - times[i - 1] > 150) b.push(0); b[b.length - 1]++; return b; }, []);
-    while (bursts().length < 4) await direct.waitForRequest(() => true, { timeout: T });
-    direct.off('request', onDirect);
-    assert.ok(bursts()[1] <= 3 && bursts()[2] <= 3, `quiet polls in direct mode: ${bursts()} requests`);
+    // As in api mode, the writer's heartbeat can land in a window (a poll
+    // that finds it reads the runs table): such a window is measured again.
+    for (let attempt = 0; ; attempt++) {
+      const times = [];
+      const onDirect = (r) => times.push(Date.now());
+      direct.on('request', onDirect);
+      const bursts = () => times.reduce((b, t, i) => { if (i === 0 || t - times[i - 1] > 150) b.push(0); b[b.length - 1]++; return b; }, []);
+      while (bursts().length < 4) await direct.waitForRequest(() => true, { timeout: T });
+      direct.off('request', onDirect);
+      const quiet = bursts()[1] <= 3 && bursts()[2] <= 3;
+      if (!quiet && attempt < 3) continue;
+      assert.ok(quiet, `quiet polls in direct mode: ${bursts()} requests`);
+      break;
+    }
     // Mark the other panel's chart: appending must not redraw it.
     await page.evaluate(() => { for (const m of ['train/loss', 'live/loss']) document.querySelector(`.panel[data-metric="${m}"]`).kv0plot.kv0mark = 1; });
     await liveWriter.write(Array.from({ length: 50 }, (_, i) => ({ name: 'live/loss', step: 100 + i, value: 1 / (101 + i) })));
